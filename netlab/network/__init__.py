@@ -1,0 +1,6 @@
+"""Flow-level network models (see :mod:`netlab.network.model`)."""
+
+from .maxmin import MaxMinResult, max_min
+from .model import NETWORKS, CommDemand, NetSolution, NetworkModel, iteration_time
+
+__all__ = ["max_min", "MaxMinResult", "NETWORKS", "CommDemand", "NetSolution", "NetworkModel", "iteration_time"]

@@ -1,0 +1,103 @@
+"""The three narrow policy interfaces, shared by the simulator and the testbed.
+
+Policy is kept apart from mechanism: a policy reads a :class:`ClusterView`
+(free GPUs per host, running jobs, link loads, the clock) and returns a
+decision. It never advances time, starts or stops anything itself; the
+simulator (or the live testbed) carries decisions out.
+
+* :class:`OrderingPolicy`: who goes first. ``key(job, now)`` sorts jobs
+  (smaller first); ``preemptive`` lets a better waiting job displace worse
+  running ones; ``next_key_change`` tells when a running job's key changes
+  (e.g. a Tiresias demotion) so the scheduler can look again then;
+  ``round_s`` asks for a full re-evaluation every so often (Themis leases).
+* :class:`PlacementPolicy`: where a job goes. ``place(job, view)`` returns a
+  :class:`Placement` or None (not now: wait).
+* :class:`PreemptionPolicy`: which running jobs to displace for a waiting
+  one, given the candidates worst-first.
+
+Policies that need randomness get a seeded ``numpy.random.Generator`` through
+``reset(rng)`` at the start of every run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from ..registry import Registry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..sim.state import ClusterView, JobState
+
+ORDERING: Registry["OrderingPolicy"] = Registry("ordering policy")
+PLACEMENT: Registry["PlacementPolicy"] = Registry("placement policy")
+PREEMPTION: Registry["PreemptionPolicy"] = Registry("preemption policy")
+
+
+class PolicyError(RuntimeError):
+    """A policy returned a decision that cannot be carried out."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """GPUs per host; the ring visits ``hosts`` in this order.
+
+    ``phase`` (0..1, optional) sets the job's communication phase offset as a
+    fraction of its iteration, for the phase-aware network model.
+    """
+
+    hosts: tuple[int, ...]
+    gpus: tuple[int, ...]
+    phase: float | None = None
+
+    @property
+    def n_gpus(self) -> int:
+        return sum(self.gpus)
+
+    @classmethod
+    def from_counts(cls, counts: np.ndarray, order: Sequence[int] | None = None, phase: float | None = None):
+        """From a per-host GPU count array; hosts in index order unless ``order`` is given."""
+        hosts = np.flatnonzero(counts) if order is None else [h for h in order if counts[h] > 0]
+        return cls(tuple(int(h) for h in hosts), tuple(int(counts[h]) for h in hosts), phase)
+
+
+class Policy:
+    name = "base"
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """Called once per run with the policy's own random stream."""
+        self.rng = rng
+
+    def describe(self) -> dict:
+        """Parameters, for config.json."""
+        return {"name": self.name, **{k: v for k, v in vars(self).items()
+                                      if not k.startswith("_") and k != "rng" and isinstance(v, (int, float, str, bool, list, tuple, type(None)))}}
+
+
+class OrderingPolicy(Policy):
+    preemptive: bool = False
+    preempt_on_events: bool = True  # False: preempt only at round boundaries (leases)
+    round_s: float | None = None
+    dynamic_keys: bool = False  # keys drift continuously: recompute them on every pass
+    # A policy may bring its own placement/preemption (e.g. a full scheduler).
+    default_placement: str | None = None
+    default_preemption: str | None = None
+
+    def key(self, job: "JobState", now: float) -> tuple:  # pragma: no cover
+        raise NotImplementedError
+
+    def next_key_change(self, job: "JobState", now: float) -> float | None:
+        return None
+
+
+class PlacementPolicy(Policy):
+    def place(self, job: "JobState", view: "ClusterView") -> Placement | None:  # pragma: no cover
+        raise NotImplementedError
+
+
+class PreemptionPolicy(Policy):
+    def victims(self, job: "JobState", candidates: Sequence["JobState"], view: "ClusterView") -> list["JobState"]:
+        """Running jobs to displace so ``job`` can start; [] for none. ``candidates`` are worst first."""
+        return []

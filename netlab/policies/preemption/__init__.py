@@ -1,0 +1,3 @@
+"""Preemption policies; importing this package registers them all."""
+
+from . import priority  # noqa: F401

@@ -1,0 +1,116 @@
+"""Cluster state as the policies see it: jobs and a read-only cluster view.
+
+The live testbed implements the same :class:`ClusterView` surface, so a
+policy object written against it places jobs in both.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from ..policies.base import Placement
+from ..workload.job import Job
+
+
+class JobState:
+    """A job's run-time state. Policies read it; only the scheduler writes it."""
+
+    __slots__ = ("job", "status", "placement", "first_start_s", "end_s", "remaining", "iter_s", "comm_s",
+                 "last_update_s", "progress_from_s", "attained_gpu_s", "run_s", "progress_s", "comm_time_s",
+                 "preemptions", "iso_iter_s", "key", "version", "key_version", "phase", "demand", "last_start_s",
+                 "extra")
+
+    def __init__(self, job: Job, iso_iter_s: float):
+        self.job = job
+        self.status = "pending"  # pending -> waiting -> running -> done (running <-> waiting on preemption)
+        self.placement: Placement | None = None
+        self.first_start_s = None
+        self.last_start_s = None
+        self.end_s = None
+        self.remaining = float(job.iterations)
+        self.iter_s = iso_iter_s
+        self.comm_s = 0.0
+        self.last_update_s = 0.0
+        self.progress_from_s = 0.0
+        self.attained_gpu_s = 0.0
+        self.run_s = 0.0  # time holding GPUs
+        self.progress_s = 0.0  # time making progress (run time less restore overheads)
+        self.comm_time_s = 0.0
+        self.preemptions = 0
+        self.iso_iter_s = iso_iter_s
+        self.key = None
+        self.version = 0
+        self.key_version = 0
+        self.phase = None
+        self.demand = None
+        self.extra: dict = {}  # scratch space for policies (e.g. Dally timers)
+
+    # Read-only conveniences for policies.
+    @property
+    def job_id(self) -> int:
+        return self.job.job_id
+
+    @property
+    def gpus(self) -> int:
+        return self.job.gpus
+
+    @property
+    def submit_s(self) -> float:
+        return self.job.submit_s
+
+    @property
+    def isolated_s(self) -> float:
+        return self.job.iterations * self.iso_iter_s
+
+    def remaining_iso_s(self) -> float:
+        return self.remaining * self.iso_iter_s
+
+    def attained_at(self, now: float) -> float:
+        if self.status == "running":
+            return self.attained_gpu_s + self.gpus * (now - self.last_update_s)
+        return self.attained_gpu_s
+
+    def __repr__(self) -> str:
+        return f"JobState({self.job_id}, {self.job.model}, gpus={self.gpus}, {self.status})"
+
+
+class ClusterView:
+    """What a policy may look at. Arrays are shared: treat them as read-only."""
+
+    def __init__(self, topology, free_gpus: np.ndarray, running: Mapping[int, JobState], now: float,
+                 link_load_gbps: np.ndarray | None = None, waiting: Iterable[JobState] = ()):
+        self.topology = topology
+        self.free_gpus = free_gpus
+        self.running = running
+        self.now = now
+        self._link_load = link_load_gbps
+        self._waiting = waiting
+
+    @property
+    def total_free(self) -> int:
+        return int(self.free_gpus.sum())
+
+    @property
+    def waiting(self) -> list[JobState]:
+        """Waiting jobs in priority order."""
+        return list(self._waiting)
+
+    def rack_free(self) -> np.ndarray:
+        return np.bincount(self.topology.host_rack, weights=self.free_gpus, minlength=self.topology.n_racks).astype(int)
+
+    def link_load_gbps(self) -> np.ndarray:
+        """Current time-averaged load per directed link (zeros on the ideal network)."""
+        if self._link_load is None:
+            return np.zeros(self.topology.n_links)
+        return self._link_load
+
+    def with_freed(self, jobs: Iterable[JobState]) -> "ClusterView":
+        """The view as it would be if ``jobs`` released their GPUs (for preemption decisions)."""
+        free = self.free_gpus.copy()
+        running = dict(self.running)
+        for js in jobs:
+            free[list(js.placement.hosts)] += js.placement.gpus
+            running.pop(js.job_id, None)
+        return ClusterView(self.topology, free, running, self.now, self._link_load, self._waiting)

@@ -1,0 +1,166 @@
+"""Topology builders, registered by name so a spec string picks one.
+
+Capacities follow one rule everywhere: a switch's uplinks carry its downlink
+capacity divided by ``oversub`` (1 = non-blocking), split evenly over the
+uplink cables. All rates are Gbit/s.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from ..registry import Registry
+from .model import Host, Topology, TopologyError
+
+BUILDERS: Registry[Topology] = Registry("topology builder")
+
+HOST_DEFAULTS = dict(gpus_per_host=8, host_gbps=100.0, intra_gbps=1200.0, nics=1, ecmp="split")
+
+
+def _check_positive(name: str, **values):
+    for key, value in values.items():
+        if value is None or value <= 0:
+            raise TopologyError(f"{name}: {key} must be > 0, got {value}")
+
+
+@BUILDERS.register("leafspine")
+def leafspine(racks: int = 4, hosts_per_rack: int = 4, gpus_per_host: int = 8, host_gbps: float = 100.0,
+              oversub: float = 1.0, spines: int = 2, intra_gbps: float = 1200.0, nics: int = 1,
+              ecmp: str = "split", name: str | None = None) -> Topology:
+    """Two-tier leaf-spine: racks of hosts behind ToRs, every ToR cabled to every spine."""
+    _check_positive("leafspine", racks=racks, hosts_per_rack=hosts_per_rack, host_gbps=host_gbps,
+                    oversub=oversub, spines=spines, nics=nics, intra_gbps=intra_gbps)
+    nic = host_gbps * nics
+    up = hosts_per_rack * nic / oversub / spines
+    hosts, switches, cables = [], {}, []
+    for s in range(spines):
+        switches[f"spine{s}"] = "spine"
+    for r in range(racks):
+        tor = f"tor{r}"
+        switches[tor] = "tor"
+        for i in range(hosts_per_rack):
+            h = f"r{r}h{i}"
+            hosts.append(Host(h, gpus_per_host, rack=tor, pod="pod0", intra_gbps=intra_gbps))
+            cables.append((h, tor, nic, "host"))
+        for s in range(spines):
+            cables.append((tor, f"spine{s}", up, "tor-spine"))
+    params = dict(racks=racks, hosts_per_rack=hosts_per_rack, gpus_per_host=gpus_per_host, host_gbps=host_gbps,
+                  oversub=oversub, spines=spines, intra_gbps=intra_gbps, nics=nics, ecmp=ecmp)
+    return Topology(name or "leafspine", hosts, switches, cables, ecmp=ecmp, params={"builder": "leafspine", **params})
+
+
+@BUILDERS.register("fattree")
+def fattree(k: int = 4, hosts_per_edge: int | None = None, gpus_per_host: int = 8, host_gbps: float = 100.0,
+            oversub: float = 1.0, intra_gbps: float = 1200.0, nics: int = 1, ecmp: str = "split",
+            name: str | None = None) -> Topology:
+    """k-ary fat-tree (k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores)."""
+    if k < 2 or k % 2:
+        raise TopologyError(f"fattree: k must be an even number >= 2, got {k}")
+    half = k // 2
+    hosts_per_edge = hosts_per_edge or half
+    _check_positive("fattree", hosts_per_edge=hosts_per_edge, host_gbps=host_gbps, oversub=oversub, nics=nics,
+                    intra_gbps=intra_gbps)
+    nic = host_gbps * nics
+    edge_up = hosts_per_edge * nic / oversub / half
+    hosts, switches, cables = [], {}, []
+    for c in range(half * half):
+        switches[f"core{c}"] = "core"
+    for p in range(k):
+        pod = f"pod{p}"
+        for a in range(half):
+            agg = f"p{p}agg{a}"
+            switches[agg] = "agg"
+            for j in range(half):
+                cables.append((agg, f"core{a * half + j}", edge_up, "agg-core"))
+        for e in range(half):
+            edge = f"p{p}edge{e}"
+            switches[edge] = "tor"
+            for i in range(hosts_per_edge):
+                h = f"p{p}e{e}h{i}"
+                hosts.append(Host(h, gpus_per_host, rack=edge, pod=pod, intra_gbps=intra_gbps))
+                cables.append((h, edge, nic, "host"))
+            for a in range(half):
+                cables.append((edge, f"p{p}agg{a}", edge_up, "edge-agg"))
+    params = dict(k=k, hosts_per_edge=hosts_per_edge, gpus_per_host=gpus_per_host, host_gbps=host_gbps,
+                  oversub=oversub, intra_gbps=intra_gbps, nics=nics, ecmp=ecmp)
+    return Topology(name or "fattree", hosts, switches, cables, ecmp=ecmp, params={"builder": "fattree", **params})
+
+
+@BUILDERS.register("crux")
+def crux(path: str, gpus_per_host: int = 8, host_gbps: float = 200.0, oversub: float = 1.0,
+         core_oversub: float = 1.0, intra_gbps: float = 1200.0, nics: int = 1, ecmp: str = "split",
+         max_hosts: int | None = None, name: str | None = None) -> Topology:
+    """The Alibaba Lingjun 3-tier Clos host list used by Crux (``topo.csv``: ip,DSW,PSW,ASW).
+
+    A ToR is the pair (PSW, ASW): ASW names repeat across PSWs. Each ToR has one
+    aggregated uplink to its PSW, each PSW one aggregated uplink to the core
+    (DSW). The file gives no bandwidths or GPU counts; they are parameters.
+    """
+    _check_positive("crux", host_gbps=host_gbps, oversub=oversub, core_oversub=core_oversub, nics=nics,
+                    gpus_per_host=gpus_per_host)
+    path = Path(path)
+    if not path.exists():
+        raise TopologyError(f"crux: {path}: no such file")
+    rows = []
+    with path.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        need = ["ip", "DSW", "PSW", "ASW"]
+        missing = [c for c in need if c not in (reader.fieldnames or [])]
+        if missing:
+            raise TopologyError(f"{path}: line 1: missing column(s) {missing}; expected header ip,DSW,PSW,ASW")
+        for line, row in enumerate(reader, start=2):
+            for col in need:
+                if not (row.get(col) or "").strip():
+                    raise TopologyError(f"{path}: line {line}: field {col!r} is empty")
+            rows.append(row)
+            if max_hosts and len(rows) >= max_hosts:
+                break
+    if not rows:
+        raise TopologyError(f"{path}: no host rows")
+    nic = host_gbps * nics
+    hosts, switches, cables = [], {}, []
+    tor_hosts: dict[str, int] = {}
+    tor_psw: dict[str, str] = {}
+    psw_dsw: dict[str, str] = {}
+    for i, row in enumerate(rows):
+        psw, dsw = f"psw-{row['PSW']}", f"dsw-{row['DSW']}"
+        tor = f"tor-{row['PSW']}-{row['ASW']}"
+        h = f"h{i:04d}"
+        hosts.append(Host(h, gpus_per_host, rack=tor, pod=psw, intra_gbps=intra_gbps))
+        switches.setdefault(tor, "tor")
+        switches.setdefault(psw, "agg")
+        switches.setdefault(dsw, "core")
+        cables.append((h, tor, nic, "host"))
+        tor_hosts[tor] = tor_hosts.get(tor, 0) + 1
+        tor_psw[tor] = psw
+        psw_dsw[psw] = dsw
+    psw_up: dict[str, float] = {}
+    for tor, n in tor_hosts.items():
+        up = n * nic / oversub
+        cables.append((tor, tor_psw[tor], up, "tor-agg"))
+        psw_up[tor_psw[tor]] = psw_up.get(tor_psw[tor], 0.0) + up
+    for psw, cap in psw_up.items():
+        cables.append((psw, psw_dsw[psw], cap / core_oversub, "agg-core"))
+    params = dict(path=str(path), gpus_per_host=gpus_per_host, host_gbps=host_gbps, oversub=oversub,
+                  core_oversub=core_oversub, intra_gbps=intra_gbps, nics=nics, ecmp=ecmp, max_hosts=max_hosts)
+    return Topology(name or "crux", hosts, switches, cables, ecmp=ecmp, params={"builder": "crux", **params})
+
+
+@BUILDERS.register("dumbbell")
+def dumbbell(hosts_per_side: int = 2, gpus_per_host: int = 1, host_gbps: float = 100.0,
+             bottleneck_gbps: float | None = None, intra_gbps: float = 1200.0, ecmp: str = "split",
+             name: str | None = None) -> Topology:
+    """Two switches joined by one bottleneck cable, hosts on each side (a rack per side)."""
+    _check_positive("dumbbell", hosts_per_side=hosts_per_side, host_gbps=host_gbps)
+    bottleneck = bottleneck_gbps or host_gbps
+    hosts, switches, cables = [], {"swL": "tor", "swR": "tor"}, []
+    for side, sw in (("L", "swL"), ("R", "swR")):
+        for i in range(hosts_per_side):
+            h = f"{side.lower()}{i}"
+            hosts.append(Host(h, gpus_per_host, rack=sw, intra_gbps=intra_gbps))
+            cables.append((h, sw, host_gbps, "host"))
+    cables.append(("swL", "swR", bottleneck, "tor-tor"))
+    params = dict(hosts_per_side=hosts_per_side, gpus_per_host=gpus_per_host, host_gbps=host_gbps,
+                  bottleneck_gbps=bottleneck, intra_gbps=intra_gbps, ecmp=ecmp)
+    return Topology(name or "dumbbell", hosts, switches, cables, ecmp=ecmp, params={"builder": "dumbbell", **params})

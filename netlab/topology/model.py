@@ -1,0 +1,241 @@
+"""The one topology model that the simulator, the testbed and the exporters read.
+
+Naming rules (written once, here):
+
+* A topology is a graph of named nodes: hosts and switches. Every cable is an
+  undirected edge with a capacity; the model turns it into two directed links
+  (one per direction, full duplex) with integer ids ``0..n_links-1``.
+* Hosts carry GPUs and an intra-host interconnect bandwidth (NVLink/PCIe,
+  ``intra_gbps``); the host's NICs are folded into its uplink capacity
+  (``nics x nic_gbps``). Hosts are indexed ``0..n_hosts-1`` in creation order.
+* Every host belongs to a rack (its ToR) and a pod; racks and pods are indexed.
+* Link ``tier`` names the layer a cable sits in (``host``, ``tor-spine``,
+  ``edge-agg``, ``agg-core``, ...); tier bytes and the oversubscribed-tier
+  metrics group by it.
+
+Routing is equal-cost multi-path over hop-shortest paths. The documented rule
+(``ecmp``):
+
+* ``split`` (default): a flow is spread evenly over all equal-cost paths, as
+  NCCL's several channels/QPs spread a collective over the fabric. Each path
+  carries ``1/P`` of the flow; a link on several paths carries the sum.
+* ``hash``: a flow takes exactly one path, chosen by a stable hash
+  (CRC32 of ``"src|dst|key"``) modulo the number of paths, as per-flow ECMP in
+  switches does. Two flows can collide on one spine link.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import networkx as nx
+import numpy as np
+
+ECMP_MODES = ("split", "hash")
+
+
+class TopologyError(ValueError):
+    """A topology description is invalid; the message names where and what."""
+
+
+@dataclass
+class Host:
+    name: str
+    gpus: int
+    rack: str
+    pod: str = "pod0"
+    intra_gbps: float = 1200.0
+
+
+@dataclass
+class Topology:
+    """Hosts, switches and directed links, with ECMP routing between hosts."""
+
+    name: str
+    hosts: list[Host]
+    switches: dict[str, str]  # switch name -> tier/kind (tor, spine, agg, core, ...)
+    cables: list[tuple[str, str, float, str]]  # (a, b, gbps, tier), undirected
+    ecmp: str = "split"
+    params: dict = field(default_factory=dict)  # what built it, for config.json
+
+    def __post_init__(self):
+        if self.ecmp not in ECMP_MODES:
+            raise TopologyError(f"topology {self.name}: ecmp must be one of {ECMP_MODES}, not {self.ecmp!r}")
+        names = [h.name for h in self.hosts]
+        if len(set(names)) != len(names):
+            raise TopologyError(f"topology {self.name}: duplicate host names")
+        clash = set(names) & set(self.switches)
+        if clash:
+            raise TopologyError(f"topology {self.name}: names used for both hosts and switches: {sorted(clash)[:5]}")
+        if not self.hosts:
+            raise TopologyError(f"topology {self.name}: no hosts")
+        for h in self.hosts:
+            if h.gpus < 0:
+                raise TopologyError(f"topology {self.name}: host {h.name}: gpus must be >= 0, got {h.gpus}")
+        self.host_index = {h.name: i for i, h in enumerate(self.hosts)}
+        self.host_gpus = np.array([h.gpus for h in self.hosts], dtype=np.int64)
+        self.host_intra_gbps = np.array([h.intra_gbps for h in self.hosts], dtype=float)
+        self.rack_names = list(dict.fromkeys(h.rack for h in self.hosts))
+        rack_idx = {r: i for i, r in enumerate(self.rack_names)}
+        self.host_rack = np.array([rack_idx[h.rack] for h in self.hosts], dtype=np.int64)
+        self.pod_names = list(dict.fromkeys(h.pod for h in self.hosts))
+        pod_idx = {p: i for i, p in enumerate(self.pod_names)}
+        self.host_pod = np.array([pod_idx[h.pod] for h in self.hosts], dtype=np.int64)
+        # Directed links.
+        nodes = set(names) | set(self.switches)
+        src, dst, cap, tier = [], [], [], []
+        self.link_id: dict[tuple[str, str], int] = {}
+        graph = nx.Graph()
+        graph.add_nodes_from(nodes)
+        for i, (a, b, gbps, t) in enumerate(self.cables):
+            for end in (a, b):
+                if end not in nodes:
+                    raise TopologyError(f"topology {self.name}: cable {i} ({a}-{b}): unknown node {end!r}")
+            if not gbps or gbps <= 0:
+                raise TopologyError(f"topology {self.name}: cable {i} ({a}-{b}): capacity must be > 0 Gbit/s, got {gbps}")
+            if graph.has_edge(a, b):
+                raise TopologyError(f"topology {self.name}: cable {i} ({a}-{b}) given twice")
+            graph.add_edge(a, b)
+            for u, v in ((a, b), (b, a)):
+                self.link_id[(u, v)] = len(src)
+                src.append(u)
+                dst.append(v)
+                cap.append(float(gbps))
+                tier.append(t)
+        self.graph = graph
+        self.link_src = src
+        self.link_dst = dst
+        self.link_capacity_gbps = np.array(cap, dtype=float)
+        self.link_tier = np.array(tier, dtype=object)
+        for h in self.hosts:
+            if graph.degree(h.name) == 0:
+                raise TopologyError(f"topology {self.name}: host {h.name} has no link")
+        # Host uplink (NIC) capacity: sum of the host's cables.
+        self.host_nic_gbps = np.array(
+            [sum(self.link_capacity_gbps[self.link_id[(h.name, n)]] for n in graph.neighbors(h.name)) for h in self.hosts]
+        )
+        self._paths = lru_cache(maxsize=None)(self._switch_paths)
+        self._single_home = {h.name: next(iter(graph.neighbors(h.name))) for h in self.hosts
+                             if graph.degree(h.name) == 1}
+
+    # -- sizes ---------------------------------------------------------------
+    @property
+    def n_hosts(self) -> int:
+        return len(self.hosts)
+
+    @property
+    def n_links(self) -> int:
+        return len(self.link_src)
+
+    @property
+    def n_racks(self) -> int:
+        return len(self.rack_names)
+
+    @property
+    def total_gpus(self) -> int:
+        return int(self.host_gpus.sum())
+
+    def __getitem__(self, name: str) -> Host:
+        return self.hosts[self.host_index[name]]
+
+    def __repr__(self) -> str:
+        return (f"Topology({self.name!r}, hosts={self.n_hosts}, gpus={self.total_gpus}, "
+                f"racks={self.n_racks}, links={self.n_links}, ecmp={self.ecmp!r})")
+
+    # -- routing -------------------------------------------------------------
+    def _switch_paths(self, a: str, b: str) -> tuple[tuple[int, ...], ...]:
+        """All hop-shortest paths a->b as tuples of directed link ids."""
+        try:
+            node_paths = list(nx.all_shortest_paths(self.graph, a, b))
+        except nx.NetworkXNoPath:
+            raise TopologyError(f"topology {self.name}: no path from {a} to {b}") from None
+        out = []
+        for p in sorted(node_paths):
+            out.append(tuple(self.link_id[(u, v)] for u, v in zip(p[:-1], p[1:])))
+        return tuple(out)
+
+    def paths(self, src_host: int, dst_host: int) -> tuple[tuple[int, ...], ...]:
+        """Equal-cost paths between two hosts (by index), as link-id tuples.
+
+        Single-homed hosts (one cable) reuse the cached switch-to-switch paths,
+        so routing cost grows with switch pairs, not host pairs.
+        """
+        a, b = self.hosts[src_host].name, self.hosts[dst_host].name
+        sa, sb = self._single_home.get(a), self._single_home.get(b)
+        if sa is None or sb is None:
+            return self._paths(a, b)
+        up, down = self.link_id[(a, sa)], self.link_id[(sb, b)]
+        if sa == sb:
+            return ((up, down),)
+        return tuple((up, *p, down) for p in self._paths(sa, sb))
+
+    def flow_links(self, src_host: int, dst_host: int, key: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Links one flow loads and the fraction of the flow on each (see ``ecmp``)."""
+        paths = self.paths(src_host, dst_host)
+        if self.ecmp == "hash" or len(paths) == 1:
+            h = zlib.crc32(f"{src_host}|{dst_host}|{key}".encode()) if len(paths) > 1 else 0
+            p = paths[h % len(paths)]
+            return np.array(p, dtype=np.int64), np.ones(len(p))
+        weight: dict[int, float] = {}
+        share = 1.0 / len(paths)
+        for p in paths:
+            for link in p:
+                weight[link] = weight.get(link, 0.0) + share
+        links = np.fromiter(weight.keys(), dtype=np.int64, count=len(weight))
+        return links, np.fromiter(weight.values(), dtype=float, count=len(weight))
+
+    def host_uplink(self, host: int) -> int:
+        """Id of the host's first uplink (host -> its switch)."""
+        name = self.hosts[host].name
+        return self.link_id[(name, next(iter(self.graph.neighbors(name))))]
+
+    # -- exporters -----------------------------------------------------------
+    def links_frame(self):
+        """One row per directed link: id, src, dst, tier, capacity_gbps."""
+        import pandas as pd
+
+        return pd.DataFrame({
+            "link": np.arange(self.n_links),
+            "src": self.link_src,
+            "dst": self.link_dst,
+            "tier": self.link_tier,
+            "capacity_gbps": self.link_capacity_gbps,
+        })
+
+    def hosts_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame({
+            "host": [h.name for h in self.hosts],
+            "gpus": self.host_gpus,
+            "rack": [h.rack for h in self.hosts],
+            "pod": [h.pod for h in self.hosts],
+            "nic_gbps": self.host_nic_gbps,
+            "intra_gbps": self.host_intra_gbps,
+        })
+
+    def to_dict(self) -> dict:
+        """The explicit YAML form (``netlab.topology.load_yaml`` reads it back)."""
+        return {
+            "name": self.name,
+            "ecmp": self.ecmp,
+            "hosts": [
+                {"name": h.name, "gpus": int(h.gpus), "rack": h.rack, "pod": h.pod, "intra_gbps": float(h.intra_gbps)}
+                for h in self.hosts
+            ],
+            "switches": [{"name": n, "tier": t} for n, t in self.switches.items()],
+            "links": [{"a": a, "b": b, "gbps": float(g), "tier": t} for a, b, g, t in self.cables],
+        }
+
+    def to_networkx(self) -> nx.DiGraph:
+        g = nx.DiGraph(name=self.name)
+        for h in self.hosts:
+            g.add_node(h.name, kind="host", gpus=h.gpus, rack=h.rack, pod=h.pod)
+        for s, t in self.switches.items():
+            g.add_node(s, kind=t)
+        for i in range(self.n_links):
+            g.add_edge(self.link_src[i], self.link_dst[i], link=i,
+                       capacity_gbps=float(self.link_capacity_gbps[i]), tier=self.link_tier[i])
+        return g

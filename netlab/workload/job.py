@@ -1,0 +1,91 @@
+"""Jobs, and binding a trace (the documented DataFrame schema) to a cluster.
+
+A trace row gives a job's GPUs, model and either its iterations or its
+duration. Durations are turned into iterations at the model's *isolated*
+speed on the target topology: consolidated on the fewest hosts, alone on a
+non-blocking network (:func:`isolated_iter_s`). On the ideal network a job
+therefore runs exactly as long as the trace says.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from ..network.model import iteration_time
+from .patterns import PATTERNS
+from .zoo import JobModel, ModelZoo
+
+
+@dataclass(frozen=True)
+class Job:
+    job_id: int
+    submit_s: float
+    gpus: int
+    model: str
+    iterations: float
+    pattern: str = "ring"
+    name: str = ""
+
+
+def consolidated_split(gpus: int, gpus_per_host: int) -> tuple[int, ...]:
+    """GPUs per host when ``gpus`` sit on the fewest hosts of ``gpus_per_host`` each."""
+    full, rest = divmod(gpus, gpus_per_host)
+    return tuple([gpus_per_host] * full + ([rest] if rest else []))
+
+
+def placement_comm(model: JobModel, pattern: str, gpus_per_host: tuple[int, ...], nic_gbps: float,
+                   intra_gbps: float) -> tuple[float, float]:
+    """(network seconds, serial intra-host seconds) per iteration, alone on a non-blocking fabric."""
+    plan = PATTERNS.get(pattern)().plan(tuple(gpus_per_host), model.grad_bytes)
+    intra_s = plan.serial_intra_bytes * 8 / (intra_gbps * 1e9)
+    if not plan.flows:
+        return 0.0, intra_s
+    out = np.bincount([s for s, _ in plan.flows], minlength=len(gpus_per_host))
+    inn = np.bincount([d for _, d in plan.flows], minlength=len(gpus_per_host))
+    rate = nic_gbps / max(out.max(), inn.max())
+    if plan.ring_intra_cap:
+        rate = min(rate, intra_gbps)
+    return plan.flow_bytes * 8 / (rate * 1e9), intra_s
+
+
+@lru_cache(maxsize=4096)
+def _iso(model: JobModel, pattern: str, gpus: int, gpus_per_host: int, nic_gbps: float, intra_gbps: float) -> float:
+    net, intra = placement_comm(model, pattern, consolidated_split(gpus, gpus_per_host), nic_gbps, intra_gbps)
+    return iteration_time(model.compute_s, net + intra, model.overlap)
+
+
+def isolated_iter_s(model: JobModel, pattern: str, gpus: int, topology) -> float:
+    """Iteration time alone, consolidated, on a non-blocking version of ``topology``."""
+    return _iso(model, pattern, int(gpus), int(topology.host_gpus.max()), float(topology.host_nic_gbps.max()),
+                float(topology.host_intra_gbps.max()))
+
+
+def jobs_from_frame(trace: pd.DataFrame, topology, zoo: ModelZoo | None = None) -> list[Job]:
+    """Turn a trace DataFrame (see :mod:`netlab.traces.schema`) into Jobs for ``topology``.
+
+    Rows with ``iterations`` keep them; otherwise ``duration_s`` is converted at
+    the isolated speed. Jobs larger than the cluster are an error (they could
+    never run), named with their trace row.
+    """
+    zoo = zoo or ModelZoo.default()
+    total = topology.total_gpus
+    jobs = []
+    has_iter = "iterations" in trace.columns
+    has_pattern = "pattern" in trace.columns
+    for i, row in enumerate(trace.itertuples(index=False)):
+        gpus = int(row.gpus)
+        if gpus > total:
+            raise ValueError(f"trace row {i} (job {row.job_id}): needs {gpus} GPUs, the topology has {total}")
+        model = zoo[row.model]
+        pattern = row.pattern if has_pattern else "ring"
+        iters = getattr(row, "iterations", math.nan) if has_iter else math.nan
+        if iters is None or not np.isfinite(iters):
+            iters = row.duration_s / isolated_iter_s(model, pattern, gpus, topology)
+        jobs.append(Job(job_id=i, submit_s=float(row.submit_s), gpus=gpus, model=row.model,
+                        iterations=max(float(iters), 1e-9), pattern=pattern, name=str(row.job_id)))
+    return jobs

@@ -1,0 +1,96 @@
+"""Communication patterns: what a placed job sends per iteration.
+
+A pattern turns a placement (GPUs per host, in ring order) and a gradient size
+S into a :class:`CommPlan`: the host-to-host flows, the bytes each flow carries
+per iteration (all flows of one job carry the same bytes, so they progress in
+lock-step and the job's rate is one number), and the bytes that cross the
+intra-host interconnect in a phase of their own.
+
+Byte counts follow nccl-tests conventions (``shared/reference/anchors.md``):
+a ring all-reduce over n ranks puts 2(n-1)/n x S on every ring hop.
+
+* ``ring``: one ring over all n GPUs, hosts visited in placement order, the
+  GPUs of a host adjacent. k hosts give k inter-host hops (h0->h1->...->h0),
+  each carrying 2(n-1)/n x S; intra-host hops run concurrently over
+  NVLink/PCIe and cap the ring's rate at ``intra_gbps``.
+* ``hierarchical``: reduce-scatter inside each host, an all-reduce across the
+  k hosts (2(k-1)/k x S per host NIC), then all-gather inside the host. The
+  two intra-host phases cost 2(g-1)/g x S over the interconnect, serially.
+* ``ps``: a parameter server on the placement's first host. Every other host
+  pushes S and pulls S (after local aggregation), so the server's NIC carries
+  k-1 flows each way.
+
+A job on one host sends nothing over the network: 2(n-1)/n x S over the
+interconnect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..registry import Registry
+
+PATTERNS: Registry["CommPattern"] = Registry("communication pattern")
+
+
+@dataclass(frozen=True)
+class CommPlan:
+    flows: tuple[tuple[int, int], ...]  # (src, dst) as indices into the placement's hosts
+    flow_bytes: float  # bytes per flow per iteration
+    serial_intra_bytes: float  # bytes over the intra-host interconnect in their own phase
+    ring_intra_cap: bool  # True if intra-host hops run alongside the flows and cap their rate
+
+
+class CommPattern:
+    name = "base"
+
+    def plan(self, gpus_per_host: tuple[int, ...], grad_bytes: float) -> CommPlan:  # pragma: no cover
+        raise NotImplementedError
+
+    @staticmethod
+    def _single_host(n: int, grad_bytes: float) -> CommPlan:
+        return CommPlan((), 0.0, 2 * (n - 1) / n * grad_bytes if n > 1 else 0.0, False)
+
+
+@PATTERNS.register("ring")
+class Ring(CommPattern):
+    """Flat ring all-reduce over all GPUs (NCCL's ring)."""
+
+    name = "ring"
+
+    def plan(self, gpus_per_host, grad_bytes):
+        n, k = sum(gpus_per_host), len(gpus_per_host)
+        if k == 1:
+            return self._single_host(n, grad_bytes)
+        flows = tuple((i, (i + 1) % k) for i in range(k))
+        return CommPlan(flows, 2 * (n - 1) / n * grad_bytes, 0.0, max(gpus_per_host) > 1)
+
+
+@PATTERNS.register("hierarchical")
+class Hierarchical(CommPattern):
+    """Reduce inside each host, all-reduce across hosts, broadcast inside."""
+
+    name = "hierarchical"
+
+    def plan(self, gpus_per_host, grad_bytes):
+        n, k = sum(gpus_per_host), len(gpus_per_host)
+        if k == 1:
+            return self._single_host(n, grad_bytes)
+        g = max(gpus_per_host)
+        flows = tuple((i, (i + 1) % k) for i in range(k)) if k > 2 else ((0, 1), (1, 0))
+        return CommPlan(flows, 2 * (k - 1) / k * grad_bytes, 2 * (g - 1) / g * grad_bytes if g > 1 else 0.0, False)
+
+
+@PATTERNS.register("ps")
+class ParameterServer(CommPattern):
+    """Parameter server on the first host; workers push and pull S each iteration."""
+
+    name = "ps"
+
+    def plan(self, gpus_per_host, grad_bytes):
+        n, k = sum(gpus_per_host), len(gpus_per_host)
+        if k == 1:
+            return self._single_host(n, grad_bytes)
+        g = max(gpus_per_host)
+        flows = tuple(f for h in range(1, k) for f in ((h, 0), (0, h)))
+        return CommPlan(flows, grad_bytes, 2 * (g - 1) / g * grad_bytes if g > 1 else 0.0, False)

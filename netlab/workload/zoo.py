@@ -1,0 +1,90 @@
+"""The job-model zoo: compute time per iteration and gradient bytes per model.
+
+Numbers come from ``netlab/data/zoo.csv``; every row cites where its two
+numbers come from (``grad_source``, ``time_source``). The primary references
+are collected in the project's ``shared/reference/job-zoo.md``:
+
+* gradient sizes: fp32 parameters x 4 bytes (ResNet, Inception, AlexNet, VGG,
+  BERT, GPT-2 rows of the job-zoo table);
+* iteration times: the Blox model zoo (single GPU), the Pollux throughput
+  traces (T4), Muri (VGG16 on 8 GPUs) and Crux (a 64-GPU GPT-3 variant).
+
+Rows marked "assumption" are scaled by FLOPs or parameters from a measured
+neighbour; treat them as such. ``compute_s`` is per iteration at a fixed
+per-GPU batch (weak scaling): data parallelism does not change it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from importlib import resources
+
+import pandas as pd
+
+MB = 1e6
+
+
+@dataclass(frozen=True)
+class JobModel:
+    name: str
+    compute_s: float  # compute time per iteration on one GPU
+    grad_bytes: float  # gradient bytes all-reduced per iteration
+    params_m: float = 0.0
+    overlap: float = 0.0  # share of min(compute, comm) hidden by overlapping them (0..1)
+    grad_source: str = ""
+    time_source: str = ""
+
+    @property
+    def comm_compute_ratio(self) -> float:
+        """Gradient bits per second of compute at 100 Gbit/s: a scale-free sensitivity hint."""
+        return self.grad_bytes * 8 / 100e9 / self.compute_s
+
+
+class ModelZoo:
+    """A name -> :class:`JobModel` table. ``ModelZoo.default()`` reads the bundled CSV."""
+
+    def __init__(self, models: dict[str, JobModel]):
+        self._models = dict(models)
+
+    @classmethod
+    def default(cls) -> "ModelZoo":
+        with resources.files("netlab.data").joinpath("zoo.csv").open() as fh:
+            return cls.from_frame(pd.read_csv(fh))
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame) -> "ModelZoo":
+        models = {}
+        for row in df.itertuples(index=False):
+            models[row.model] = JobModel(
+                name=row.model, compute_s=float(row.compute_s), grad_bytes=float(row.grad_mb) * MB,
+                params_m=float(row.params_m), grad_source=row.grad_source, time_source=row.time_source,
+            )
+        return cls(models)
+
+    def __getitem__(self, name: str) -> JobModel:
+        try:
+            return self._models[name]
+        except KeyError:
+            raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(self._models))}") from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._models
+
+    def __iter__(self):
+        return iter(sorted(self._models))
+
+    def names(self) -> list[str]:
+        return sorted(self._models)
+
+    def with_model(self, model: JobModel) -> "ModelZoo":
+        return ModelZoo({**self._models, model.name: model})
+
+    def with_overlap(self, overlap: float) -> "ModelZoo":
+        return ModelZoo({n: replace(m, overlap=overlap) for n, m in self._models.items()})
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame([
+            dict(model=m.name, params_m=m.params_m, grad_mb=m.grad_bytes / MB, compute_s=m.compute_s,
+                 overlap=m.overlap, grad_source=m.grad_source, time_source=m.time_source)
+            for m in (self._models[n] for n in self.names())
+        ])
