@@ -21,6 +21,7 @@ its GPUs but makes no progress.
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from dataclasses import dataclass, field
@@ -98,9 +99,11 @@ class Simulator:
         self.free_total = int(self.free.sum())
         self.states: dict[int, JobState] = {}
         self.running: dict[int, JobState] = {}
-        self.waiting = SortedList()
+        # Waiting jobs by (key, id), one sorted list per GPU count: a pass merges
+        # only the sizes that can fit (or may preempt), never scanning the rest.
+        self.waiting_by_size: dict[int, SortedList] = {}
+        self.n_waiting = 0
         self.run_order = SortedList()  # running jobs by key: worst last
-        self.waiting_gpus: dict[int, int] = {}
         self.demands: dict[int, CommDemand] = {}
         self._pass_pending = False
         self._net_dirty = False
@@ -165,7 +168,7 @@ class Simulator:
         js.key = self.ordering.key(js, now)
         self.run_order.add((js.key, js.job_id))
         self._arm_key_change(js)
-        if self.waiting:
+        if self.n_waiting:
             self._want_pass()
 
     def _round(self) -> None:
@@ -183,21 +186,25 @@ class Simulator:
     def _settle(self) -> None:
         self._pass_pending = False
         now = self.kernel.now
-        if self.waiting:
+        if self.n_waiting:
             self._schedule(now)
         if self._net_dirty:
             self._recompute_network(now)
 
+    def waiting_order(self):
+        """Waiting jobs' (key, id) in priority order."""
+        return heapq.merge(*self.waiting_by_size.values())
+
     def view(self, now: float | None = None) -> ClusterView:
         return ClusterView(self.topology, self.free, self.running, self.kernel.now if now is None else now,
-                           self.link_load, (self.states[j] for _, j in self.waiting))
+                           self.link_load, (self.states[j] for _, j in self.waiting_order()))
 
     def _refresh_keys(self, now: float) -> None:
-        items = [self.states[j] for _, j in self.waiting]
-        self.waiting.clear()
+        items = [self.states[j] for _, j in self.waiting_order()]
+        self.waiting_by_size.clear()
+        self.n_waiting = 0
         for js in items:
-            js.key = self.ordering.key(js, now)
-            self.waiting.add((js.key, js.job_id))
+            self._enqueue(js)
         runs = list(self.running.values())
         self.run_order.clear()
         for js in runs:
@@ -213,12 +220,17 @@ class Simulator:
         may_preempt = order.preemptive and (order.preempt_on_events or round_pass)
         started, victims_all = [], []
         view = self.view(now)
-        for key, jid in self.waiting:
+        worst = self.run_order[-1][0] if self.run_order else None
+        sources = []
+        for size, items in self.waiting_by_size.items():
+            if size <= self.free_total:
+                sources.append(iter(items))
+            elif may_preempt and worst is not None:
+                sources.append(items.irange(maximum=(worst,), inclusive=(True, False)))
+        for key, jid in heapq.merge(*sources):
             worst = self.run_order[-1][0] if self.run_order else None
             can_preempt = may_preempt and worst is not None and key < worst
             if self.free_total == 0 and not can_preempt:
-                break
-            if not can_preempt and (not self.waiting_gpus or self.free_total < min(self.waiting_gpus)):
                 break
             js = self.states[jid]
             if js.gpus <= self.free_total:
@@ -251,17 +263,15 @@ class Simulator:
     # ------------------------------------------------------------ mechanism
     def _enqueue(self, js: JobState) -> None:
         js.key = self.ordering.key(js, self.kernel.now)
-        self.waiting.add((js.key, js.job_id))
-        self.waiting_gpus[js.gpus] = self.waiting_gpus.get(js.gpus, 0) + 1
+        bucket = self.waiting_by_size.get(js.gpus)
+        if bucket is None:
+            bucket = self.waiting_by_size[js.gpus] = SortedList()
+        bucket.add((js.key, js.job_id))
+        self.n_waiting += 1
 
     def _dequeue(self, item: tuple) -> None:
-        self.waiting.remove(item)
-        gpus = self.states[item[1]].gpus
-        left = self.waiting_gpus[gpus] - 1
-        if left:
-            self.waiting_gpus[gpus] = left
-        else:
-            del self.waiting_gpus[gpus]
+        self.waiting_by_size[self.states[item[1]].gpus].remove(item)
+        self.n_waiting -= 1
 
     def _check_placement(self, js: JobState, p: Placement) -> None:
         if p.n_gpus != js.gpus or len(p.hosts) != len(p.gpus) or len(set(p.hosts)) != len(p.hosts):
