@@ -1,0 +1,128 @@
+"""Core performance benchmarks (not timed tests): writes benchmarks/results/core.json.
+
+1. The full Philly trace (82,247 jobs) on a 512-GPU 4:1 leaf-spine with
+   Tiresias + consolidated placement and the fair-share network, one core.
+   Target: 30 s of wall time or less. Reports events per second.
+2. Scaling at 10k, 20k, 40k and all jobs (cost should grow about linearly).
+3. A placement decision for a 64-GPU job on a 10,240-GPU leaf-spine with 1,000
+   running jobs, for every registered placement policy. Target: median 10 ms.
+
+Usage: python benchmarks/bench_core.py [--trace-dir ../shared/traces] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from netlab.policies import PLACEMENT
+from netlab.sim import SimConfig, Simulator
+from netlab.sim.metrics import atomic_write
+from netlab.sim.state import ClusterView, JobState
+from netlab.topology import load_topology
+from netlab.traces import load_trace
+from netlab.workload.job import Job, jobs_from_frame
+
+PHILLY_TOPOLOGY = "leafspine,racks=16,hosts_per_rack=4,gpus_per_host=8,oversub=4"
+BIG_TOPOLOGY = "leafspine,racks=40,hosts_per_rack=32,gpus_per_host=8,oversub=4,spines=8"
+
+
+def philly_run(trace, n_jobs: int | None, policy: str = "tiresias") -> dict:
+    topo = load_topology(PHILLY_TOPOLOGY)
+    df = trace if n_jobs is None else trace.iloc[:n_jobs]
+    t0 = time.perf_counter()
+    jobs = jobs_from_frame(df, topo)
+    bind_s = time.perf_counter() - t0
+    res = Simulator(topo, jobs, policy, "consolidated", None, SimConfig(network="fair", record_links=True)).run()
+    s = res.summary
+    return dict(jobs=len(jobs), policy=policy, wall_s=s["wall_s"], bind_s=bind_s, events=s["events"],
+                events_per_s=s["events"] / s["wall_s"], avg_jct_s=s["avg_jct_s"], p99_jct_s=s["p99_jct_s"],
+                makespan_s=s["makespan_s"], preemptions=s["preemptions"], finished=s["finished"])
+
+
+def placement_bench(repeats: int = 50, seed: int = 0) -> dict:
+    """Median placement time for a 64-GPU job with 1,000 running jobs on 10,240 GPUs."""
+    topo = load_topology(BIG_TOPOLOGY)
+    rng = np.random.default_rng(seed)
+    free = topo.host_gpus.copy()
+    running = {}
+    sizes = rng.choice([1, 2, 4, 8, 16, 32], size=1000, p=[0.4, 0.15, 0.15, 0.15, 0.1, 0.05])
+    for i, g in enumerate(sizes):  # scatter the running jobs so the cluster is fragmented
+        hosts, gpus, need = [], [], int(g)
+        for h in rng.permutation(topo.n_hosts):
+            if need == 0:
+                break
+            take = int(min(free[h], need, rng.integers(1, 9)))
+            if take:
+                free[h] -= take
+                hosts.append(int(h))
+                gpus.append(take)
+                need -= take
+        js = JobState(Job(i, 0.0, int(g), "resnet50", 100), 1.0)
+        from netlab.policies.base import Placement
+
+        js.placement, js.status = Placement(tuple(hosts), tuple(gpus)), "running"
+        running[i] = js
+    view = ClusterView(topo, free, running, 0.0)
+    job = JobState(Job(10_000, 0.0, 64, "vgg16", 100), 1.0)
+    out = {"gpus": topo.total_gpus, "hosts": topo.n_hosts, "running_jobs": len(running),
+           "free_gpus": int(free.sum()), "job_gpus": 64, "median_ms": {}}
+    for name in PLACEMENT.names():
+        try:
+            policy = PLACEMENT.create(name)
+        except TypeError:
+            continue
+        policy.reset(np.random.default_rng(seed))
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            p = policy.place(job, view)
+            times.append((time.perf_counter() - t0) * 1e3)
+        assert p is None or p.n_gpus == 64
+        out["median_ms"][name] = statistics.median(times)
+    return out
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trace-dir", default=None)
+    ap.add_argument("--quick", action="store_true", help="Only the 10k-job point and the placement bench.")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "core.json"))
+    args = ap.parse_args(argv)
+    trace = load_trace("philly", trace_dir=args.trace_dir, seed=0)
+    results = {"machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count()},
+               "topology": PHILLY_TOPOLOGY}
+    sizes = [10_000] if args.quick else [10_000, 20_000, 40_000, None]
+    scaling = []
+    for n in sizes:
+        r = philly_run(trace, n)
+        print(f"philly {r['jobs']:>6} jobs: {r['wall_s']:.2f} s, {r['events_per_s']:,.0f} events/s", flush=True)
+        scaling.append(r)
+    results["philly_scaling"] = scaling
+    full = scaling[-1]
+    results["philly_full"] = dict(full, target_wall_s=30.0, meets_target=full["wall_s"] <= 30.0)
+    base = scaling[0]
+    results["scaling_cost_per_job_us"] = {str(r["jobs"]): r["wall_s"] / r["jobs"] * 1e6 for r in scaling}
+    results["scaling_ratio_last_vs_first_per_job"] = (full["wall_s"] / full["jobs"]) / (base["wall_s"] / base["jobs"])
+    pb = placement_bench()
+    pb["target_median_ms"] = 10.0
+    pb["meets_target"] = {k: v <= 10.0 for k, v in pb["median_ms"].items()}
+    results["placement_64gpu_10k"] = pb
+    print("placement median ms:", {k: round(v, 2) for k, v in pb["median_ms"].items()})
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(out, lambda p: Path(p).write_text(json.dumps(results, indent=2)))
+    print(f"wrote {out}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""Simulator mechanics: kernel order, preemption cost, determinism, outputs, bad decisions."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from netlab.policies.base import OrderingPolicy, Placement, PlacementPolicy, PolicyError
+from netlab.sim import Kernel, RealtimeClock, simulate
+from netlab.sim.metrics import SUMMARY_KEYS
+from netlab.topology import load_topology
+from netlab.workload.job import Job
+from netlab.workload.zoo import ModelZoo
+
+ZOO = ModelZoo.default()
+
+
+def random_jobs(n=60, seed=3, max_gpus=16):
+    rng = np.random.default_rng(seed)
+    models = ["resnet50", "vgg16", "bert-base", "resnet18"]
+    return [Job(i, float(t), int(rng.choice([1, 2, 4, 8, max_gpus])), models[i % 4], float(rng.integers(200, 3000)))
+            for i, t in enumerate(np.cumsum(rng.exponential(60, n)))]
+
+
+def test_kernel_orders_ties_by_priority_then_insertion():
+    k, seen = Kernel(), []
+    k.at(5.0, Kernel.SCHEDULE, seen.append, "pass")
+    k.at(5.0, Kernel.ARRIVE, seen.append, "arrive-1")
+    k.at(5.0, Kernel.COMPLETE, seen.append, "complete")
+    k.at(5.0, Kernel.ARRIVE, seen.append, "arrive-2")
+    k.at(1.0, Kernel.SCHEDULE, seen.append, "early")
+    k.run()
+    assert seen == ["early", "complete", "arrive-1", "arrive-2", "pass"]
+    assert k.now == 5.0 and k.events == 5
+    with pytest.raises(ValueError):
+        k.at(4.0, 0, seen.append, "past")
+
+
+def test_realtime_clock_waits_scaled_wall_time():
+    slept, wall = [], [0.0]
+    clock = RealtimeClock(speedup=10.0, sleep=lambda s: slept.append(s), monotonic=lambda: wall[0])
+    clock.advance_to(5.0)
+    assert slept == [pytest.approx(0.5)] and clock.now == 5.0
+
+
+class NewestFirst(OrderingPolicy):
+    """Preemptive LIFO: the test's stand-in for a priority scheduler."""
+
+    name = "newest-first"
+    preemptive = True
+
+    def key(self, job, now):
+        return (-job.submit_s, job.job_id)
+
+
+def test_preemption_pays_checkpoint_and_restore_once():
+    topo = load_topology("leafspine,racks=1,hosts_per_rack=1,gpus_per_host=1")
+    it = ZOO["resnet50"].compute_s  # single GPU: no communication at all
+    jobs = [Job(0, 0.0, 1, "resnet50", 100 / it), Job(1, 10.0, 1, "resnet50", 20 / it)]
+    res = simulate(topo, jobs, NewestFirst(), "first-fit", checkpoint_s=10, restore_s=20).jobs.set_index("job_id")
+    # B preempts A at t=10 and ends at 30; A restarts at 30, makes progress from 60, has 90 s left -> 150.
+    assert res.loc[1, "end_s"] == pytest.approx(30.0)
+    assert res.loc[0, "end_s"] == pytest.approx(150.0)
+    assert res.loc[0, "preemptions"] == 1 and res.loc[1, "preemptions"] == 0
+    assert res.loc[0, "run_s"] == pytest.approx(10 + 120)  # holds GPUs during the restore
+    assert res.loc[0, "wait_s"] == pytest.approx(20.0)
+    assert res.loc[0, "slowdown"] == pytest.approx(1.0)  # progress time equals isolated time
+
+
+def test_same_seed_same_table_and_different_seed_differs():
+    topo = load_topology("leafspine,racks=4,hosts_per_rack=2,gpus_per_host=4,oversub=4")
+    jobs = random_jobs()
+    a = simulate(topo, jobs, "fifo", "random", seed=7).jobs
+    b = simulate(topo, jobs, "fifo", "random", seed=7).jobs
+    c = simulate(topo, jobs, "fifo", "random", seed=8).jobs
+    pd.testing.assert_frame_equal(a, b)
+    assert not a.placement.equals(c.placement)
+
+
+def test_every_job_finishes_and_gpus_never_oversubscribed():
+    topo = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=4,oversub=2")
+    res = simulate(topo, random_jobs(80), "fifo", "consolidated")
+    jobs = res.jobs
+    assert jobs.end_s.notna().all()
+    # Sweep start/end events: GPUs in use never exceed the cluster's 16.
+    ev = pd.concat([pd.DataFrame({"t": jobs.start_s, "d": jobs.gpus}), pd.DataFrame({"t": jobs.end_s, "d": -jobs.gpus})])
+    in_use = ev.sort_values(["t", "d"]).d.cumsum()
+    assert in_use.max() <= topo.total_gpus
+    assert set(SUMMARY_KEYS) <= set(res.summary)
+    assert res.summary["avg_jct_s"] == pytest.approx(jobs.jct_s.mean())
+    assert 0 < res.summary["gpu_util"] <= 1
+    assert (jobs.slowdown >= 1 - 1e-9).all()
+
+
+def test_results_written_atomically(tmp_path):
+    topo = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=4,oversub=2")
+    res = simulate(topo, random_jobs(20), "fifo", "consolidated")
+    out = res.save(tmp_path / "run")
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "jobs.parquet", "links.parquet", "summary.json"]
+    back = pd.read_parquet(out / "jobs.parquet")
+    pd.testing.assert_frame_equal(back, res.jobs)
+    assert json.loads((out / "summary.json").read_text())["jobs"] == 20
+
+
+class Greedy(PlacementPolicy):
+    name = "greedy"
+
+    def place(self, job, view):
+        return Placement((0,), (job.gpus,))  # ignores free GPUs: a buggy policy
+
+
+def test_bad_placement_is_a_clear_policy_error():
+    topo = load_topology("leafspine,racks=1,hosts_per_rack=2,gpus_per_host=2")
+    with pytest.raises(PolicyError, match="asks 3 GPUs on host 0, which has 2 free|does not give exactly"):
+        simulate(topo, [Job(0, 0.0, 3, "resnet50", 10)], "fifo", Greedy())
+
+
+def test_job_larger_than_cluster_is_rejected():
+    topo = load_topology("leafspine,racks=1,hosts_per_rack=2,gpus_per_host=2")
+    with pytest.raises(ValueError, match="needs 8 GPUs, cluster has 4"):
+        simulate(topo, [Job(0, 0.0, 8, "resnet50", 10)], "fifo")
