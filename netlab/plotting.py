@@ -51,7 +51,8 @@ def link_utilisation(data: pd.DataFrame, bins: int = 60, top: int = 24, tiers=No
             lo = np.clip(row.t_start_s, edges[:-1], edges[1:])
             hi = np.clip(row.t_end_s, edges[:-1], edges[1:])
             grid.loc[name] += (hi - lo) / width * row.utilisation
-    sns.heatmap(grid, ax=ax, vmin=0, vmax=1, cmap="rocket_r", cbar_kws={"label": "utilisation"})
+    sns.heatmap(grid, ax=ax, vmin=0, vmax=1, cmap="rocket_r", cbar_kws={"label": "utilisation"},
+                xticklabels=max(1, bins // 8))
     ax.set_xlabel("time (h)")
     ax.set_ylabel("link")
     return ax
