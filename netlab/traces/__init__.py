@@ -1,0 +1,105 @@
+"""Trace loaders: real GPU-cluster traces and synthetic workloads as one DataFrame schema.
+
+>>> df = load_trace("philly-sample")                 # bundled, needs no shared dir
+>>> df = load_trace("gavel,vc=b436b2")              # a spec string
+>>> df = load_trace("synthetic,jobs=200,load=0.8")
+>>> df = load_trace("path/to/cluster02.csv")        # format detected from the header
+
+Every loader returns the schema of :mod:`netlab.traces.schema`; the shared
+traces are found as described in :mod:`netlab.traces.files`. Traces without
+model names get seeded models (:mod:`netlab.traces.models`).
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+from pathlib import Path
+
+import pandas as pd
+
+from ..spec import Spec, SpecError, check_params
+from . import alibaba, gavel, itp, philly, pollux, synthetic  # noqa: F401  (registers the loaders)
+from .files import DEFAULT_FILES, TRACES, find_trace_dir
+from .models import assign_models
+from .schema import COLUMNS, TraceError, validate
+from .synthetic import poisson_trace
+
+__all__ = ["load_trace", "list_traces", "TRACES", "TraceError", "validate", "assign_models", "poisson_trace",
+           "find_trace_dir", "COLUMNS"]
+
+#: (columns the header must have, reader) in the order tried; supersets first
+FORMATS = [
+    (itp.EF_HEADER, lambda p, seed, skip_bad, trace_dir: itp.read_elasticflow(p, skip_bad=skip_bad)),
+    (itp.RAW_HEADER, lambda p, seed, skip_bad, trace_dir: itp.read_itp(p, seed=seed, skip_bad=skip_bad)),
+    (philly.HEADER, lambda p, seed, skip_bad, trace_dir: philly.read_philly(p, seed=seed, skip_bad=skip_bad)),
+    (alibaba.HEADER, lambda p, seed, skip_bad, trace_dir: alibaba.read_alibaba(p, seed=seed, skip_bad=skip_bad)),
+    (pollux.HEADER, lambda p, seed, skip_bad, trace_dir: pollux.read_pollux(p, trace_dir=trace_dir,
+                                                                            skip_bad=skip_bad)),
+]
+
+
+def _read_file(path: Path, seed: int, skip_bad: bool, trace_dir) -> pd.DataFrame:
+    if path.suffix == ".trace":
+        return gavel.read_gavel(path, skip_bad=skip_bad)
+    with open(path, newline="", encoding="utf-8") as fh:
+        header = {h.strip() for h in next(csv.reader(fh), [])}
+    for columns, reader in FORMATS:
+        if header.issuperset(columns):
+            return reader(path, seed, skip_bad, trace_dir)
+    raise TraceError(f"{path}, line 1 (header): unknown trace format, columns {sorted(header)}; "
+                     f"known formats need one of {[list(c) for c, _ in FORMATS]}")
+
+
+def _spec_params(text: str, spec: Spec, loader) -> dict:
+    """Spec params checked against the loader; string-typed ones keep their raw text.
+
+    ``Spec`` turns ``vc=6214e9`` into a float and ``cluster=02`` into 2; a VC or
+    cluster name is a string, so those take the text as written.
+    """
+    sig = inspect.signature(loader).parameters
+    allowed = {k: p.default for k, p in sig.items() if k not in ("trace_dir", "seed", "skip_bad")}
+    params = check_params(f"trace {spec.kind!r}", spec.params, allowed)
+    raw = dict(part.strip().partition("=")[::2] for part in text.split(",")[1:] if part.strip())
+    for key in spec.params:
+        if isinstance(allowed[key], str):
+            params[key] = raw[key].strip()
+    return {k: params[k] for k in spec.params}
+
+
+def load_trace(what, trace_dir=None, seed: int = 0, max_jobs: int | None = None, skip_bad: bool = False,
+               **params) -> pd.DataFrame:
+    """A trace DataFrame from a registered name, a spec string (``"gavel,vc=b436b2"``) or a file path.
+
+    ``seed`` drives model assignment for traces without models (and the
+    synthetic generator); ``max_jobs`` keeps the first N jobs by submit time;
+    ``skip_bad`` drops bad rows (recorded in ``attrs["skipped"]``, with a warning)
+    instead of raising :class:`TraceError`.
+    """
+    text = str(what)
+    path = Path(text)
+    if path.suffix in (".csv", ".trace"):
+        if not path.exists():
+            raise FileNotFoundError(f"trace file {text!r} not found")
+        df = _read_file(path, seed, skip_bad, trace_dir)
+    else:
+        spec = Spec.parse(text)
+        try:
+            loader = TRACES.get(spec.kind)
+        except KeyError as exc:
+            raise SpecError(f"trace spec {text!r}: {exc.args[0]}") from None
+        merged = {**_spec_params(text, spec, loader), **params}
+        df = loader(trace_dir=trace_dir, seed=seed, skip_bad=skip_bad, **merged)
+    if max_jobs is not None and len(df) > max_jobs:
+        attrs = dict(df.attrs, filtered={**df.attrs.get("filtered", {}), f"beyond max_jobs={max_jobs}": len(df) - max_jobs})
+        df = df.head(max_jobs).copy()
+        df.attrs = attrs
+    return df
+
+
+def list_traces() -> pd.DataFrame:
+    """One row per registered trace: name, description, needs_shared, default file."""
+    return pd.DataFrame([
+        dict(name=name, description=doc, needs_shared=DEFAULT_FILES[name][0], default_file=DEFAULT_FILES[name][1])
+        for name, doc in TRACES.describe().items()
+    ])
