@@ -75,8 +75,10 @@ class NetSolution:
     iter_s: dict[int, float]
     comm_s: dict[int, float]
     links: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    load_gbps: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    overload_gbps: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    load_gbps: np.ndarray = field(default_factory=lambda: np.zeros(0))  # time-averaged
+    overload_gbps: np.ndarray = field(default_factory=lambda: np.zeros(0))  # time-averaged
+    rate_gbps: dict[int, float] = field(default_factory=dict)  # per-flow rate while communicating (fair)
+    rate_load_gbps: np.ndarray | None = None  # sum of flow rates per link while all communicate (fair)
 
 
 def _incidence(demands: list[CommDemand]):
@@ -118,20 +120,21 @@ class FairShareNetwork(NetworkModel):
         if not demands:
             return NetSolution({}, {})
         job, link, weight, links = _incidence(demands)
-        caps = np.array([d.rate_cap_gbps for d in demands])
+        flow_bytes, compute, intra, overlap, caps, iso = np.array(
+            [(d.flow_bytes, d.compute_s, d.serial_intra_s, d.overlap, d.rate_cap_gbps, d.iso_rate_gbps)
+             for d in demands]).T
         res = max_min(capacity_gbps[links], job, link, weight, len(demands), caps)
-        iter_s, comm_s = {}, {}
-        duty = np.zeros(len(demands))
-        for i, d in enumerate(demands):
-            net = d.net_s(res.rate[i])
-            iter_s[d.job_id] = d.iter_s(res.rate[i])
-            comm_s[d.job_id] = net + d.serial_intra_s
-            duty[i] = net / iter_s[d.job_id] if iter_s[d.job_id] > 0 else 0.0
+        net = flow_bytes * 8 / (res.rate * GBIT)
+        comm = net + intra
+        it = compute + comm - overlap * np.minimum(compute, comm)
+        duty = net / it
+        ids = [d.job_id for d in demands]
+        rate_load = np.bincount(link, weights=weight * res.rate[job], minlength=len(links))
         load = np.bincount(link, weights=weight * res.rate[job] * duty[job], minlength=len(links))
-        iso = np.array([d.iso_rate_gbps for d in demands])
         lost = np.where(res.bottleneck, weight * np.maximum(iso[job] - res.rate[job], 0.0) * duty[job], 0.0)
         overload = np.bincount(link, weights=lost, minlength=len(links))
-        return NetSolution(iter_s, comm_s, links, load, overload)
+        return NetSolution(dict(zip(ids, it.tolist())), dict(zip(ids, comm.tolist())), links, load, overload,
+                           dict(zip(ids, res.rate.tolist())), rate_load)
 
 
 @NETWORKS.register("phase")

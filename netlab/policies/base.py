@@ -22,7 +22,7 @@ Policies that need randomness get a seeded ``numpy.random.Generator`` through
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
@@ -98,6 +98,10 @@ class PlacementPolicy(Policy):
 
 
 class PreemptionPolicy(Policy):
-    def victims(self, job: "JobState", candidates: Sequence["JobState"], view: "ClusterView") -> list["JobState"]:
-        """Running jobs to displace so ``job`` can start; [] for none. ``candidates`` are worst first."""
+    def victims(self, job: "JobState", candidates: Iterable["JobState"], view: "ClusterView") -> list["JobState"]:
+        """Running jobs to displace so ``job`` can start; [] for none.
+
+        ``candidates`` is a lazy iterator over the running jobs ranked below
+        ``job``, worst first: consume only as many as needed.
+        """
         return []

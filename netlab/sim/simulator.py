@@ -108,8 +108,19 @@ class Simulator:
         self._pass_pending = False
         self._net_dirty = False
         self._unscheduled: set[int] = set()
+        # Multi-host jobs' completion times live here, behind one armed kernel event:
+        # a network recompute changes them all, and re-pushing each would flood the heap.
+        self.net_done: dict[int, float] = {}
+        self._net_version = 0
+        self._net_armed = math.inf
         self._round_due = False
         self.link_load = np.zeros(topo.n_links)
+        self.link_over = np.zeros(topo.n_links)
+        self.link_rate = np.zeros(topo.n_links)  # fair model: instantaneous sum of flow rates
+        self.net_rate: dict[int, float] = {}
+        self._shortcut = self.network.name == "fair"
+        self.link_jobs: dict[int, set[int]] = {}  # link -> network jobs on it
+        self._touched: set[int] = set()  # links whose set of jobs changed since the last recompute
         self._segments: list = []
         self._seg = None
         self._done = 0
@@ -165,9 +176,9 @@ class Simulator:
         now = self.kernel.now
         self.run_order.remove((js.key, js.job_id))
         self._advance(js, now)
-        js.key = self.ordering.key(js, now)
+        old, js.key = js.key, self.ordering.key(js, now)
         self.run_order.add((js.key, js.job_id))
-        self._arm_key_change(js)
+        self._arm_key_change(js, must_advance=js.key == old)
         if self.n_waiting:
             self._want_pass()
 
@@ -227,6 +238,7 @@ class Simulator:
                 sources.append(iter(items))
             elif may_preempt and worst is not None:
                 sources.append(items.irange(maximum=(worst,), inclusive=(True, False)))
+        no_victims_from = math.inf  # a job this big found no victims; bigger, later ones won't either
         for key, jid in heapq.merge(*sources):
             worst = self.run_order[-1][0] if self.run_order else None
             can_preempt = may_preempt and worst is not None and key < worst
@@ -239,10 +251,13 @@ class Simulator:
                     self._start(js, placement, now)
                     started.append((key, jid))
                     continue
-            elif can_preempt:
-                candidates = [self.states[j] for k, j in reversed(self.run_order) if k > key]
-                victims = self.preemption.victims(js, candidates, view) if candidates else []
-                if victims:
+            elif can_preempt and js.gpus < no_victims_from:
+                candidates = (self.states[j] for _, j in self.run_order.irange(minimum=(key, math.inf),
+                                                                               reverse=True))
+                victims = self.preemption.victims(js, candidates, view)
+                if not victims:
+                    no_victims_from = js.gpus
+                else:
                     placement = self.placement.place(js, view.with_freed(victims))
                     if placement is not None:
                         for v in victims:
@@ -305,8 +320,14 @@ class Simulator:
             js.demand = demand
             js.iter_s = demand.iter_s(demand.iso_rate_gbps)  # provisional until the network settles
             js.comm_s = js.iter_s - model.compute_s
-            self._net_dirty = True
-            self._unscheduled.add(js.job_id)
+            for link in demand.links.tolist():
+                self.link_jobs.setdefault(link, set()).add(js.job_id)
+            if self._shortcut and self._joins_unsaturated(demand):
+                self._apply_alone(js, demand, now, +1)
+            else:
+                self._touched.update(demand.links.tolist())
+                self._net_dirty = True
+                self._unscheduled.add(js.job_id)
         else:
             js.demand = None
             if self.config.network == "ideal":
@@ -355,8 +376,18 @@ class Simulator:
         self.run_order.remove((js.key, js.job_id))
         js.version += 1
         js.key_version += 1
-        if self.demands.pop(js.job_id, None) is not None:
-            self._net_dirty = True
+        demand = self.demands.pop(js.job_id, None)
+        if demand is not None:
+            self.net_done.pop(js.job_id, None)
+            alone = self._shortcut and js.job_id in self.net_rate and self._leaves_unsaturated(demand)
+            for link in demand.links.tolist():
+                self.link_jobs[link].discard(js.job_id)
+            if alone:
+                self._apply_alone(js, demand, self.kernel.now, -1)
+            else:
+                self._touched.update(demand.links.tolist())
+                self._net_dirty = True
+            self.net_rate.pop(js.job_id, None)
 
     def _preempt(self, js: JobState, now: float) -> None:
         self._advance(js, now)
@@ -386,35 +417,135 @@ class Simulator:
         js.version += 1
         begin = max(self.kernel.now, js.progress_from_s)
         t = begin + max(js.remaining, 0.0) * js.iter_s
-        self.kernel.at(t, Kernel.COMPLETE, self._complete, js, js.version)
+        if js.demand is None:
+            self.kernel.at(t, Kernel.COMPLETE, self._complete, js, js.version)
+        else:
+            self.net_done[js.job_id] = t
 
-    def _arm_key_change(self, js: JobState) -> None:
-        t = self.ordering.next_key_change(js, self.kernel.now)
+    def _arm_network_completions(self) -> None:
+        t = min(self.net_done.values(), default=math.inf)
+        if t != self._net_armed:
+            self._net_version += 1
+            self._net_armed = t
+            if math.isfinite(t):
+                self.kernel.at(t, Kernel.COMPLETE, self._network_complete, self._net_version)
+
+    def _network_complete(self, version: int) -> None:
+        if version != self._net_version:
+            return
+        now = self.kernel.now
+        self._net_armed = math.inf
+        for jid in [j for j, t in self.net_done.items() if t <= now]:
+            js = self.states[jid]
+            self._complete(js, js.version)
+        self._arm_network_completions()
+
+    def _arm_key_change(self, js: JobState, must_advance: bool = False) -> None:
+        now = self.kernel.now
+        t = self.ordering.next_key_change(js, now)
         js.key_version += 1
+        if must_advance and t is not None and t <= now:
+            # The key did not change, yet the policy asks to look again now: it would loop forever.
+            raise PolicyError(f"{self.ordering.name}: next_key_change for job {js.job_id} is {t} <= now ({now}) "
+                              f"although its key {js.key} did not change")
         if t is not None and math.isfinite(t):
             self.kernel.at(max(t, self.kernel.now), Kernel.UPDATE, self._key_change, js, js.key_version)
 
     # -------------------------------------------------------------- network
+    # Exact shortcuts for the fair model. A job that joins links which stay
+    # unsaturated even at its isolated rate (or that it saturates alone) changes
+    # nobody's max-min share; nor does one that leaves links on which it was
+    # the only job, or that were not saturated. Only other changes re-solve.
+    def _joins_unsaturated(self, d: CommDemand) -> bool:
+        cap = self.topology.link_capacity_gbps[d.links]
+        before = self.link_rate[d.links]
+        after = before + d.weights * d.iso_rate_gbps
+        tight = after > cap * (1 - 1e-9)
+        return bool(np.all(after <= cap * (1 + 1e-9)) and np.all(before[tight] <= 1e-9 * cap[tight]))
+
+    def _leaves_unsaturated(self, d: CommDemand) -> bool:
+        cap = self.topology.link_capacity_gbps[d.links]
+        saturated = self.link_rate[d.links] >= cap * (1 - 1e-9)
+        return all(len(self.link_jobs[l]) == 1 for l in d.links[saturated].tolist())
+
+    def _apply_alone(self, js: JobState, d: CommDemand, now: float, sign: int) -> None:
+        rate = d.iso_rate_gbps if sign > 0 else self.net_rate[js.job_id]
+        net = d.net_s(rate)
+        it = d.iter_s(rate)
+        if sign > 0:
+            js.iter_s, js.comm_s = it, net + d.serial_intra_s
+            self.net_rate[js.job_id] = rate
+            self._schedule_completion(js)
+            self._arm_network_completions()
+        self.link_load = self.link_load.copy()  # views handed to policies stay as they were
+        self.link_rate[d.links] += sign * d.weights * rate
+        self.link_load[d.links] += sign * d.weights * rate * (net / it)
+        empty = [l for l in d.links.tolist() if not self.link_jobs[l]]
+        self.link_rate[empty] = self.link_load[empty] = self.link_over[empty] = 0.0
+        self._record(now)
+
+    def _record(self, now: float) -> None:
+        if self.config.record_links:
+            self._close_segment(now)
+            busy = np.flatnonzero(self.link_load)
+            self._seg = (now, busy, self.link_load[busy], self.link_over[busy])
+
+    def _component(self) -> list[int]:
+        """Jobs connected, through shared links, to the links touched since the last recompute.
+
+        Other jobs' rates cannot have changed: max-min shares depend only on the
+        jobs and links of one connected component.
+        """
+        links = set(self._touched)
+        jobs: set[int] = set()
+        frontier = list(links)
+        while frontier:
+            new_jobs = set()
+            for link in frontier:
+                new_jobs |= self.link_jobs.get(link, set())
+            new_jobs -= jobs
+            jobs |= new_jobs
+            frontier = []
+            for jid in new_jobs:
+                for link in self.demands[jid].links.tolist():
+                    if link not in links:
+                        links.add(link)
+                        frontier.append(link)
+        self._touched = set(links)
+        return sorted(jobs)
+
     def _recompute_network(self, now: float) -> None:
         self._net_dirty = False
-        demands = list(self.demands.values())
+        if self.network.name != "fair" or len(self.demands) <= 64:
+            ids = list(self.demands)  # phase offsets couple whole groups; small sets: solve all
+            self._touched |= {l for l, jobs in self.link_jobs.items() if jobs}
+        else:
+            ids = self._component()
+        demands = [self.demands[j] for j in ids]
         sol = self.network.solve(demands, self.topology.link_capacity_gbps)
         for d in demands:
             js = self.states[d.job_id]
             new_iter = sol.iter_s[d.job_id]
-            self._advance(js, now)
             changed = abs(new_iter - js.iter_s) > 1e-12 * max(new_iter, 1.0)
-            js.iter_s = new_iter
-            js.comm_s = sol.comm_s[d.job_id]
             if changed or d.job_id in self._unscheduled:
+                self._advance(js, now)
+                js.iter_s = new_iter
+                js.comm_s = sol.comm_s[d.job_id]
                 self._schedule_completion(js)
         self._unscheduled.clear()
-        load = np.zeros(self.topology.n_links)
-        load[sol.links] = sol.load_gbps
-        self.link_load = load
-        if self.config.record_links:
-            self._close_segment(now)
-            self._seg = (now, sol.links, sol.load_gbps, sol.overload_gbps)
+        self._arm_network_completions()
+        touched = np.fromiter(self._touched, dtype=np.int64, count=len(self._touched))
+        self._touched = set()
+        self.link_load = self.link_load.copy()  # views handed to policies stay as they were
+        self.link_load[touched] = 0.0
+        self.link_over[touched] = 0.0
+        self.link_load[sol.links] = sol.load_gbps
+        self.link_over[sol.links] = sol.overload_gbps
+        if sol.rate_load_gbps is not None:
+            self.link_rate[touched] = 0.0
+            self.link_rate[sol.links] = sol.rate_load_gbps
+            self.net_rate.update(sol.rate_gbps)
+        self._record(now)
 
     def _close_segment(self, now: float) -> None:
         if self._seg is not None and now > self._seg[0] and len(self._seg[1]):

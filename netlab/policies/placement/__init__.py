@@ -1,3 +1,3 @@
 """Placement policies; importing this package registers them all."""
 
-from . import consolidated, first_fit  # noqa: F401
+from . import consolidated, first_fit, gandiva, k8s_netoverhead, random_scatter  # noqa: F401

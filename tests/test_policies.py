@@ -1,0 +1,353 @@
+"""Baseline scheduling policies: hand-computed orderings, placements on hand-built free maps, and end-to-end runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from netlab.policies.base import ORDERING, PLACEMENT, PREEMPTION, Placement
+from netlab.sim import ClusterView, JobState, Simulator, simulate
+from netlab.sim.simulator import SimConfig
+from netlab.topology import load_topology
+from netlab.workload.job import Job, isolated_iter_s
+from netlab.workload.zoo import ModelZoo
+
+ZOO = ModelZoo.default()
+ONE_GPU = "leafspine,racks=1,hosts_per_rack=1,gpus_per_host=1,oversub=1,spines=1"
+TWO_RACKS = "leafspine,racks=2,hosts_per_rack=4,gpus_per_host=8,oversub=4,spines=1"
+NO_RESTART = dict(checkpoint_s=0.0, restore_s=0.0)
+
+
+@pytest.fixture(scope="module")
+def one_gpu():
+    return load_topology(ONE_GPU)
+
+
+@pytest.fixture(scope="module")
+def two_racks():
+    return load_topology(TWO_RACKS)
+
+
+def job(topo, job_id, submit_s, duration_s, gpus=1, model="resnet50"):
+    """A job lasting ``duration_s`` at isolated speed on ``topo``."""
+    it = duration_s / isolated_iter_s(ZOO[model], "ring", gpus, topo)
+    return Job(job_id, float(submit_s), gpus, model, it)
+
+
+def by_id(result):
+    return result.jobs.set_index("job_id")
+
+
+def approx(x):
+    return pytest.approx(x, rel=1e-9, abs=1e-6)
+
+
+# ------------------------------------------------------------------ ordering
+def test_fifo_starts_in_submit_order():
+    topo = load_topology("leafspine,racks=1,hosts_per_rack=2,gpus_per_host=4,oversub=1,spines=1")
+    # Every job needs all 8 GPUs; ids deliberately not in submit order, the longest first.
+    jobs = [job(topo, 7, 0, 300, 8), job(topo, 3, 1, 100, 8), job(topo, 9, 2, 50, 8), job(topo, 1, 3, 200, 8)]
+    r = by_id(simulate(topo, jobs, ordering="fifo", network="ideal"))
+    assert list(r.sort_values("start_s").index) == [7, 3, 9, 1]
+    assert r.start_s[3] == approx(300) and r.start_s[9] == approx(400) and r.start_s[1] == approx(450)
+    assert r.end_s[1] == approx(650)
+
+
+def test_sjf_picks_shortest_waiting_job(one_gpu):
+    jobs = [job(one_gpu, 0, 0, 100), job(one_gpu, 1, 1, 300), job(one_gpu, 2, 2, 50), job(one_gpu, 3, 3, 200)]
+    r = by_id(simulate(one_gpu, jobs, ordering="sjf", network="ideal"))
+    # 0 runs 0-100 (alone), then 2 (50 s) 100-150, 3 (200 s) 150-350, 1 (300 s) 350-650.
+    assert [r.start_s[i] for i in (0, 2, 3, 1)] == [approx(0), approx(100), approx(150), approx(350)]
+    assert r.end_s[1] == approx(650)
+    assert r.preemptions.sum() == 0
+    assert not ORDERING.get("sjf")().preemptive
+
+
+@pytest.mark.parametrize("restart_s, a_end", [(0.0, 1100.0), (30.0, 1130.0)])
+def test_srtf_preempts_long_job_for_short_arrival(one_gpu, restart_s, a_end):
+    # A: 1000 s at t=0. B: 100 s at t=100 (A has 900 s left > 100: preempt). C: 2000 s at t=150 (never preempts).
+    jobs = [job(one_gpu, 0, 0, 1000), job(one_gpu, 1, 100, 100), job(one_gpu, 2, 150, 2000)]
+    r = by_id(simulate(one_gpu, jobs, ordering="srtf", network="ideal",
+                       checkpoint_s=restart_s / 3, restore_s=2 * restart_s / 3))
+    assert r.start_s[1] == approx(100) and r.end_s[1] == approx(200)
+    assert r.jct_s[1] == approx(100)
+    # A resumes at 200 (900 s left < C's 2000 s), pays the restart, then C runs.
+    assert r.end_s[0] == approx(a_end) and r.jct_s[0] == approx(a_end)
+    assert r.start_s[2] == approx(a_end) and r.end_s[2] == approx(a_end + 2000)
+    assert list(r.preemptions) == [1, 0, 0]
+
+
+def test_srtf_key_is_remaining_isolated_time(two_racks):
+    js = JobState(Job(5, 3.0, 2, "resnet50", 100), iso_iter_s=2.0)
+    pol = ORDERING.create("srtf")
+    assert pol.key(js, 0.0) == (200.0, 3.0, 5)
+    js.remaining = 40.0
+    assert pol.key(js, 0.0) == (80.0, 3.0, 5)
+    assert pol.preemptive and pol.dynamic_keys
+
+
+@pytest.mark.parametrize("restart_s, a_end", [(0.0, 350.0), (30.0, 380.0)])
+def test_tiresias_demotes_at_threshold_and_is_preempted(one_gpu, restart_s, a_end):
+    # Threshold 100 GPU-s. A (1 GPU, 300 s) at t=0; B (50 s) arrives at t=10 into queue 0 behind A (FIFO:
+    # no preemption). At t=100 A has 100 GPU-s: demoted to queue 1, so B preempts it exactly then.
+    pol = ORDERING.create("tiresias", thresholds_gpu_s=(100.0,))
+    jobs = [job(one_gpu, 0, 0, 300), job(one_gpu, 1, 10, 50)]
+    r = by_id(simulate(one_gpu, jobs, ordering=pol, network="ideal",
+                       checkpoint_s=restart_s / 3, restore_s=2 * restart_s / 3))
+    assert r.start_s[1] == approx(100) and r.end_s[1] == approx(150)
+    assert r.jct_s[1] == approx(140)
+    assert r.end_s[0] == approx(a_end)
+    assert list(r.preemptions) == [1, 0]
+    # Same workload under FIFO: no preemption, B waits for A.
+    f = by_id(simulate(one_gpu, jobs, ordering="fifo", network="ideal"))
+    assert f.start_s[1] == approx(300)
+
+
+def test_tiresias_key_changes_from_queue_0_to_1():
+    pol = ORDERING.create("tiresias", thresholds_gpu_s=(100.0, 1000.0))
+    js = JobState(Job(4, 7.0, 2, "resnet50", 1e6), iso_iter_s=1.0)
+    js.status, js.last_update_s, js.attained_gpu_s = "running", 10.0, 20.0
+    # 2 GPUs, 20 GPU-s attained at t=10: crosses 100 GPU-s at t = 10 + 80/2 = 50.
+    assert pol.key(js, 10.0) == (0, 7.0, 4)
+    assert pol.next_key_change(js, 10.0) == approx(50.0)
+    assert pol.key(js, 49.9) == (0, 7.0, 4)
+    assert pol.key(js, 50.0) == (1, 7.0, 4)
+    # Next threshold 1000 GPU-s: 900 more at 2 GPUs -> t = 50 + 450.
+    assert pol.next_key_change(js, 50.0) == approx(500.0)
+    assert pol.key(js, 500.0) == (2, 7.0, 4)
+    assert pol.next_key_change(js, 500.0) is None
+    assert ORDERING.create("tiresias").thresholds_gpu_s == (3600.0, 36000.0)
+
+
+def test_tiresias_starvation_guard_promotes_waiting_job():
+    pol = ORDERING.create("tiresias", thresholds_gpu_s=(100.0,), starve_factor=2.0)
+    assert pol.dynamic_keys and pol.round_s == 60.0
+    js = JobState(Job(1, 0.0, 1, "resnet50", 1e6), iso_iter_s=1.0)
+    js.status, js.attained_gpu_s, js.run_s, js.last_update_s = "waiting", 150.0, 150.0, 200.0
+    assert pol.key(js, 400.0)[0] == 1  # waited 200 s <= 2 x 150 s
+    assert pol.key(js, 500.1)[0] == 0  # waited 300.1 s > 300 s: promoted
+    js.status, js.last_update_s = "running", 500.1
+    assert pol.key(js, 550.0)[0] == 0  # attained counted afresh from the promotion (49.9 GPU-s)
+    assert pol.next_key_change(js, 500.1) == approx(600.1)
+
+
+def test_themis_highest_rho_first_at_lease_boundary(one_gpu):
+    # Leases of 100 s. A (1000 s) at 0; C (500 s) at 5; B (100 s) at 10.
+    # t=100: rho A = (100+900)/1000 = 1.0, C = (95+500)/500 = 1.19, B = (90+100)/100 = 1.9 -> B preempts A.
+    # t=200: B done; rho A = 1.1, C = (195+500)/500 = 1.39 -> C (submitted before B, yet second).
+    # t=500: A has 900 s left, rho A = (500+900)/1000 = 1.4 > C = (495+200)/500 = 1.39 -> A preempts C.
+    # t=600: rho A = (600+800)/1000 = 1.4 < C = (595+200)/500 = 1.59 -> C back; C ends 800, A 800-1600.
+    pol = ORDERING.create("themis", lease_s=100.0)
+    assert pol.round_s == 100.0 and pol.preemptive and not pol.preempt_on_events and not pol.dynamic_keys
+    jobs = [job(one_gpu, 0, 0, 1000), job(one_gpu, 2, 5, 500), job(one_gpu, 1, 10, 100)]
+    r = by_id(simulate(one_gpu, jobs, ordering=pol, network="ideal", **NO_RESTART))
+    assert r.start_s[1] == approx(100) and r.end_s[1] == approx(200)
+    assert r.start_s[2] == approx(200) and r.end_s[2] == approx(800)
+    assert r.end_s[0] == approx(1600)
+    assert r.preemptions[0] == 2 and r.preemptions[2] == 1 and r.preemptions[1] == 0
+    # Contrast: FIFO would have run C (submitted first) before B.
+    f = by_id(simulate(one_gpu, jobs, ordering="fifo", network="ideal"))
+    assert f.start_s[2] < f.start_s[1]
+
+
+def test_themis_rho():
+    pol = ORDERING.create("themis")
+    assert pol.lease_s == 600.0 and pol.round_s == 600.0
+    js = JobState(Job(3, 100.0, 1, "resnet50", 50), iso_iter_s=4.0)  # 200 s alone
+    js.remaining = 25.0  # 100 s left
+    assert pol.rho(js, 300.0) == approx((200.0 + 100.0) / 200.0)
+    assert pol.key(js, 300.0) == (-1.5, 100.0, 3)
+
+
+# ----------------------------------------------------------------- placement
+def view_of(topo, free, running=()):
+    free = np.asarray(free, dtype=np.int64)
+    return ClusterView(topo, free, {js.job_id: js for js in running}, 0.0)
+
+
+def pending(gpus, job_id=100):
+    return JobState(Job(job_id, 0.0, gpus, "resnet50", 10), iso_iter_s=1.0)
+
+
+def running_on(job_id, hosts, gpus):
+    js = JobState(Job(job_id, 0.0, sum(gpus), "resnet50", 10), iso_iter_s=1.0)
+    js.status, js.placement = "running", Placement(tuple(hosts), tuple(gpus))
+    return js
+
+
+def as_dict(p: Placement):
+    return dict(zip(p.hosts, p.gpus))
+
+
+def test_consolidated_fewest_hosts_one_rack(two_racks):
+    pol = PLACEMENT.create("consolidated")
+    # rack 0: hosts 0-3, rack 1: hosts 4-7.
+    v = view_of(two_racks, [4, 4, 0, 0, 6, 3, 0, 0])
+    # 9 GPUs: two hosts are needed; rack 1 gives them (6 + 3), rack 0 holds only 8.
+    assert as_dict(pol.place(pending(9), v)) == {4: 6, 5: 3}
+    # 4 GPUs fit on one host: best fit (fewest free that fit), lowest index on ties -> host 0.
+    assert as_dict(pol.place(pending(4), v)) == {0: 4}
+    assert as_dict(pol.place(pending(5), v)) == {4: 5}
+    assert pol.place(pending(18), v) is None
+
+
+def test_first_fit_takes_lowest_hosts(two_racks):
+    pol = PLACEMENT.create("first-fit")
+    v = view_of(two_racks, [0, 2, 3, 8, 0, 0, 0, 8])
+    assert as_dict(pol.place(pending(4), v)) == {1: 2, 2: 2}
+    assert as_dict(pol.place(pending(9), v)) == {1: 2, 2: 3, 3: 4}
+
+
+def test_random_is_deterministic_per_seed_and_scatters(two_racks):
+    free = np.full(8, 8)
+
+    def placed(seed, gpus):
+        pol = PLACEMENT.create("random")
+        pol.reset(np.random.default_rng(seed))
+        return pol.place(pending(gpus), view_of(two_racks, free))
+
+    a, b = placed(1, 4), placed(1, 4)
+    assert a == b
+    assert len(a.hosts) == 4 and set(a.gpus) == {1}  # one GPU per host
+    assert len({placed(s, 4).hosts for s in range(6)}) > 1  # the seed matters
+    big = placed(2, 12)  # 8 hosts, round-robin: every host gets 1, four get a second
+    assert len(big.hosts) == 8 and sorted(big.gpus) == [1, 1, 1, 1, 2, 2, 2, 2]
+    # Hosts with few free GPUs: 6 GPUs over free [1, 0, 3, 0, 2, 0, 0, 0] -> all of it.
+    pol = PLACEMENT.create("random")
+    pol.reset(np.random.default_rng(0))
+    assert as_dict(pol.place(pending(6), view_of(two_racks, [1, 0, 3, 0, 2, 0, 0, 0]))) == {0: 1, 2: 3, 4: 2}
+    assert pol.place(pending(7), view_of(two_racks, [1, 0, 3, 0, 2, 0, 0, 0])) is None
+
+
+def test_random_scatter_matches_round_robin_loop():
+    from netlab.policies.placement.random_scatter import scatter
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        free = rng.integers(0, 6, size=7)
+        hosts = rng.permutation(np.flatnonzero(free > 0))
+        n = int(rng.integers(1, free.sum() + 1)) if free.sum() else 0
+        want, left, k = np.zeros(7, dtype=free.dtype), n, 0
+        while left > 0:  # reference: deal one GPU per host, in order, round after round
+            h = hosts[k % len(hosts)]
+            if want[h] < free[h]:
+                want[h] += 1
+                left -= 1
+            k += 1
+        assert (scatter(free, hosts, n) == want).all()
+
+
+def test_gandiva_prefers_same_size_hosts(two_racks):
+    pol = PLACEMENT.create("gandiva")
+    running = [running_on(1, [0], [2]), running_on(2, [1], [4]), running_on(3, [2], [2]), running_on(4, [2], [2]),
+               running_on(5, [4, 5], [8, 8])]
+    v = view_of(two_racks, [6, 4, 4, 8, 0, 0, 8, 8], running)
+    # 2 GPUs: same-size hosts are 0 (6 free) and 2 (4 free): best fit -> 2 (consolidated would take host 1).
+    assert as_dict(pol.place(pending(2), v)) == {2: 2}
+    assert as_dict(PLACEMENT.create("consolidated").place(pending(2), v)) == {1: 2}
+    assert as_dict(pol.place(pending(4), v)) == {1: 4}  # host 1 runs a 4-GPU job
+    assert as_dict(pol.place(pending(1), v)) == {3: 1}  # no 1-GPU hosts: an empty host, not a partial one
+    assert as_dict(pol.place(pending(8), v)) == {3: 8}
+    # 16-GPU job affinity (the 16-GPU job 5 spans 4,5 with 0 free: no room) -> whole empty hosts 3, 6.
+    assert as_dict(pol.place(pending(16), v)) == {3: 8, 6: 8}
+    # 20 GPUs: empty hosts 3, 6, 7 (24 GPUs) suffice.
+    assert as_dict(pol.place(pending(20), v)) == {3: 8, 6: 8, 7: 4}
+    # No empty host fits 6 and no same-size host: any host, best fit.
+    v2 = view_of(two_racks, [6, 7, 0, 0, 0, 0, 0, 0],
+                 [running_on(1, [0], [2]), running_on(2, [1], [1])] + [running_on(10 + h, [h], [8]) for h in range(2, 8)])
+    assert as_dict(pol.place(pending(6), v2)) == {0: 6}
+    assert pol.place(pending(14), v2) is None
+
+
+def test_k8s_netoverhead_one_host_then_one_rack(two_racks):
+    pol = PLACEMENT.create("k8s-netoverhead")
+    # A 4-GPU job fits on one host: the first pod lands on the least allocated host (7), the rest follow it.
+    v = view_of(two_racks, [2, 3, 4, 0, 1, 0, 0, 8])
+    assert as_dict(pol.place(pending(4), v)) == {7: 4}
+    # 5 GPUs on [2, 3, 0, 0, 3, 1, 0, 0]: first pod on host 1 (3 free, lowest index among the emptiest),
+    # then host 0 costs 3 x 1 (same rack) against 3 x 100 for hosts 4, 5 -> {1: 3, 0: 2}, one rack.
+    v = view_of(two_racks, [2, 3, 0, 0, 3, 1, 0, 0])
+    p = pol.place(pending(5), v)
+    assert as_dict(p) == {1: 3, 0: 2} and p.hosts == (1, 0)
+    assert len(set(two_racks.host_rack[list(p.hosts)])) == 1
+    # 7 GPUs must cross racks: {1: 3, 0: 2}, then host 4 (cost 500, tie with host 5, more free) takes 2.
+    assert as_dict(pol.place(pending(7), v)) == {1: 3, 0: 2, 4: 2}
+    assert pol.place(pending(10), v) is None
+
+
+def test_k8s_netoverhead_zone_cost_matters(two_racks):
+    # 5 GPUs on [3, 1, 0, 0, 2, 0, 0, 0]: the first 3 pods fill host 0 (least allocated).
+    v = view_of(two_racks, [3, 1, 0, 0, 2, 0, 0, 0])
+    # zone_cost 100: host 1 costs 3 x 1 = 3, host 4 costs 3 x 100 -> host 1 (1 pod); then host 4 (cost 400).
+    assert as_dict(PLACEMENT.create("k8s-netoverhead").place(pending(5), v)) == {0: 3, 1: 1, 4: 1}
+    # zone_cost 1 (racks as close as a rack): hosts 1 and 4 both cost 3; host 4 is less allocated -> 2 pods.
+    assert as_dict(PLACEMENT.create("k8s-netoverhead", zone_cost=1).place(pending(5), v)) == {0: 3, 4: 2}
+
+
+# ---------------------------------------------------------------- end to end
+def mixed_jobs(topo, n=30, seed=7):
+    rng = np.random.default_rng(seed)
+    models = ["resnet50", "vgg16", "bert-base", "resnet18", "gpt2"]
+    sizes = [1, 2, 4, 8, 12, 16]
+    jobs, t = [], 0.0
+    for i in range(n):
+        t += float(rng.exponential(60.0))
+        gpus = int(rng.choice(sizes))
+        jobs.append(job(topo, i, t, float(rng.uniform(100, 2000)), gpus, models[i % len(models)]))
+    return jobs
+
+
+def checked_run(topo, jobs, **kw):
+    """Run a simulation, checking after every start and release that no host's GPUs are oversubscribed."""
+    preemption = kw.pop("preemption", None)
+    sim = Simulator(topo, jobs, kw.pop("ordering"), kw.pop("placement", None), preemption, SimConfig(**kw))
+    checks = {"n": 0}
+
+    def check():
+        used = np.zeros_like(topo.host_gpus)
+        for js in sim.running.values():
+            np.add.at(used, list(js.placement.hosts), list(js.placement.gpus))
+        assert (used <= topo.host_gpus).all()
+        assert (used + sim.free == topo.host_gpus).all()
+        checks["n"] += 1
+
+    start, release = sim._start, sim._release
+
+    def _start(js, p, now):
+        start(js, p, now)
+        check()
+
+    def _release(js):
+        release(js)
+        check()
+
+    sim._start, sim._release = _start, _release
+    res = sim.run()
+    assert checks["n"] >= 2 * len(jobs)
+    return res
+
+
+def assert_all_done(res, jobs):
+    df = res.jobs
+    assert len(df) == len(jobs)
+    assert df.end_s.notna().all() and (df.end_s >= df.start_s).all()
+    assert (df.start_s >= df.submit_s - 1e-9).all()
+    assert res.summary["finished"] == len(jobs)
+
+
+E2E = ([(o, "consolidated", None) for o in ORDERING.names()]
+       + [("fifo", p, None) for p in PLACEMENT.names()]
+       + [("tiresias", p, None) for p in ("random", "gandiva", "k8s-netoverhead")]
+       + [("srtf", "consolidated", pre) for pre in PREEMPTION.names()])
+
+
+@pytest.mark.parametrize("ordering, placement, preemption", E2E)
+def test_every_policy_runs_to_completion(two_racks, ordering, placement, preemption):
+    jobs = mixed_jobs(two_racks)
+    kw = {"thresholds_gpu_s": (2000.0, 20000.0)} if ordering == "tiresias" else {}
+    kw = {"lease_s": 300.0} if ordering == "themis" else kw
+    res = checked_run(two_racks, jobs, ordering=ORDERING.create(ordering, **kw), placement=placement,
+                      preemption=preemption, network="fair", seed=1)
+    assert_all_done(res, jobs)
+    if ordering in ("srtf", "tiresias", "themis") and preemption != "none":
+        assert res.jobs.preemptions.sum() > 0  # the workload is busy enough to exercise preemption
