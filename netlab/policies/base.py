@@ -45,12 +45,15 @@ class Placement:
     """GPUs per host; the ring visits ``hosts`` in this order.
 
     ``phase`` (0..1, optional) sets the job's communication phase offset as a
-    fraction of its iteration, for the phase-aware network model.
+    fraction of its iteration, for the phase-aware network model. ``shifts``
+    re-sets running jobs' phases at the same moment, as ``(job_id, phase)``
+    pairs (CASSINI shifts every job of an affinity component together).
     """
 
     hosts: tuple[int, ...]
     gpus: tuple[int, ...]
     phase: float | None = None
+    shifts: tuple[tuple[int, float], ...] = ()
 
     @property
     def n_gpus(self) -> int:
@@ -95,6 +98,11 @@ class OrderingPolicy(Policy):
 class PlacementPolicy(Policy):
     def place(self, job: "JobState", view: "ClusterView") -> Placement | None:  # pragma: no cover
         raise NotImplementedError
+
+    def retry_at(self, job: "JobState", view: "ClusterView") -> float | None:
+        """After ``place`` declined ``job`` (returned None): when to look again even if
+        nothing else happens (e.g. a delay-scheduling timer). None: at the next event."""
+        return None
 
 
 class PreemptionPolicy(Policy):

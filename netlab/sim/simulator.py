@@ -35,6 +35,7 @@ from ..policies.base import (ORDERING, PLACEMENT, PREEMPTION, OrderingPolicy, Pl
                              PolicyError, PreemptionPolicy)
 from ..workload.job import Job, isolated_iter_s
 from ..workload.patterns import PATTERNS
+from ..network.demand import build_demand
 from ..workload.zoo import ModelZoo
 from .kernel import Kernel
 from .metrics import SimResult, build_result
@@ -108,6 +109,7 @@ class Simulator:
         self._pass_pending = False
         self._net_dirty = False
         self._unscheduled: set[int] = set()
+        self._retries: set[float] = set()
         # Multi-host jobs' completion times live here, behind one armed kernel event:
         # a network recompute changes them all, and re-pushing each would flood the heap.
         self.net_done: dict[int, float] = {}
@@ -208,7 +210,8 @@ class Simulator:
 
     def view(self, now: float | None = None) -> ClusterView:
         return ClusterView(self.topology, self.free, self.running, self.kernel.now if now is None else now,
-                           self.link_load, (self.states[j] for _, j in self.waiting_order()))
+                           self.link_load, (self.states[j] for _, j in self.waiting_order()), self.zoo,
+                           self.config.network)
 
     def _refresh_keys(self, now: float) -> None:
         items = [self.states[j] for _, j in self.waiting_order()]
@@ -251,12 +254,16 @@ class Simulator:
                     self._start(js, placement, now)
                     started.append((key, jid))
                     continue
-            elif can_preempt and js.gpus < no_victims_from:
+                self._retry(js, view)
+            # Preempt when GPUs are short, or when they suffice but the placement declined them
+            # (a policy that wants a better-consolidated placement may displace worse-ranked jobs).
+            if can_preempt and js.gpus < no_victims_from:
                 candidates = (self.states[j] for _, j in self.run_order.irange(minimum=(key, math.inf),
                                                                                reverse=True))
                 victims = self.preemption.victims(js, candidates, view)
                 if not victims:
-                    no_victims_from = js.gpus
+                    if js.gpus > self.free_total:
+                        no_victims_from = js.gpus
                 else:
                     placement = self.placement.place(js, view.with_freed(victims))
                     if placement is not None:
@@ -311,11 +318,13 @@ class Simulator:
         js.progress_from_s = now + (self.config.checkpoint_s + self.config.restore_s if restarted else 0.0)
         self.running[js.job_id] = js
         model = self.zoo[js.job.model]
-        plan = PATTERNS.get(js.job.pattern)().plan(p.gpus, model.grad_bytes)
-        intra = float(self.topology.host_intra_gbps[hosts].min())
-        intra_s = plan.serial_intra_bytes * 8 / (intra * 1e9)
-        if plan.flows and self.config.network != "ideal":
-            demand = self._demand(js, model, plan, hosts, intra, intra_s, now)
+        phase = p.phase
+        if phase is None:  # by default a job's iterations start when it starts making progress
+            phase = (js.progress_from_s / js.iso_iter_s) % 1.0 if js.iso_iter_s > 0 else 0.0
+        js.phase = phase
+        demand, intra_s = build_demand(self.topology, model, js.job.pattern, js.job_id, p.hosts, p.gpus,
+                                       js.iso_iter_s, phase)
+        if demand is not None and self.config.network != "ideal":
             self.demands[js.job_id] = demand
             js.demand = demand
             js.iter_s = demand.iter_s(demand.iso_rate_gbps)  # provisional until the network settles
@@ -339,25 +348,19 @@ class Simulator:
         js.key = self.ordering.key(js, now)
         self.run_order.add((js.key, js.job_id))
         self._arm_key_change(js)
+        for jid, phase in p.shifts:
+            if jid in self.running:
+                self.set_phase(jid, phase)
 
-    def _demand(self, js, model, plan, hosts, intra, intra_s, now) -> CommDemand:
-        links, weights = [], []
-        for n, (s, d) in enumerate(plan.flows):
-            l, w = self.topology.flow_links(int(hosts[s]), int(hosts[d]), key=js.job_id * 1024 + n)
-            links.append(l)
-            weights.append(w)
-        links = np.concatenate(links)
-        weights = np.concatenate(weights)
-        uniq, inv = np.unique(links, return_inverse=True)
-        weights = np.bincount(inv, weights=weights)
-        cap = intra if plan.ring_intra_cap else math.inf
-        iso_rate = min(float(np.min(self.topology.link_capacity_gbps[uniq] / weights)), cap)
-        phase = js.placement.phase
-        if phase is None:
-            phase = (js.progress_from_s / js.iso_iter_s) % 1.0 if js.iso_iter_s > 0 else 0.0
-        js.phase = phase
-        return CommDemand(js.job_id, uniq, weights, plan.flow_bytes, model.compute_s, intra_s, model.overlap,
-                          cap, iso_rate, js.iso_iter_s, phase)
+    def _retry(self, js: JobState, view: ClusterView) -> None:
+        t = self.placement.retry_at(js, view)
+        if t is not None and math.isfinite(t) and t > self.kernel.now and t not in self._retries:
+            self._retries.add(t)
+            self.kernel.at(t, Kernel.UPDATE, self._wake, t)
+
+    def _wake(self, t: float) -> None:
+        self._retries.discard(t)
+        self._want_pass()
 
     def set_phase(self, job_id: int, phase: float) -> None:
         """Let a policy shift a running job's communication phase (fraction of its iteration)."""

@@ -80,13 +80,16 @@ class ClusterView:
     """What a policy may look at. Arrays are shared: treat them as read-only."""
 
     def __init__(self, topology, free_gpus: np.ndarray, running: Mapping[int, JobState], now: float,
-                 link_load_gbps: np.ndarray | None = None, waiting: Iterable[JobState] = ()):
+                 link_load_gbps: np.ndarray | None = None, waiting: Iterable[JobState] = (), zoo=None,
+                 network: str = "fair"):
         self.topology = topology
         self.free_gpus = free_gpus
         self.running = running
         self.now = now
         self._link_load = link_load_gbps
         self._waiting = waiting
+        self.zoo = zoo
+        self.network = network  # the network model in force: fair, phase or ideal
 
     @property
     def total_free(self) -> int:
@@ -113,4 +116,18 @@ class ClusterView:
         for js in jobs:
             free[list(js.placement.hosts)] += js.placement.gpus
             running.pop(js.job_id, None)
-        return ClusterView(self.topology, free, running, self.now, self._link_load, self._waiting)
+        return ClusterView(self.topology, free, running, self.now, self._link_load, self._waiting, self.zoo,
+                           self.network)
+
+    def demand_for(self, job: JobState, placement: Placement, phase: float = 0.0):
+        """The network demand ``job`` would have on ``placement`` (None inside one host).
+
+        Lets a policy score candidates before anything starts; running jobs'
+        demands are ``JobState.demand``.
+        """
+        from ..network.demand import build_demand
+        from ..workload.zoo import ModelZoo
+
+        zoo = self.zoo or ModelZoo.default()
+        return build_demand(self.topology, zoo[job.job.model], job.job.pattern, job.job_id, placement.hosts,
+                            placement.gpus, job.iso_iter_s, phase)[0]

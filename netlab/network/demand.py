@@ -1,0 +1,48 @@
+"""From a job and a placement to its network demand: one place, used by the
+simulator when a job starts and by policies that score candidate placements
+(CASSINI, topology-aware best fit, predictors) before anything starts.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..workload.patterns import PATTERNS
+from .model import CommDemand, iteration_time
+
+
+def build_demand(topology, model, pattern: str, job_id: int, hosts, gpus, iso_iter_s: float = 0.0,
+                 phase: float = 0.0) -> tuple[CommDemand | None, float]:
+    """(demand, serial intra-host seconds). The demand is None for a job inside one host.
+
+    Flow ``n`` of job ``j`` is hashed with key ``j * 1024 + n`` under hash ECMP,
+    so a job keeps its paths for as long as it keeps its placement.
+    """
+    hosts = np.asarray(hosts, dtype=np.int64)
+    plan = PATTERNS.get(pattern)().plan(tuple(int(g) for g in gpus), model.grad_bytes)
+    intra = float(topology.host_intra_gbps[hosts].min())
+    intra_s = plan.serial_intra_bytes * 8 / (intra * 1e9)
+    if not plan.flows:
+        return None, intra_s
+    links, weights = [], []
+    for n, (s, d) in enumerate(plan.flows):
+        link, weight = topology.flow_links(int(hosts[s]), int(hosts[d]), key=job_id * 1024 + n)
+        links.append(link)
+        weights.append(weight)
+    uniq, inv = np.unique(np.concatenate(links), return_inverse=True)
+    weights = np.bincount(inv, weights=np.concatenate(weights))
+    cap = intra if plan.ring_intra_cap else math.inf
+    iso_rate = min(float(np.min(topology.link_capacity_gbps[uniq] / weights)), cap)
+    demand = CommDemand(job_id, uniq, weights, plan.flow_bytes, model.compute_s, intra_s, model.overlap, cap,
+                        iso_rate, iso_iter_s, phase)
+    return demand, intra_s
+
+
+def alone_iter_s(topology, model, pattern: str, hosts, gpus) -> float:
+    """Iteration time of a job alone on this placement of this topology (no other traffic)."""
+    demand, intra_s = build_demand(topology, model, pattern, 0, hosts, gpus)
+    if demand is None:
+        return iteration_time(model.compute_s, intra_s, model.overlap)
+    return demand.iter_s(demand.iso_rate_gbps)
