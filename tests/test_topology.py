@@ -101,3 +101,13 @@ def test_crux_bad_rows(tmp_path):
     p.write_text("ip,DSW,ASW\nabc,G6,S1\n")
     with pytest.raises(TopologyError, match=r"line 1: missing column\(s\) \['PSW'\]"):
         load_topology(p)
+
+
+def test_background_traffic_takes_a_share_of_a_tier():
+    t = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=1,oversub=4,spines=1")
+    b = t.with_capacity({"tor-spine": 0.25})
+    spine = t.link_tier == "tor-spine"
+    assert np.allclose(b.link_capacity_gbps[spine], t.link_capacity_gbps[spine] * 0.25)
+    assert np.allclose(b.link_capacity_gbps[~spine], t.link_capacity_gbps[~spine])
+    with pytest.raises(TopologyError, match="must be in \\(0, 1\\]"):
+        t.with_capacity({"tor-spine": 0.0})

@@ -191,6 +191,19 @@ class Topology:
         name = self.hosts[host].name
         return self.link_id[(name, next(iter(self.graph.neighbors(name))))]
 
+    def with_capacity(self, factor_by_tier: dict[str, float], name: str | None = None) -> "Topology":
+        """A copy whose links in the given tiers keep ``factor`` of their capacity.
+
+        Models steady background traffic that does not back off (e.g. storage or
+        another tenant) occupying ``1 - factor`` of those links.
+        """
+        for tier, f in factor_by_tier.items():
+            if not 0 < f <= 1:
+                raise TopologyError(f"topology {self.name}: capacity factor for tier {tier!r} must be in (0, 1], got {f}")
+        cables = [(a, b, g * factor_by_tier.get(t, 1.0), t) for a, b, g, t in self.cables]
+        params = dict(self.params, capacity_factor=dict(factor_by_tier))
+        return Topology(name or self.name, list(self.hosts), dict(self.switches), cables, self.ecmp, params)
+
     # -- exporters -----------------------------------------------------------
     def links_frame(self):
         """One row per directed link: id, src, dst, tier, capacity_gbps."""
