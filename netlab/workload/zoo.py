@@ -17,6 +17,7 @@ per-GPU batch (weak scaling): data parallelism does not change it.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from importlib import resources
 
 import pandas as pd
@@ -48,8 +49,8 @@ class ModelZoo:
 
     @classmethod
     def default(cls) -> "ModelZoo":
-        with resources.files("netlab.data").joinpath("zoo.csv").open() as fh:
-            return cls.from_frame(pd.read_csv(fh))
+        """The bundled zoo, read once per process (a ModelZoo is immutable)."""
+        return _default_zoo()
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame) -> "ModelZoo":
@@ -88,3 +89,9 @@ class ModelZoo:
                  overlap=m.overlap, grad_source=m.grad_source, time_source=m.time_source)
             for m in (self._models[n] for n in self.names())
         ])
+
+
+@lru_cache(maxsize=1)
+def _default_zoo() -> ModelZoo:
+    with resources.files("netlab.data").joinpath("zoo.csv").open() as fh:
+        return ModelZoo.from_frame(pd.read_csv(fh))

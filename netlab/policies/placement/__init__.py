@@ -1,3 +1,4 @@
 """Placement policies; importing this package registers them all."""
 
 from . import consolidated, first_fit, gandiva, k8s_netoverhead, random_scatter  # noqa: F401
+from . import topo_bestfit  # noqa: F401
