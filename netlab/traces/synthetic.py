@@ -3,6 +3,7 @@
 Arrivals are a Poisson process; GPUs are drawn from powers of two (1, 2, 4,
 ...) with the given weights, truncated to the cluster; durations are lognormal
 (``duration_median_s``, ``duration_sigma``); models are drawn from ``models``.
+In a spec string both lists are ``+``-joined: ``gpus=0+0.3+0.4+0.3,models=vgg16+bert-base``.
 With ``load``, the arrival rate is chosen so that the mean offered work,
 ``rate * E[gpus] * E[duration_s]`` GPU-seconds per second, equals
 ``load * cluster_gpus``. Each of arrivals, sizes, durations and models has its
@@ -39,6 +40,8 @@ def poisson_trace(jobs: int = 200, load: float | None = None, rate_per_h: float 
     """A schema DataFrame of ``jobs`` Poisson arrivals; ``load`` (default 0.8) or ``rate_per_h``."""
     if load is not None and rate_per_h is not None:
         raise ValueError("synthetic: give load or rate_per_h, not both")
+    if isinstance(gpus, str):  # spec strings give weights as "w1+w2+w4+..."
+        gpus = tuple(float(w) for w in gpus.split("+"))
     sizes = 2 ** np.arange(len(gpus))
     weights = np.where(sizes <= cluster_gpus, np.asarray(gpus, dtype=float), 0.0)
     if weights.sum() <= 0:

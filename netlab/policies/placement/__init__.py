@@ -2,3 +2,4 @@
 
 from . import consolidated, first_fit, gandiva, k8s_netoverhead, random_scatter  # noqa: F401
 from . import topo_bestfit  # noqa: F401
+from .. import cassini  # noqa: F401,E402  (registers "cassini", which wraps the policies above)

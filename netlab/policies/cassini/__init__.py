@@ -1,0 +1,16 @@
+"""CASSINI (NSDI 2024): interleave jobs' communication phases on shared links.
+
+* :mod:`.score`: per-link compatibility on a unified circle, shift optimisation;
+* :mod:`.affinity`: the job/link affinity graph and its breadth-first phase assignment;
+* :mod:`.ranker`: the ``cassini`` placement policy (candidates, ranking, phases and shifts).
+
+Importing this package registers the ``cassini`` placement policy.
+"""
+
+from . import ranker  # noqa: F401  (registers "cassini")
+from .affinity import Assignment, affinity_graph, assign_phases, contended
+from .ranker import Cassini, Scored
+from .score import Circle, LinkResult, Wave, evaluate, optimise, scan, unified_circle
+
+__all__ = ["Assignment", "Cassini", "Circle", "LinkResult", "Scored", "Wave", "affinity_graph", "assign_phases",
+           "contended", "evaluate", "optimise", "scan", "unified_circle"]
