@@ -71,21 +71,94 @@ def traces():
     typer.echo(df.to_string(index=False))
 
 
+BACKEND_HELP = "serial | processes | dask"
+
+
 @app.command()
 def demo(
-    out: Path = typer.Option(Path("results/demo"), help="Where the table and figures go."),
+    out: Path = typer.Option(Path("results/demo"), help="Sweep store, table, figures and report.html go here."),
     trace: str = typer.Option("philly-sample", help="Trace (default: the sample bundled with the package)."),
-    topology: str = typer.Option(None, help="Topology spec (default: a 128-GPU 4:1 leaf-spine)."),
-    seeds: int = typer.Option(1, help="Seeds per configuration."),
+    topology: str = typer.Option(None, help="Base topology spec; oversub 2 and 4 are swept (default: a 128-GPU "
+                                            "leaf-spine)."),
+    seeds: int = typer.Option(3, help="Replicates per configuration."),
     max_jobs: int = typer.Option(None, help="Keep the first N jobs."),
+    backend: str = typer.Option("processes", help=BACKEND_HELP),
+    workers: int = typer.Option(None, help="Worker processes (default: one per core)."),
+    ideal: bool = typer.Option(True, help="Also run every cell on the ideal network (for the ratio to ideal)."),
 ):
-    """The main job: simulate the bundled trace under several policies, print a table, write figures."""
-    from .experiments import DEMO_TOPOLOGY
+    """The main job: sweep every ordering policy x consolidated/network-aware placement x oversub 2, 4 x seeds
+    on the bundled trace, print the summary table, write an HTML report with figures."""
     from .report import demo_report
+    from .sweep import StoreError
 
-    summary_path = demo_report(out, trace=trace, topology=topology or DEMO_TOPOLOGY, seeds=range(seeds),
-                               max_jobs=max_jobs)
-    typer.echo(f"\nresults and figures in {summary_path.parent.resolve()}")
+    try:
+        report = demo_report(out, trace=trace, topology=topology, seeds=seeds, max_jobs=max_jobs, backend=backend,
+                             workers=workers, ideal=ideal)
+    except (KeyError, ValueError, StoreError) as exc:
+        _fail(exc.args[0] if exc.args else str(exc))
+    typer.echo(f"\nreport: {report.resolve()}")
+    typer.echo(f"results and figures in {report.parent.resolve()}")
+
+
+@app.command()
+def sweep(
+    grid: Path = typer.Argument(..., help="Grid YAML (see netlab.sweep.grid for the format)."),
+    out: Path = typer.Option(..., help="Results store directory (re-running resumes it)."),
+    backend: str = typer.Option("serial", help=BACKEND_HELP),
+    address: str = typer.Option(None, help="Dask scheduler address (tcp://host:8786); default: a LocalCluster."),
+    workers: int = typer.Option(None, help="Local workers for processes/dask (default: one per core)."),
+    report: bool = typer.Option(False, help="Also write OUT/report.html."),
+    quiet: bool = typer.Option(False, help="No progress bar."),
+):
+    """Run every cell of a grid not yet in OUT; print the summary table. Exit 1 if any cell failed."""
+    from .report import comparison_table, print_table, render_report
+    from .sweep import GridError, StoreError, run_sweep
+
+    try:
+        res = run_sweep(grid, out=out, backend=backend, progress=not quiet, address=address, workers=workers)
+    except (KeyError, GridError, StoreError) as exc:
+        _fail(exc.args[0] if exc.args else str(exc))
+    if not res.summary.empty:
+        print_table(comparison_table(res.summary))
+    if report:
+        typer.echo(f"report: {render_report(res).resolve()}")
+    typer.echo(f"{len(res.summary)} cells done, {len(res.errors)} failed; store: {out.resolve()}")
+    if not res.errors.empty:
+        for e in res.errors.itertuples():
+            typer.secho(f"  failed {e.cell_id} ({e.label}): {e.error}", fg=typer.colors.RED, err=True)
+        typer.secho(f"tracebacks in {out}/cells/*.error.json; re-run to retry the failed cells", err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
+def results(root: Path = typer.Argument(Path("results"), help="Directory to search (3 levels deep).")):
+    """List the sweeps stored under ROOT."""
+    import pandas as pd
+
+    from .sweep import list_sweeps
+
+    table = list_sweeps(root)
+    if table.empty:
+        typer.echo(f"no sweeps under {root}")
+        return
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        typer.echo(table.to_string(index=False))
+
+
+@app.command()
+def report(
+    sweep_dir: Path = typer.Argument(..., help="A sweep store directory."),
+    out: Path = typer.Option(None, help="Where report.html and the figures go (default: the sweep directory)."),
+):
+    """Render DIR/report.html (summary table, figures embedded) from a stored sweep."""
+    from .report import render_report
+    from .sweep import StoreError
+
+    try:
+        path = render_report(sweep_dir, out)
+    except StoreError as exc:
+        _fail(str(exc))
+    typer.echo(f"report: {path.resolve()}")
 
 
 if __name__ == "__main__":  # pragma: no cover

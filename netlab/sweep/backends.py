@@ -1,0 +1,128 @@
+"""Execution backends: serial, local processes, Dask. Looked up by name in :data:`BACKENDS`.
+
+A backend is a context manager whose :meth:`Backend.run` takes cells and
+yields one :class:`~netlab.sweep.cell.Outcome` per cell in completion order.
+Workers only compute (:func:`~netlab.sweep.cell.execute`); the driver
+writes the store, so a Dask cluster on other machines needs netlab installed
+there but no shared file system. If the machinery itself fails (a worker
+process dies), the affected cells come back as failed outcomes too: the
+sweep goes on and a re-run retries them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import traceback
+import uuid
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Iterable, Iterator
+
+from ..registry import Registry
+from .cell import Outcome, execute
+from .grid import Cell
+
+BACKENDS: Registry["Backend"] = Registry("sweep backend")
+
+
+def _lost(cell: Cell, exc: BaseException) -> Outcome:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return Outcome(cell, None, f"{type(exc).__name__}: {exc}", text, worker="<backend>")
+
+
+class Backend:
+    name = "base"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self) -> None:
+        """Release what this backend created (never what the caller handed in)."""
+
+    def run(self, cells: Iterable[Cell]) -> Iterator[Outcome]:
+        raise NotImplementedError
+
+
+@BACKENDS.register("serial")
+class SerialBackend(Backend):
+    """One cell after another in this process."""
+
+    name = "serial"
+
+    def __init__(self, **_ignored):
+        pass
+
+    def run(self, cells):
+        for cell in cells:
+            yield execute(cell)
+
+
+@BACKENDS.register("processes")
+class ProcessBackend(Backend):
+    """A local process pool (concurrent.futures), one worker per core by default."""
+
+    name = "processes"
+
+    def __init__(self, workers: int | None = None, **_ignored):
+        self.workers = workers or os.cpu_count() or 1
+        # forkserver/spawn: never fork a parent that may hold threads (tqdm's monitor, Jupyter's)
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+
+    def run(self, cells):
+        futures = {self.pool.submit(execute, cell): cell for cell in cells}
+        for fut in as_completed(futures):
+            cell = futures.pop(fut)
+            exc = fut.exception()
+            yield _lost(cell, exc) if exc is not None else fut.result()
+
+    def close(self):
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+@BACKENDS.register("dask")
+class DaskBackend(Backend):
+    """Dask distributed: a LocalCluster by default, a scheduler ``address``, or your own ``client``/``cluster``."""
+
+    name = "dask"
+
+    def __init__(self, address: str | None = None, client=None, cluster=None, workers: int | None = None,
+                 **_ignored):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ImportError("the dask backend needs dask[distributed]: pip install 'netlab-sched[dask]'") from exc
+        self._own = []
+        if client is None:
+            if cluster is None and address is None:
+                cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                                       processes=True, dashboard_address=None, host="127.0.0.1")
+                self._own.append(cluster)
+            client = Client(address if address is not None else cluster)
+            self._own.insert(0, client)
+        self.client = client
+
+    def run(self, cells):
+        from distributed import as_completed as dask_completed
+
+        cells = list(cells)
+        token = uuid.uuid4().hex[:8]  # two runs of one sweep on a shared cluster never share task keys
+        futures = self.client.map(execute, cells, key=[f"netlab-cell-{c.id}-{token}" for c in cells], pure=False)
+        by_key = {f.key: c for f, c in zip(futures, cells)}
+        for fut in dask_completed(futures):
+            cell = by_key[fut.key]
+            if fut.status == "finished":
+                yield fut.result()
+            else:
+                yield _lost(cell, fut.exception())
+            fut.release()
+
+    def close(self):
+        for thing in self._own:  # the client first, then the cluster it talks to
+            thing.close()
+        self._own.clear()

@@ -1,0 +1,180 @@
+"""Sweep grids: one declarative document expanded into cells (one simulation each).
+
+A grid document (a YAML file or a dict)::
+
+    name: oversub-study
+    trace: philly-sample            # keys outside ``grid`` are fixed for every cell
+    max_jobs: null
+    topology: leafspine,racks=4,hosts_per_rack=4,gpus_per_host=8,host_gbps=100,spines=2
+    base_seed: 0
+    links: {network: fair, seed: 0} # which cells keep their per-link table: true, false or a filter
+    grid:
+      policy: [fifo, tiresias]      # a list is an axis: every value is crossed with the others
+      placement: consolidated       # a scalar inside ``grid`` is a fixed value too
+      oversub: [2, 4]               # sets ``oversub=`` in the base topology spec
+      network: [fair, ideal]
+      seed: [0, 1, 2]               # replicate indices, not raw seeds (see below)
+      pairs:                        # a list of mappings is zipped: each mapping is one value
+        - {policy: sjf, placement: random}
+
+A cell's id is a short hash of its canonical parameters (JSON with sorted
+keys), so a re-run finds the cells it already has whatever the order or the
+backend.
+
+Seeds. ``seed`` is a replicate index. Every random stream comes from
+``numpy.random.SeedSequence(base_seed, spawn_key=...)``, never ``seed + i``:
+
+* the workload (model draw, synthetic arrivals) uses ``spawn_key=(seed, 0)``:
+  every cell of one replicate sees the same jobs (common random numbers, so
+  policies are compared on equal terms);
+* the simulation (policies' own randomness) uses ``spawn_key=(seed, 1, k)``
+  where ``k`` is the hash of the cell's other parameters: one independent
+  stream per cell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from ..spec import Spec
+
+DEMO_TOPOLOGY = "leafspine,racks=4,hosts_per_rack=4,gpus_per_host=8,host_gbps=100,spines=2"
+DEMO_ORDERING = ("fifo", "sjf", "srtf", "tiresias", "themis")
+NETWORK_AWARE_PLACEMENTS = ("topo-bestfit", "k8s-netoverhead")  # first one registered is the demo's
+
+#: parameters a cell understands, with their defaults (all of them enter the cell id)
+DEFAULTS = dict(trace="philly-sample", max_jobs=None, topology=DEMO_TOPOLOGY, oversub=None, policy="fifo",
+                placement=None, preemption=None, network="fair", seed=0, base_seed=0, checkpoint_s=10.0,
+                restore_s=20.0, backfill=True)
+META_KEYS = ("name", "description", "links", "grid")
+
+
+class GridError(ValueError):
+    """A grid document is malformed; the message says which key."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One simulation: canonical parameters, derived seeds, and whether to keep per-link rows."""
+
+    id: str
+    params: dict
+    workload_seed: int
+    sim_seed: int
+    keep_links: bool = False
+    label: str = field(default="", compare=False)
+
+
+def canonical_json(obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def short_hash(obj, n: int = 12) -> str:
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:n]
+
+
+def _seed_int(ss: np.random.SeedSequence) -> int:
+    return int(ss.generate_state(1, np.uint64)[0] >> np.uint64(1))  # 63 bits: fits int64 columns
+
+
+def cell_seeds(params: dict) -> tuple[int, int]:
+    """(workload seed, simulation seed) for a cell; see the module docstring."""
+    base, rep = int(params["base_seed"]), int(params["seed"])
+    rest = {k: v for k, v in params.items() if k not in ("seed", "base_seed")}
+    k = int(short_hash(rest, 8), 16)
+    workload = np.random.SeedSequence(base, spawn_key=(rep, 0))
+    sim = np.random.SeedSequence(base, spawn_key=(rep, 1, k))
+    return _seed_int(workload), _seed_int(sim)
+
+
+def topology_spec(params: dict) -> str:
+    """The base topology with ``oversub`` applied (when the cell has one)."""
+    if params.get("oversub") is None:
+        return str(params["topology"])
+    spec = Spec.parse(str(params["topology"]))
+    return str(Spec(spec.kind, {**spec.params, "oversub": params["oversub"]}))
+
+
+def _matches(params: dict, selector) -> bool:
+    if isinstance(selector, bool):
+        return selector
+    if isinstance(selector, dict):
+        return all(params.get(k) in (v if isinstance(v, list) else [v]) for k, v in selector.items())
+    raise GridError(f"'links' must be true, false or a mapping of parameter values, got {selector!r}")
+
+
+def _axes(doc: dict) -> list[list[dict]]:
+    """Each axis as a list of partial parameter dicts (fixed values are one-value axes)."""
+    grid = doc.get("grid") or {}
+    if not isinstance(grid, dict):
+        raise GridError("'grid' must be a mapping of parameter -> list of values")
+    axes = [[{k: v}] for k, v in doc.items() if k not in META_KEYS]
+    for key, values in grid.items():
+        values = values if isinstance(values, list) else [values]
+        if not values:
+            raise GridError(f"grid axis {key!r} has no values")
+        if all(isinstance(v, dict) for v in values):
+            axes.append([dict(v) for v in values])
+        elif any(isinstance(v, dict) for v in values):
+            raise GridError(f"grid axis {key!r} mixes mappings and plain values")
+        else:
+            axes.append([{key: v} for v in values])
+    return axes
+
+
+def expand(doc: dict) -> list[Cell]:
+    """Cross every axis; canonicalise each cell; ids are unique (duplicates are merged)."""
+    cells, seen = [], set()
+    selector = doc.get("links", False)
+    for combo in itertools.product(*_axes(doc)):
+        params = dict(DEFAULTS)
+        for part in combo:
+            unknown = sorted(set(part) - set(DEFAULTS))
+            if unknown:
+                raise GridError(f"unknown grid parameter(s) {unknown}; known: {sorted(DEFAULTS)}")
+            params.update(part)
+        cid = short_hash(params)
+        if cid in seen:
+            continue
+        seen.add(cid)
+        workload, sim = cell_seeds(params)
+        label = f"{params['policy']}+{params['placement'] or 'default'}"
+        cells.append(Cell(cid, params, workload, sim, _matches(params, selector), label))
+    return cells
+
+
+def read_grid(what) -> dict:
+    """A grid document from a dict, a YAML path or YAML text."""
+    if isinstance(what, dict):
+        return dict(what)
+    text, path = str(what), Path(str(what))
+    if isinstance(what, Path) or ("\n" not in text and path.suffix in (".yaml", ".yml", ".json")):
+        if not path.exists():
+            raise GridError(f"grid file {text!r} not found")
+        text = path.read_text()
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise GridError(f"{path}: invalid YAML: {exc}") from None
+    if not isinstance(doc, dict):
+        raise GridError(f"{path}: a grid document must be a mapping")
+    return doc
+
+
+def demo_grid(trace="philly-sample", max_jobs=None, topology=DEMO_TOPOLOGY, seeds: int = 3, ideal: bool = True,
+              oversub=(2, 4)) -> dict:
+    """The main job's sweep: every ordering x consolidated/network-aware x oversub x seeds (x fair/ideal)."""
+    from ..policies import PLACEMENT
+
+    aware = next(p for p in NETWORK_AWARE_PLACEMENTS if p in PLACEMENT)
+    return dict(name="demo", trace=trace, max_jobs=max_jobs, topology=topology, base_seed=0,
+                links={"network": "fair", "seed": 0},
+                grid=dict(policy=list(DEMO_ORDERING), placement=["consolidated", aware], oversub=list(oversub),
+                          network=["fair", "ideal"] if ideal else ["fair"], seed=list(range(seeds))))

@@ -1,0 +1,171 @@
+"""Run a sweep, load a stored one, list stored ones.
+
+:func:`run_sweep` expands the grid, skips the cells the store already has,
+hands the rest to a backend, writes every outcome as it arrives (so a kill
+loses only the cells in flight) and returns the frames read back from the
+store: what a run returns and what :func:`load_sweep` returns later are the
+same by construction, and ordered by the grid, not by completion, so every
+backend gives the same frames.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .backends import BACKENDS, Backend
+from .grid import DEFAULTS, Cell, expand, read_grid
+from .store import MemoryStore, Store, StoreError
+
+PARAM_COLUMNS = tuple(DEFAULTS)
+
+
+@dataclass
+class SweepResult:
+    jobs: pd.DataFrame  # one row per job per finished cell; the cell's parameters as columns
+    summary: pd.DataFrame  # one row per finished cell (+ jct_vs_ideal when the grid has network=ideal)
+    links: pd.DataFrame  # per-link rows of the cells that keep them
+    errors: pd.DataFrame  # one row per failed cell, with its traceback
+    manifest: dict | None = None
+    path: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.errors.empty
+
+
+def _tags(cell: Cell) -> dict:
+    return dict(cell_id=cell.id, label=cell.label, **cell.params)
+
+
+def add_ideal_ratio(summary: pd.DataFrame) -> pd.DataFrame:
+    """``jct_vs_ideal``: a cell's average JCT over the same cell's on the ideal network."""
+    if summary.empty or "network" not in summary or not (summary.network == "ideal").any():
+        return summary
+    keys = [c for c in PARAM_COLUMNS if c != "network"]
+    ideal = summary.loc[summary.network == "ideal", keys + ["avg_jct_s"]].rename(columns={"avg_jct_s": "_ideal"})
+    merged = summary.merge(ideal, on=keys, how="left")
+    summary = summary.copy()
+    summary["jct_vs_ideal"] = (merged.avg_jct_s / merged._ideal).to_numpy()
+    return summary
+
+
+def assemble(cells: list[Cell], source) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(jobs, summary, links, errors) from a store, in grid order."""
+    done, failed = source.done_ids(), source.error_ids()
+    jobs, rows, links, errors = [], [], [], []
+    for cell in cells:
+        tags = _tags(cell)
+        if cell.id in done:
+            rec = source.read_summary(cell.id)
+            rows.append(tags | dict(workload_seed=rec["workload_seed"], sim_seed=rec["sim_seed"], **rec["summary"],
+                                    cell_s=rec["cell_s"], worker=rec["worker"]))
+            jobs.append(source.read_jobs(cell.id).assign(**tags))
+            cell_links = source.read_links(cell.id)
+            if cell_links is not None:
+                links.append(cell_links.assign(**tags))
+        elif cell.id in failed:
+            rec = source.read_error(cell.id)
+            errors.append(tags | {k: rec[k] for k in ("error", "traceback", "worker", "at")})
+
+    def frame(parts, concat):
+        return (pd.concat(parts, ignore_index=True) if concat else pd.DataFrame(parts)) if parts else pd.DataFrame()
+
+    summary = add_ideal_ratio(frame(rows, False))
+    return frame(jobs, True), summary, frame(links, True), frame(errors, False)
+
+
+def _progress(iterable, total: int, initial: int, enabled: bool | None):
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, total=total, initial=initial, desc="cells", unit="cell",
+                disable=None if enabled is None else not enabled, smoothing=0.1)
+
+
+def run_sweep(grid, out=None, backend: str | Backend | None = None, progress: bool | None = True,
+              **backend_options) -> SweepResult:
+    """Run every cell of ``grid`` (dict, YAML path or text) not yet in ``out``; return the frames.
+
+    ``backend``: "serial", "processes", "dask" or a :class:`Backend` instance;
+    by default "dask" when ``client``, ``cluster`` or ``address`` is given, else
+    "serial". ``out=None`` keeps everything in memory (nothing is resumable).
+    Failing cells never stop the sweep: see ``result.errors``.
+    """
+    doc = read_grid(grid)
+    cells = expand(doc)
+    if backend is None:
+        dask_given = any(backend_options.get(k) is not None for k in ("client", "cluster", "address"))
+        backend = "dask" if dask_given else "serial"
+    name = backend if isinstance(backend, str) else backend.name
+    store = Store(out) if out is not None else MemoryStore()
+    manifest = None
+    if out is not None:
+        store.clean()
+        manifest = store.begin(doc, cells, name)
+    done = store.done_ids()
+    todo = [c for c in cells if c.id not in done]
+    t0 = time.perf_counter()
+    ran = failed = 0
+    cell_s = 0.0
+    if todo:
+        runner = BACKENDS.create(backend, **backend_options) if isinstance(backend, str) else backend
+        try:
+            with _progress(runner.run(todo), len(cells), len(cells) - len(todo), progress) as bar:
+                for outcome in bar:
+                    store.write(outcome)
+                    ran += 1
+                    failed += not outcome.ok
+                    cell_s += outcome.seconds
+                    if failed:
+                        bar.set_postfix(failed=failed, refresh=False)
+        finally:
+            if isinstance(backend, str):  # a backend handed in stays open for its owner
+                runner.close()
+    if manifest is not None:
+        manifest = store.end(manifest, ran=ran, failed=failed, skipped=len(cells) - len(todo),
+                             wall_s=time.perf_counter() - t0, cells_s=cell_s)
+    jobs, summary, links, errors = assemble(cells, store)
+    return SweepResult(jobs, summary, links, errors, manifest, store.root)
+
+
+def _cells_of(manifest: dict) -> list[Cell]:
+    return [Cell(c["id"], c["params"], c["workload_seed"], c["sim_seed"], c.get("keep_links", False), c["label"])
+            for c in manifest["cells"]]
+
+
+def load_sweep(path) -> SweepResult:
+    """The frames of a stored sweep (finished cells only; failed ones in ``errors``)."""
+    store = Store(path)
+    manifest = store.read_manifest()
+    jobs, summary, links, errors = assemble(_cells_of(manifest), store)
+    return SweepResult(jobs, summary, links, errors, manifest, store.root)
+
+
+def list_sweeps(root=".", depth: int = 3) -> pd.DataFrame:
+    """One row per sweep directory under ``root`` (a manifest.json at most ``depth`` levels down)."""
+    root = Path(root)
+    found = [root / "manifest.json"] + [p for d in range(1, depth + 1) for p in root.glob("/".join(["*"] * d)
+                                                                                             + "/manifest.json")]
+    rows, seen = [], set()
+    for path in found:
+        if not path.is_file() or path.resolve() in seen:  # symlinked folders list a sweep once
+            continue
+        seen.add(path.resolve())
+        store = Store(path.parent)
+        try:
+            m = store.read_manifest()
+            ids = {c["id"] for c in m["cells"]}
+        except (StoreError, ValueError, KeyError):
+            continue
+        runs = m.get("runs", [])
+        rows.append(dict(path=str(path.parent), name=m.get("name"), cells=len(ids),
+                         done=len(ids & store.done_ids()), failed=len(ids & store.error_ids() - store.done_ids()),
+                         runs=len(runs), backend=runs[-1]["backend"] if runs else None,
+                         started_at=m.get("started_at"), ended_at=m.get("ended_at"),
+                         netlab=m.get("netlab_version"),
+                         commit=(m.get("git_commit") or "")[:12] + ("-dirty" if "dirty" in str(m.get("git_commit")) else "")))
+    return pd.DataFrame(rows, columns=["path", "name", "cells", "done", "failed", "runs", "backend", "started_at",
+                                       "ended_at", "netlab", "commit"])
