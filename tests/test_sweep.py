@@ -175,3 +175,18 @@ def test_resume_after_sigkill_gives_every_cell_exactly_once(tmp_path):
     assert len(list(cells.glob("*.summary.json"))) == len(list(cells.glob("*.jobs.parquet"))) == total
     # and the resumed sweep equals one run in a single go
     assert_same(res, run_sweep(grid, progress=False))
+
+
+def test_background_traffic_slows_cross_rack_jobs_and_keeps_old_cell_ids():
+    from netlab.sweep import run_sweep
+    from netlab.sweep.grid import expand
+
+    base = dict(trace="synthetic,jobs=30,load=1.0,gpus=0+0+0+0+1,cluster_gpus=16", max_jobs=None,
+                topology="leafspine,racks=2,hosts_per_rack=2,gpus_per_host=4,oversub=2,spines=1",
+                grid=dict(policy="fifo", placement="first-fit", seed=0))
+    plain = expand(base)
+    assert "background" not in plain[0].params  # optional keys stay out of ids unless set
+    with_bg = dict(base, grid=dict(base["grid"], background=[0.0, 0.5]))
+    res = run_sweep(with_bg, backend="serial", progress=False)
+    s = res.summary.set_index("background")
+    assert s.loc[0.5, "avg_jct_s"] > s.loc[0.0, "avg_jct_s"]

@@ -53,6 +53,9 @@ NETWORK_AWARE_PLACEMENTS = ("topo-bestfit", "k8s-netoverhead")  # first one regi
 DEFAULTS = dict(trace="philly-sample", max_jobs=None, topology=DEMO_TOPOLOGY, oversub=None, policy="fifo",
                 placement=None, preemption=None, network="fair", seed=0, base_seed=0, checkpoint_s=10.0,
                 restore_s=20.0, backfill=True)
+#: optional parameters: they enter a cell (and its id) only when a grid sets them, so adding
+#: one never changes the ids of cells already stored
+OPTIONAL = dict(background=0.0)  # share of every switch-to-switch link taken by background traffic
 META_KEYS = ("name", "description", "links", "grid")
 
 
@@ -136,9 +139,9 @@ def expand(doc: dict) -> list[Cell]:
     for combo in itertools.product(*_axes(doc)):
         params = dict(DEFAULTS)
         for part in combo:
-            unknown = sorted(set(part) - set(DEFAULTS))
+            unknown = sorted(set(part) - set(DEFAULTS) - set(OPTIONAL))
             if unknown:
-                raise GridError(f"unknown grid parameter(s) {unknown}; known: {sorted(DEFAULTS)}")
+                raise GridError(f"unknown grid parameter(s) {unknown}; known: {sorted(set(DEFAULTS) | set(OPTIONAL))}")
             params.update(part)
         cid = short_hash(params)
         if cid in seen:
