@@ -1,6 +1,6 @@
 """Full-size reproduction runs for issue 3; writes benchmarks/results/repro.json.
 
-* Dally-like: Philly and ITP (first ``--max-jobs`` jobs) on a 256-GPU leaf-spine
+* Dally-like: Philly and ITP cluster03 (first ``--max-jobs`` jobs; most of its jobs are multi-GPU) on a 256-GPU leaf-spine
   at 4:1 and 8:1, consolidation-based Tiresias vs Dally (full and parts),
   topology-aware best fit, FIFO, random; fair and ideal networks; 3 seeds.
 * CASSINI-like: 24 one-GPU servers, the 13 CASSINI models, Poisson arrivals;
@@ -35,7 +35,7 @@ def main(argv=None):
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "repro.json"))
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    dally = repro.run(repro.dally_grid(traces=("philly", "itp"), oversub=(4, 8), seeds=args.seeds,
+    dally = repro.run(repro.dally_grid(traces=("philly", "itp,cluster=03"), oversub=(4, 8), seeds=args.seeds,
                                        max_jobs=args.max_jobs), out=f"{args.store}/dally", backend=args.backend)
     dally_t = repro.dally_table(dally)
     t1 = time.perf_counter()

@@ -47,7 +47,7 @@ DALLY_POLICIES = (
 BASELINE = "tiresias+consolidated"
 
 
-def dally_grid(traces=("philly", "itp"), oversub=(4, 8), background=(0.0,), seeds: int = 3,
+def dally_grid(traces=("philly", "itp,cluster=03"), oversub=(4, 8), background=(0.0,), seeds: int = 3,
                max_jobs: int | None = 2000, topology: str = DALLY_TOPOLOGY, ideal: bool = True) -> dict:
     """Consolidation-based Tiresias vs Dally (full and each part) vs FIFO, on congested leaf-spines."""
     grid = dict(trace=list(traces), oversub=list(oversub), pairs=list(DALLY_POLICIES),
@@ -125,14 +125,18 @@ def load_of(trace: str) -> float:
 
 
 def cassini_table(result) -> pd.DataFrame:
-    """Average/p99 JCT, the ECN proxy and iteration-time slowdown per policy; gains vs the same host scheduler alone."""
+    """Average/p99 JCT, the ECN proxy and iteration-time slowdown per policy.
+
+    ``*_ratio`` = the host scheduler with consolidated placement / this policy
+    (> 1: better than the host scheduler alone).
+    """
     s = result.summary.copy()
     s["load"] = s.trace.map(load_of)
     s["host"] = s.policy
     s["cassini"] = s.placement == "cassini"
     fair = s[s.network == "phase"].copy()
     key = ["oversub", "load", "host", "seed"]
-    base = fair[~fair.cassini].set_index(key)
+    base = fair[fair.placement == "consolidated"].set_index(key)  # the host scheduler alone
     for metric in ("avg_jct_s", "p99_jct_s", "overload_gbit"):
         ref = base[metric].reindex(pd.MultiIndex.from_frame(fair[key])).to_numpy()
         fair[f"{metric}_ratio"] = ref / fair[metric].to_numpy()  # > 1: CASSINI better
