@@ -139,7 +139,7 @@ def _links_frame(sim) -> pd.DataFrame:
     topo = sim.topology
     cols = ["t_start_s", "t_end_s", "link", "src", "dst", "tier", "capacity_gbps", "load_gbps", "utilisation",
             "overload_gbps"]
-    segs = [s for s in sim._segments if len(s[2])]
+    segs = [s for s in sim.fabric.segments if len(s[2])]
     if not segs:
         return pd.DataFrame({c: pd.Series(dtype=float if c not in ("src", "dst", "tier") else object) for c in cols})
     t0 = np.concatenate([np.full(len(s[2]), s[0]) for s in segs])

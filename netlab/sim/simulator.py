@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sortedcontainers import SortedList
 
-from ..network.model import NETWORKS, CommDemand, NetworkModel, iteration_time
+from ..network.model import NETWORKS, NetworkModel, iteration_time
 from .. import policies as _policies  # noqa: F401  (registers policies)
 from ..policies.base import (ORDERING, PLACEMENT, PREEMPTION, OrderingPolicy, Placement, PlacementPolicy,
                              PolicyError, PreemptionPolicy)
@@ -37,12 +37,10 @@ from ..workload.job import Job, isolated_iter_s
 from ..workload.patterns import PATTERNS
 from ..network.demand import build_demand
 from ..workload.zoo import ModelZoo
+from .fabric import Fabric
 from .kernel import Kernel
 from .metrics import SimResult, build_result
 from .state import ClusterView, JobState
-
-EPS_ITERS = 1e-6
-
 
 @dataclass
 class SimConfig:
@@ -105,10 +103,8 @@ class Simulator:
         self.waiting_by_size: dict[int, SortedList] = {}
         self.n_waiting = 0
         self.run_order = SortedList()  # running jobs by key: worst last
-        self.demands: dict[int, CommDemand] = {}
+        self.fabric = Fabric(topo, self.network, self.config.record_links)
         self._pass_pending = False
-        self._net_dirty = False
-        self._unscheduled: set[int] = set()
         self._retries: set[float] = set()
         # Multi-host jobs' completion times live here, behind one armed kernel event:
         # a network recompute changes them all, and re-pushing each would flood the heap.
@@ -116,15 +112,6 @@ class Simulator:
         self._net_version = 0
         self._net_armed = math.inf
         self._round_due = False
-        self.link_load = np.zeros(topo.n_links)
-        self.link_over = np.zeros(topo.n_links)
-        self.link_rate = np.zeros(topo.n_links)  # fair model: instantaneous sum of flow rates
-        self.net_rate: dict[int, float] = {}
-        self._shortcut = self.network.name == "fair"
-        self.link_jobs: dict[int, set[int]] = {}  # link -> network jobs on it
-        self._touched: set[int] = set()  # links whose set of jobs changed since the last recompute
-        self._segments: list = []
-        self._seg = None
         self._done = 0
         self._bar = None
         if self.config.progress is not False and len(self.jobs) > 0:
@@ -147,7 +134,7 @@ class Simulator:
         finally:
             if self._bar is not None:
                 self._bar.close()
-        self._close_segment(self.kernel.now)
+        self.fabric.close(self.kernel.now)
         wall = time.perf_counter() - wall0
         return build_result(self, wall)
 
@@ -201,7 +188,7 @@ class Simulator:
         now = self.kernel.now
         if self.n_waiting:
             self._schedule(now)
-        if self._net_dirty:
+        if self.fabric.dirty:
             self._recompute_network(now)
 
     def waiting_order(self):
@@ -210,7 +197,7 @@ class Simulator:
 
     def view(self, now: float | None = None) -> ClusterView:
         return ClusterView(self.topology, self.free, self.running, self.kernel.now if now is None else now,
-                           self.link_load, (self.states[j] for _, j in self.waiting_order()), self.zoo,
+                           self.fabric.load_gbps, (self.states[j] for _, j in self.waiting_order()), self.zoo,
                            self.config.network)
 
     def _refresh_keys(self, now: float) -> None:
@@ -325,18 +312,16 @@ class Simulator:
         demand, intra_s = build_demand(self.topology, model, js.job.pattern, js.job_id, p.hosts, p.gpus,
                                        js.iso_iter_s, phase)
         if demand is not None and self.config.network != "ideal":
-            self.demands[js.job_id] = demand
             js.demand = demand
-            js.iter_s = demand.iter_s(demand.iso_rate_gbps)  # provisional until the network settles
-            js.comm_s = js.iter_s - model.compute_s
-            for link in demand.links.tolist():
-                self.link_jobs.setdefault(link, set()).add(js.job_id)
-            if self._shortcut and self._joins_unsaturated(demand):
-                self._apply_alone(js, demand, now, +1)
-            else:
-                self._touched.update(demand.links.tolist())
-                self._net_dirty = True
-                self._unscheduled.add(js.job_id)
+            rate = self.fabric.join(js.job_id, demand, now)
+            if rate is None:  # provisional: the network settles later this instant
+                js.iter_s = demand.iter_s(demand.iso_rate_gbps)
+                js.comm_s = js.iter_s - model.compute_s
+            else:  # its links had room: it runs at its isolated rate and nobody else changes
+                js.iter_s = demand.iter_s(rate)
+                js.comm_s = demand.net_s(rate) + demand.serial_intra_s
+                self._schedule_completion(js)
+                self._arm_network_completions()
         else:
             js.demand = None
             if self.config.network == "ideal":
@@ -367,8 +352,7 @@ class Simulator:
         js = self.running[job_id]
         js.phase = phase % 1.0
         if js.demand is not None:
-            js.demand.phase = js.phase
-            self._net_dirty = True
+            self.fabric.rephase(job_id, js.phase)
             self._want_pass()
 
     def _release(self, js: JobState) -> None:
@@ -379,18 +363,8 @@ class Simulator:
         self.run_order.remove((js.key, js.job_id))
         js.version += 1
         js.key_version += 1
-        demand = self.demands.pop(js.job_id, None)
-        if demand is not None:
+        if self.fabric.leave(js.job_id, self.kernel.now):
             self.net_done.pop(js.job_id, None)
-            alone = self._shortcut and js.job_id in self.net_rate and self._leaves_unsaturated(demand)
-            for link in demand.links.tolist():
-                self.link_jobs[link].discard(js.job_id)
-            if alone:
-                self._apply_alone(js, demand, self.kernel.now, -1)
-            else:
-                self._touched.update(demand.links.tolist())
-                self._net_dirty = True
-            self.net_rate.pop(js.job_id, None)
 
     def _preempt(self, js: JobState, now: float) -> None:
         self._advance(js, now)
@@ -455,107 +429,19 @@ class Simulator:
             self.kernel.at(max(t, self.kernel.now), Kernel.UPDATE, self._key_change, js, js.key_version)
 
     # -------------------------------------------------------------- network
-    # Exact shortcuts for the fair model. A job that joins links which stay
-    # unsaturated even at its isolated rate (or that it saturates alone) changes
-    # nobody's max-min share; nor does one that leaves links on which it was
-    # the only job, or that were not saturated. Only other changes re-solve.
-    def _joins_unsaturated(self, d: CommDemand) -> bool:
-        cap = self.topology.link_capacity_gbps[d.links]
-        before = self.link_rate[d.links]
-        after = before + d.weights * d.iso_rate_gbps
-        tight = after > cap * (1 - 1e-9)
-        return bool(np.all(after <= cap * (1 + 1e-9)) and np.all(before[tight] <= 1e-9 * cap[tight]))
-
-    def _leaves_unsaturated(self, d: CommDemand) -> bool:
-        cap = self.topology.link_capacity_gbps[d.links]
-        saturated = self.link_rate[d.links] >= cap * (1 - 1e-9)
-        return all(len(self.link_jobs[l]) == 1 for l in d.links[saturated].tolist())
-
-    def _apply_alone(self, js: JobState, d: CommDemand, now: float, sign: int) -> None:
-        rate = d.iso_rate_gbps if sign > 0 else self.net_rate[js.job_id]
-        net = d.net_s(rate)
-        it = d.iter_s(rate)
-        if sign > 0:
-            js.iter_s, js.comm_s = it, net + d.serial_intra_s
-            self.net_rate[js.job_id] = rate
-            self._schedule_completion(js)
-            self._arm_network_completions()
-        self.link_load = self.link_load.copy()  # views handed to policies stay as they were
-        self.link_rate[d.links] += sign * d.weights * rate
-        self.link_load[d.links] += sign * d.weights * rate * (net / it)
-        empty = [l for l in d.links.tolist() if not self.link_jobs[l]]
-        self.link_rate[empty] = self.link_load[empty] = self.link_over[empty] = 0.0
-        self._record(now)
-
-    def _record(self, now: float) -> None:
-        if self.config.record_links:
-            self._close_segment(now)
-            busy = np.flatnonzero(self.link_load)
-            self._seg = (now, busy, self.link_load[busy], self.link_over[busy])
-
-    def _component(self) -> list[int]:
-        """Jobs connected, through shared links, to the links touched since the last recompute.
-
-        Other jobs' rates cannot have changed: max-min shares depend only on the
-        jobs and links of one connected component.
-        """
-        links = set(self._touched)
-        jobs: set[int] = set()
-        frontier = list(links)
-        while frontier:
-            new_jobs = set()
-            for link in frontier:
-                new_jobs |= self.link_jobs.get(link, set())
-            new_jobs -= jobs
-            jobs |= new_jobs
-            frontier = []
-            for jid in new_jobs:
-                for link in self.demands[jid].links.tolist():
-                    if link not in links:
-                        links.add(link)
-                        frontier.append(link)
-        self._touched = set(links)
-        return sorted(jobs)
-
     def _recompute_network(self, now: float) -> None:
-        self._net_dirty = False
-        if self.network.name != "fair" or len(self.demands) <= 64:
-            ids = list(self.demands)  # phase offsets couple whole groups; small sets: solve all
-            self._touched |= {l for l, jobs in self.link_jobs.items() if jobs}
-        else:
-            ids = self._component()
-        demands = [self.demands[j] for j in ids]
-        sol = self.network.solve(demands, self.topology.link_capacity_gbps)
-        for d in demands:
-            js = self.states[d.job_id]
-            new_iter = sol.iter_s[d.job_id]
-            changed = abs(new_iter - js.iter_s) > 1e-12 * max(new_iter, 1.0)
-            if changed or d.job_id in self._unscheduled:
-                self._advance(js, now)
-                js.iter_s = new_iter
-                js.comm_s = sol.comm_s[d.job_id]
-                self._schedule_completion(js)
-        self._unscheduled.clear()
+        """Re-solve the fabric and move the completions of jobs whose speed changed."""
+        for jid, iter_s, comm_s in self.fabric.solve(now, lambda j: self.states[j].iter_s):
+            js = self.states[jid]
+            self._advance(js, now)  # progress so far at the old speed
+            js.iter_s, js.comm_s = iter_s, comm_s
+            self._schedule_completion(js)
         self._arm_network_completions()
-        touched = np.fromiter(self._touched, dtype=np.int64, count=len(self._touched))
-        self._touched = set()
-        self.link_load = self.link_load.copy()  # views handed to policies stay as they were
-        self.link_load[touched] = 0.0
-        self.link_over[touched] = 0.0
-        self.link_load[sol.links] = sol.load_gbps
-        self.link_over[sol.links] = sol.overload_gbps
-        if sol.rate_load_gbps is not None:
-            self.link_rate[touched] = 0.0
-            self.link_rate[sol.links] = sol.rate_load_gbps
-            self.net_rate.update(sol.rate_gbps)
-        self._record(now)
 
-    def _close_segment(self, now: float) -> None:
-        if self._seg is not None and now > self._seg[0] and len(self._seg[1]):
-            t0, links, load, over = self._seg
-            self._segments.append((t0, now, links, load, over))
-        if self._seg is not None:
-            self._seg = (now, *self._seg[1:])
+    @property
+    def link_load(self) -> np.ndarray:
+        """Current time-averaged load per directed link (Gbit/s)."""
+        return self.fabric.load_gbps
 
 
 def simulate(topology, jobs, ordering="fifo", placement=None, preemption=None, **config) -> SimResult:
