@@ -29,7 +29,7 @@ import numpy as np
 
 from netlab.network.demand import build_demand
 from netlab.policies import PLACEMENT
-from netlab.policies.base import Placement
+from netlab.sim.fixtures import scatter
 from netlab.sim.metrics import atomic_write
 from netlab.sim.state import ClusterView, JobState
 from netlab.topology import load_topology
@@ -51,16 +51,10 @@ def busy_cluster(n_running: int = 200, seed: int = 0):
     while len(running) < n_running:
         i += 1
         g = int(rng.choice([2, 4, 8, 16]))
-        hosts, gpus, need = [], [], g
-        for h in rng.permutation(topo.n_hosts):
-            if need == 0:
-                break
-            take = int(min(free[h], need, rng.integers(1, 5)))
-            if take:
-                free[h] -= take
-                hosts.append(int(h))
-                gpus.append(take)
-                need -= take
+        placement = scatter(free, g, rng, max_per_host=4)
+        if placement is None:
+            continue
+        hosts, gpus = list(placement.hosts), list(placement.gpus)
         if len(hosts) < 2:  # keep every running job multi-host (its GPUs go back)
             free[hosts] += gpus
             continue
@@ -68,7 +62,7 @@ def busy_cluster(n_running: int = 200, seed: int = 0):
         job = Job(i, 0.0, g, model, 1000)
         demand, _ = build_demand(topo, zoo[model], "ring", i, hosts, gpus, 0.0, float(rng.random()))
         js = JobState(job, demand.iter_s(demand.iso_rate_gbps))
-        js.placement, js.status, js.demand = Placement(tuple(hosts), tuple(gpus)), "running", demand
+        js.placement, js.status, js.demand = placement, "running", demand
         js.phase = demand.phase
         js.iter_s = js.iso_iter_s * float(rng.uniform(1.0, 1.3))  # some are slowed by contention
         running[i] = js

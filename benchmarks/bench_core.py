@@ -26,6 +26,7 @@ import numpy as np
 
 from netlab.policies import PLACEMENT
 from netlab.sim import SimConfig, Simulator
+from netlab.sim.fixtures import scatter
 from netlab.sim.metrics import atomic_write
 from netlab.sim.state import ClusterView, JobState
 from netlab.topology import load_topology
@@ -58,20 +59,11 @@ def placement_bench(repeats: int = 50, seed: int = 0) -> dict:
     running = {}
     sizes = rng.choice([1, 2, 4, 8, 16, 32], size=1000, p=[0.4, 0.15, 0.15, 0.15, 0.1, 0.05])
     for i, g in enumerate(sizes):  # scatter the running jobs so the cluster is fragmented
-        hosts, gpus, need = [], [], int(g)
-        for h in rng.permutation(topo.n_hosts):
-            if need == 0:
-                break
-            take = int(min(free[h], need, rng.integers(1, 9)))
-            if take:
-                free[h] -= take
-                hosts.append(int(h))
-                gpus.append(take)
-                need -= take
+        placement = scatter(free, int(g), rng)
+        if placement is None:
+            continue
         js = JobState(Job(i, 0.0, int(g), "resnet50", 100), 1.0)
-        from netlab.policies.base import Placement
-
-        js.placement, js.status = Placement(tuple(hosts), tuple(gpus)), "running"
+        js.placement, js.status = placement, "running"
         running[i] = js
     view = ClusterView(topo, free, running, 0.0)
     job = JobState(Job(10_000, 0.0, 64, "vgg16", 100), 1.0)
