@@ -159,3 +159,18 @@ def test_max_min_hand_example():
     res = max_min(np.array([10.0, 3.0]), np.array([0, 1, 1]), np.array([0, 0, 1]), np.ones(3), 2)
     assert res.rate.tolist() == pytest.approx([7.0, 3.0])
     assert res.bottleneck.tolist() == [True, False, True]
+
+
+@pytest.mark.parametrize("pattern,flows,flow_bytes,intra", [
+    # 2 hosts x 4 GPUs, S = 1: ring of 8 -> 2 hops of 2*7/8; hierarchical -> 2 flows of 2*1/2, intra 2*3/4;
+    # PS on host 0 -> push and pull of S, intra 2*3/4.
+    ("ring", ((0, 1), (1, 0)), 1.75, 0.0),
+    ("hierarchical", ((0, 1), (1, 0)), 1.0, 1.5),
+    ("ps", ((1, 0), (0, 1)), 1.0, 1.5),
+])
+def test_communication_patterns_bytes(pattern, flows, flow_bytes, intra):
+    from netlab.workload.patterns import PATTERNS
+
+    plan = PATTERNS.get(pattern)().plan((4, 4), 1.0)
+    assert plan.flows == flows
+    assert plan.flow_bytes == pytest.approx(flow_bytes) and plan.serial_intra_bytes == pytest.approx(intra)

@@ -66,6 +66,12 @@ class Ring(CommPattern):
         return CommPlan(flows, 2 * (n - 1) / n * grad_bytes, 0.0, max(gpus_per_host) > 1)
 
 
+def _intra_phases_bytes(gpus_per_host, grad_bytes: float) -> float:
+    """Reduce-scatter plus all-gather inside the fullest host: 2(g-1)/g x S over the interconnect."""
+    g = max(gpus_per_host)
+    return 2 * (g - 1) / g * grad_bytes if g > 1 else 0.0
+
+
 @PATTERNS.register("hierarchical")
 class Hierarchical(CommPattern):
     """Reduce inside each host, all-reduce across hosts, broadcast inside."""
@@ -76,9 +82,8 @@ class Hierarchical(CommPattern):
         n, k = sum(gpus_per_host), len(gpus_per_host)
         if k == 1:
             return self._single_host(n, grad_bytes)
-        g = max(gpus_per_host)
-        flows = tuple((i, (i + 1) % k) for i in range(k)) if k > 2 else ((0, 1), (1, 0))
-        return CommPlan(flows, 2 * (k - 1) / k * grad_bytes, 2 * (g - 1) / g * grad_bytes if g > 1 else 0.0, False)
+        flows = tuple((i, (i + 1) % k) for i in range(k))
+        return CommPlan(flows, 2 * (k - 1) / k * grad_bytes, _intra_phases_bytes(gpus_per_host, grad_bytes), False)
 
 
 @PATTERNS.register("ps")
@@ -91,6 +96,5 @@ class ParameterServer(CommPattern):
         n, k = sum(gpus_per_host), len(gpus_per_host)
         if k == 1:
             return self._single_host(n, grad_bytes)
-        g = max(gpus_per_host)
         flows = tuple(f for h in range(1, k) for f in ((h, 0), (0, h)))
-        return CommPlan(flows, grad_bytes, 2 * (g - 1) / g * grad_bytes if g > 1 else 0.0, False)
+        return CommPlan(flows, grad_bytes, _intra_phases_bytes(gpus_per_host, grad_bytes), False)
