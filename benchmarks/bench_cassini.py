@@ -30,7 +30,7 @@ import numpy as np
 from netlab.network.demand import build_demand
 from netlab.policies import PLACEMENT
 from netlab.sim.fixtures import scatter
-from netlab.sim.metrics import atomic_write
+from netlab.sim.metrics import write_json
 from netlab.sim.state import ClusterView, JobState
 from netlab.topology import load_topology
 from netlab.workload.job import Job
@@ -110,10 +110,7 @@ def main(argv=None) -> dict:
         "scored_exactly": [s.exact for s in ranked],  # False: abandoned once it could not win
     }
     print(json.dumps({k: v for k, v in out.items() if k != "machine"}, indent=1))
-    path = Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda p: Path(p).write_text(json.dumps(out, indent=2)))
-    print(f"wrote {path}")
+    print(f"wrote {write_json(args.out, out)}")
     return out
 
 

@@ -14,7 +14,6 @@ Usage: python benchmarks/bench_core.py [--trace-dir ../shared/traces] [--quick]
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -27,7 +26,7 @@ import numpy as np
 from netlab.policies import PLACEMENT
 from netlab.sim import SimConfig, Simulator
 from netlab.sim.fixtures import scatter
-from netlab.sim.metrics import atomic_write
+from netlab.sim.metrics import write_json
 from netlab.sim.state import ClusterView, JobState
 from netlab.topology import load_topology
 from netlab.traces import load_trace
@@ -116,10 +115,7 @@ def main(argv=None) -> dict:
     pb["meets_target"] = {k: v <= 10.0 for k, v in pb["median_ms"].items()}
     results["placement_64gpu_10k"] = pb
     print("placement median ms:", {k: round(v, 2) for k, v in pb["median_ms"].items()})
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(out, lambda p: Path(p).write_text(json.dumps(results, indent=2)))
-    print(f"wrote {out}")
+    print(f"wrote {write_json(args.out, results)}")
     return results
 
 

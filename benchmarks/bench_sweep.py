@@ -34,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from netlab.sim.metrics import atomic_write
+from netlab.sim.metrics import write_json
 from netlab.sweep import expand, run_sweep
 
 TOPOLOGY = "leafspine,racks=4,hosts_per_rack=4,gpus_per_host=8,host_gbps=100,spines=2"
@@ -157,7 +157,7 @@ def main() -> None:
                                                if k != "near_empty_wall_s") <= 50),
                           restart_redoes_only_unfinished=bool(out["resume"]["only_unfinished_redone"]))
     path = Path(__file__).parent / "results" / ("sweep-quick.json" if args.quick else "sweep.json")
-    atomic_write(path, lambda p: Path(p).write_text(json.dumps(out, indent=2)))
+    write_json(path, out)
     print(json.dumps({k: out[k] for k in ("capacity_before", "speedup", "resume", "capacity_after", "targets")},
                      indent=2))
     print(f"wrote {path}")

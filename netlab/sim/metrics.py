@@ -41,8 +41,8 @@ class SimResult:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write(out / "jobs.parquet", lambda p: self.jobs.to_parquet(p, index=False))
         atomic_write(out / "links.parquet", lambda p: self.links.to_parquet(p, index=False))
-        atomic_write(out / "summary.json", lambda p: Path(p).write_text(json.dumps(self.summary, indent=2, default=_json)))
-        atomic_write(out / "config.json", lambda p: Path(p).write_text(json.dumps(self.config, indent=2, default=_json)))
+        write_json(out / "summary.json", self.summary)
+        write_json(out / "config.json", self.config)
         return out
 
     def tier_bytes(self) -> dict:
@@ -72,6 +72,15 @@ def atomic_write(path: Path, write) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_json(path, obj) -> Path:
+    """JSON (numpy values converted) written atomically; parent directories are created."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(obj, indent=2, default=_json)
+    atomic_write(path, lambda p: Path(p).write_text(text))
+    return path
 
 
 def tier_bytes(links: pd.DataFrame) -> dict:
