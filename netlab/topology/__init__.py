@@ -57,6 +57,15 @@ def _field(doc: dict, key: str, where: str, kind=None, default=...):
     return value
 
 
+def _entries(doc: dict, key: str, path, default=...):
+    """(where, mapping) for each entry of the list ``doc[key]``; ``where`` names file, list and index."""
+    for i, entry in enumerate(_field(doc, key, str(path), list, default)):
+        where = f"{path}: {key}[{i}]"
+        if not isinstance(entry, dict):
+            raise TopologyError(f"{where}: must be a mapping")
+        yield where, entry
+
+
 def load_yaml(path) -> Topology:
     """Read a topology YAML file.
 
@@ -95,26 +104,17 @@ def load_yaml(path) -> Topology:
         except TopologyError as exc:
             raise TopologyError(f"{path}: {exc}") from None
     hosts = []
-    for i, h in enumerate(_field(doc, "hosts", str(path), list)):
-        where = f"{path}: hosts[{i}]"
-        if not isinstance(h, dict):
-            raise TopologyError(f"{where}: must be a mapping")
+    for where, h in _entries(doc, "hosts", path):
         gpus = _field(h, "gpus", where, int)
         if gpus < 0:
             raise TopologyError(f"{where}: field 'gpus' must be >= 0, got {gpus}")
         hosts.append(Host(str(_field(h, "name", where)), gpus, rack=str(_field(h, "rack", where)),
                           pod=str(h.get("pod", "pod0")), intra_gbps=_field(h, "intra_gbps", where, float, 1200.0)))
     switches = {}
-    for i, s in enumerate(_field(doc, "switches", str(path), list, [])):
-        where = f"{path}: switches[{i}]"
-        if not isinstance(s, dict):
-            raise TopologyError(f"{where}: must be a mapping")
+    for where, s in _entries(doc, "switches", path, []):
         switches[str(_field(s, "name", where))] = str(s.get("tier", "switch"))
     cables = []
-    for i, c in enumerate(_field(doc, "links", str(path), list)):
-        where = f"{path}: links[{i}]"
-        if not isinstance(c, dict):
-            raise TopologyError(f"{where}: must be a mapping")
+    for where, c in _entries(doc, "links", path):
         gbps = _field(c, "gbps", where, float)
         if gbps <= 0:
             raise TopologyError(f"{where}: field 'gbps' must be > 0, got {gbps}")
