@@ -30,6 +30,9 @@ def test_environment_yml_matches_pyproject():
     wanted = {}
     for req in project["dependencies"] + [r for reqs in project["optional-dependencies"].values() for r in reqs]:
         wanted.update(parse(req))
+    # torch is pinned exactly to a pip wheel (a local CPU build on the lab machines); conda would fetch another
+    # build, so pip installs it through netlab's extras below.
+    assert wanted.pop("torch") == "==2.13.0"
     conda = [d for d in env["dependencies"] if isinstance(d, str)]
     listed = {}
     for dep in conda:

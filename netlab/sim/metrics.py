@@ -106,10 +106,10 @@ def link_summary(links: pd.DataFrame, horizon_s: float | None = None) -> pd.Data
     return g.drop(columns=["bits", "over"])
 
 
-def build_result(sim, wall_s: float) -> SimResult:
-    topo = sim.topology
+def job_table(states, topo) -> pd.DataFrame:
+    """The per-job table from run-time job states; shared by the simulator and the live testbed."""
     rows = []
-    for js in sim.states.values():
+    for js in states:
         j = js.job
         p = js.placement
         hosts = list(p.hosts) if p else []
@@ -129,7 +129,12 @@ def build_result(sim, wall_s: float) -> SimResult:
             slowdown=js.progress_s / js.isolated_s if js.isolated_s > 0 else np.nan,
             jct_slowdown=jct / js.isolated_s if js.isolated_s > 0 else np.nan,
         ))
-    jobs = pd.DataFrame(rows).sort_values("job_id", kind="stable").reset_index(drop=True)
+    return pd.DataFrame(rows).sort_values("job_id", kind="stable").reset_index(drop=True)
+
+
+def build_result(sim, wall_s: float) -> SimResult:
+    topo = sim.topology
+    jobs = job_table(sim.states.values(), topo)
     links = _links_frame(sim)
     summary = summarise(jobs, links, topo.total_gpus, wall_s, sim.kernel.events)
     summary.update(ordering=sim.ordering.name, placement=sim.placement.name, preemption=sim.preemption.name,
@@ -144,13 +149,19 @@ def build_result(sim, wall_s: float) -> SimResult:
     return SimResult(jobs, links, summary, config)
 
 
+LINK_COLUMNS = ("t_start_s", "t_end_s", "link", "src", "dst", "tier", "capacity_gbps", "load_gbps", "utilisation",
+                "overload_gbps")
+
+
+def empty_links() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object if c in ("src", "dst", "tier") else float) for c in LINK_COLUMNS})
+
+
 def _links_frame(sim) -> pd.DataFrame:
     topo = sim.topology
-    cols = ["t_start_s", "t_end_s", "link", "src", "dst", "tier", "capacity_gbps", "load_gbps", "utilisation",
-            "overload_gbps"]
     segs = [s for s in sim.fabric.segments if len(s[2])]
     if not segs:
-        return pd.DataFrame({c: pd.Series(dtype=float if c not in ("src", "dst", "tier") else object) for c in cols})
+        return empty_links()
     t0 = np.concatenate([np.full(len(s[2]), s[0]) for s in segs])
     t1 = np.concatenate([np.full(len(s[2]), s[1]) for s in segs])
     link = np.concatenate([s[2] for s in segs])

@@ -1,0 +1,167 @@
+"""The controller's side of one agent: JSON lines over an SSH channel's stdio.
+
+Why stdio and not a socket: the agent opens no network port, so nothing on
+the hosts listens for control traffic; the SSH session authenticates the
+controller and carries requests and replies. When the session drops, the
+agent sees EOF on stdin and cleans up (see ``agent/README.md``).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import logging
+import threading
+from concurrent.futures import Future
+
+log = logging.getLogger(__name__)
+
+
+class AgentError(RuntimeError):
+    """An agent refused or failed a command; ``type`` and ``field`` come from its reply."""
+
+    def __init__(self, host: str, message: str, type: str = "AgentError", field: str | None = None):
+        where = f" (field {field!r})" if field else ""
+        super().__init__(f"agent on {host}: {type}: {message}{where}")
+        self.host, self.type, self.field, self.message = host, type, field, message
+
+
+class AgentClient:
+    """Requests, replies and events of one agent.
+
+    A reader thread owns the channel's stdout: replies resolve the matching
+    :class:`Future`; events (``telemetry``, ``job_exit``, ...) are appended to
+    :attr:`events` and passed to ``on_event`` (called from the reader thread).
+    """
+
+    def __init__(self, host: str, channel, ssh=None, on_event=None, stderr_lines: int = 200):
+        self.host, self.channel, self.ssh = host, channel, ssh
+        self.on_event = on_event
+        self.hello: dict | None = None
+        self.events: list[dict] = []
+        self.stderr = collections.deque(maxlen=stderr_lines)
+        self._ids = itertools.count(1)
+        self._pending: dict[int, Future] = {}
+        self._lock = threading.Lock()
+        self._hello = threading.Event()
+        self._closed = threading.Event()
+        self._out = channel.makefile("r")
+        self._err = channel.makefile_stderr("r")
+        self._threads = [threading.Thread(target=self._read, name=f"agent-{host}", daemon=True),
+                         threading.Thread(target=self._read_stderr, name=f"agent-{host}-err", daemon=True)]
+        for t in self._threads:
+            t.start()
+
+    # ------------------------------------------------------------ reading
+    def _read(self) -> None:
+        try:
+            for line in self._out:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    log.warning("agent on %s wrote a non-JSON line: %.200s", self.host, line)
+                    continue
+                self._dispatch(msg)
+        except (OSError, EOFError) as exc:  # the channel dropped
+            log.debug("agent on %s: channel closed: %r", self.host, exc)
+        finally:
+            self._closed.set()
+            self._hello.set()
+            err = AgentError(self.host, "channel closed before a reply" + self._stderr_tail(), "ChannelClosed")
+            with self._lock:
+                pending, self._pending = self._pending, {}
+            for fut in pending.values():
+                if not fut.done():
+                    fut.set_exception(err)
+
+    def _dispatch(self, msg: dict) -> None:
+        if "id" in msg:
+            with self._lock:
+                fut = self._pending.pop(msg["id"], None)
+            if fut is None:
+                log.warning("agent on %s: reply to unknown request %r", self.host, msg.get("id"))
+            elif msg.get("ok"):
+                fut.set_result(msg.get("result"))
+            else:
+                e = msg.get("error") or {}
+                fut.set_exception(AgentError(self.host, e.get("message", "unknown error"), e.get("type", "AgentError"),
+                                             e.get("field")))
+            return
+        msg.setdefault("host", self.host)
+        if msg.get("event") == "hello":
+            self.hello = msg
+            self._hello.set()
+        self.events.append(msg)
+        if self.on_event is not None:
+            try:
+                self.on_event(msg)
+            except Exception:  # noqa: BLE001 - a callback bug must not kill the reader
+                log.exception("event callback failed for %s", self.host)
+
+    def _read_stderr(self) -> None:
+        try:
+            for line in self._err:
+                self.stderr.append(line.rstrip())
+        except (OSError, EOFError):
+            pass
+
+    def _stderr_tail(self, n: int = 5) -> str:
+        tail = list(self.stderr)[-n:]
+        return ("; agent stderr: " + " | ".join(tail)) if tail else ""
+
+    # ------------------------------------------------------------ requests
+    def wait_hello(self, timeout_s: float = 30.0) -> dict:
+        if not self._hello.wait(timeout_s):
+            raise AgentError(self.host, f"no hello within {timeout_s:.0f} s" + self._stderr_tail(), "Timeout")
+        if self.hello is None:
+            raise AgentError(self.host, "agent exited before its hello" + self._stderr_tail(), "ChannelClosed")
+        return self.hello
+
+    def submit(self, cmd: str, **args) -> Future:
+        fut: Future = Future()
+        if self._closed.is_set():
+            fut.set_exception(AgentError(self.host, "channel is closed" + self._stderr_tail(), "ChannelClosed"))
+            return fut
+        rid = next(self._ids)
+        with self._lock:
+            self._pending[rid] = fut
+        try:
+            self.channel.sendall((json.dumps({"id": rid, "cmd": cmd, "args": args}) + "\n").encode())
+        except OSError as exc:
+            with self._lock:
+                self._pending.pop(rid, None)
+            fut.set_exception(AgentError(self.host, f"cannot send {cmd}: {exc}", "ChannelClosed"))
+        return fut
+
+    def call(self, cmd: str, timeout_s: float = 60.0, **args):
+        """Send ``cmd`` and wait for its result; raise :class:`AgentError` on refusal."""
+        fut = self.submit(cmd, **args)
+        try:
+            return fut.result(timeout=timeout_s)
+        except TimeoutError:
+            raise AgentError(self.host, f"{cmd}: no reply within {timeout_s:.0f} s", "Timeout") from None
+
+    def events_of(self, kind: str) -> list[dict]:
+        return [e for e in list(self.events) if e.get("event") == kind]
+
+    @property
+    def alive(self) -> bool:
+        return not self._closed.is_set()
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Ask the agent to clean up and exit, then close the SSH session."""
+        if self.alive:
+            try:
+                self.call("shutdown", timeout_s=timeout_s)
+            except AgentError as exc:
+                log.debug("shutdown of %s: %s", self.host, exc)
+            self._closed.wait(timeout_s)
+        try:
+            self.channel.close()
+        finally:
+            if self.ssh is not None:
+                self.ssh.close()

@@ -1,0 +1,145 @@
+"""Small testbed experiments described once, run on the testbed or predicted.
+
+A :class:`Scenario` is a few jobs with fixed placements (one rank per listed
+host), each iteration's compute time and gradient bytes *at testbed scale*,
+optional time shifts, and link rates. :func:`run_scenario` measures it on a
+live testbed; :func:`predict_scenario` asks the simulator's network model
+the same question (the topology at full rate and the bytes divided by the
+testbed's ``rate_scale``, which gives identical seconds). The notebook's
+experiments and the fidelity report are both built from these.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .controller import Controller, TrainSpec
+
+
+@dataclass(frozen=True)
+class ScenarioJob:
+    job_id: int
+    hosts: tuple[str, ...]  # one rank per host, ring in this order
+    grad_bytes: int  # testbed bytes all-reduced per iteration
+    compute_ms: float
+    iterations: int = 12
+    offset_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    jobs: tuple[ScenarioJob, ...]
+    rates_mbit: dict = field(default_factory=dict)  # (src, dst) -> Mbit/s; both directions if given once
+    warmup: int = 2  # iterations dropped from each job's start
+
+
+def _set_rates(testbed, rates: dict) -> None:
+    for (a, b), mbit in rates.items():
+        testbed.set_link_rate(a, b, mbit)
+        testbed.set_link_rate(b, a, mbit)
+
+
+def run_scenario(ctl: Controller, sc: Scenario, start_delay_s: float = 6.0, timeout_s: float = 300.0) -> pd.DataFrame:
+    """Run every job of ``sc`` at once (ranks wait for a common start time); per job, the measured times.
+
+    Iteration times are medians over the iterations after ``warmup`` that lie
+    inside the window where every job of the scenario was running, so a job
+    that finishes first does not flatter the others.
+    """
+    tb = ctl.testbed
+    before = tb.link_rates().set_index(["src", "dst"]).rate_mbit.to_dict() if sc.rates_mbit else {}
+    _set_rates(tb, sc.rates_mbit)
+    try:
+        start_at = time.time() + start_delay_s
+        for j in sc.jobs:
+            ctl.start_job(TrainSpec(j.job_id, [(h, 1) for h in j.hosts], grad_bytes=j.grad_bytes,
+                                    compute_ms=j.compute_ms, iterations=j.iterations, offset_ms=j.offset_ms,
+                                    start_at=start_at, backend="gloo"))
+        for j in sc.jobs:
+            ctl.wait_job(j.job_id, timeout_s=timeout_s)
+        logs = {j.job_id: ctl.job_log(j.job_id) for j in sc.jobs}
+    finally:
+        if before:
+            _set_rates(tb, {k: before[k] for k in sc.rates_mbit})
+    return summarise_logs(sc, logs)
+
+
+def summarise_logs(sc: Scenario, logs: dict[int, pd.DataFrame]) -> pd.DataFrame:
+    """Per job: median iteration, all-reduce and compute seconds in the common window."""
+    r0 = {jid: df[df["rank"] == 0].sort_values("iter") for jid, df in logs.items()}
+    lo = max(float(df.compute_start.iloc[min(sc.warmup, len(df) - 1)]) for df in r0.values())
+    hi = min(float(df.allreduce_end.iloc[-1]) for df in r0.values())
+    rows = []
+    for j in sc.jobs:
+        df = r0[j.job_id]
+        steady = df[(df.compute_start >= lo) & (df.allreduce_end <= hi) & (df.iter >= sc.warmup)]
+        if len(steady) < 2:  # no common window: fall back to the job's own steady state
+            steady = df[df.iter >= sc.warmup]
+        period = steady.compute_start.diff().dropna()
+        rows.append(dict(scenario=sc.name, job_id=j.job_id, hosts=",".join(j.hosts), grad_bytes=j.grad_bytes,
+                         compute_ms=j.compute_ms, offset_ms=j.offset_ms, iterations=len(steady),
+                         iter_s=float(period.median()) if len(period) else float("nan"),
+                         allreduce_s=float(steady.allreduce_s.median()),
+                         compute_s=float(steady.compute_s.median())))
+    return pd.DataFrame(rows)
+
+
+def ring_busbw_mbit(grad_bytes: float, allreduce_s: float, ranks: int) -> float:
+    """nccl-tests' bus bandwidth of a ring all-reduce: algbw x 2(n-1)/n."""
+    return grad_bytes * 8 / allreduce_s / 1e6 * 2 * (ranks - 1) / ranks
+
+
+def predict_scenario(testbed, sc: Scenario, network: str = "fair", wire_overhead: float = 1.0) -> pd.DataFrame:
+    """The simulator's iteration times for ``sc`` (seconds), on the testbed's topology and rates.
+
+    ``wire_overhead`` multiplies the bytes on the wire (1.047 for TCP/IP
+    headers at MTU 1500); 1.0 is the simulator's payload-only model.
+    """
+    from ..network.demand import build_demand
+    from ..network.model import NETWORKS
+    from ..workload.zoo import JobModel
+
+    topo = testbed.topology
+    cap = topo.link_capacity_gbps.copy()
+    rates = testbed.link_rates().set_index(["src", "dst"]).rate_mbit.to_dict()
+    for (a, b), mbit in sc.rates_mbit.items():
+        rates[(a, b)] = rates[(b, a)] = mbit
+    for i, (s, d) in enumerate(zip(topo.link_src, topo.link_dst)):
+        cap[i] = rates[(s, d)] / 1000.0 / testbed.rate_scale
+    topo = _with_cap(topo, cap)
+    index = {h.name: i for i, h in enumerate(topo.hosts)}
+    demands = []
+    for j in sc.jobs:
+        model = JobModel(f"job{j.job_id}", j.compute_ms / 1000.0, j.grad_bytes / testbed.rate_scale * wire_overhead)
+        hosts = [index[h] for h in j.hosts]
+        iso_d, _ = build_demand(topo, model, "ring", j.job_id, hosts, [1] * len(hosts))
+        iso = iso_d.iter_s(iso_d.iso_rate_gbps) if iso_d is not None else model.compute_s
+        phase = (j.offset_ms / 1000.0 / iso) % 1.0 if iso > 0 else 0.0
+        d, _ = build_demand(topo, model, "ring", j.job_id, hosts, [1] * len(hosts), iso, phase)
+        demands.append((j, d, model))
+    net = NETWORKS.create(network)
+    active = [d for _, d, _ in demands if d is not None]
+    sol = net.solve(active, topo.link_capacity_gbps) if active else None
+    rows = []
+    for j, d, model in demands:
+        if d is None:
+            it = model.compute_s
+            comm = 0.0
+        else:
+            it = float(sol.iter_s[j.job_id])
+            comm = it - model.compute_s
+        rows.append(dict(scenario=sc.name, job_id=j.job_id, predicted_iter_s=it, predicted_allreduce_s=comm))
+    return pd.DataFrame(rows)
+
+
+def _with_cap(topo, cap: np.ndarray):
+    """A shallow copy with other link capacities (routes are the same cables)."""
+    t = copy.copy(topo)
+    t.link_capacity_gbps = np.asarray(cap, dtype=float)
+    return t

@@ -1,0 +1,106 @@
+"""The physical-lab inventory: Ansible's YAML shape, typed fields, errors with file, line, host and field."""
+
+from pathlib import Path
+
+import pytest
+
+from netlab.testbed.inventory import InventoryError, PhysicalLab, inventory_topology, load_inventory
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "testbed" / "inventory" / "lab.example.yaml"
+
+GOOD = """\
+all:
+  vars:
+    ansible_user: lab
+    netlab_python: /opt/py/bin/python3
+    netlab_nic_gbps: 100
+  hosts:
+    gpu1:
+      ansible_host: 192.168.10.11
+      netlab_data_iface: ens1f0
+      netlab_data_addr: 10.10.0.11
+      netlab_gpus: 8
+    gpu2:
+      ansible_host: 192.168.10.12
+      ansible_port: 2222
+      netlab_data_iface: ens1f0
+      netlab_data_addr: 10.10.0.12
+      netlab_gpus: 8
+    gpu3:
+      ansible_host: 192.168.10.13
+      netlab_data_iface: ens1f0
+      netlab_data_addr: 10.10.0.13
+      netlab_gpus: 4
+  children:
+    rack1:
+      hosts: {gpu1: {}, gpu2: {}}
+    rack2:
+      hosts: {gpu3: {}}
+"""
+
+
+def write(tmp_path, text):
+    p = tmp_path / "lab.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_hosts_take_group_vars_as_defaults(tmp_path):
+    records, _ = load_inventory(write(tmp_path, GOOD))
+    by = {r["name"]: r for r in records}
+    assert by["gpu1"]["ansible_user"] == "lab" and by["gpu1"]["ansible_port"] == 22
+    assert by["gpu2"]["ansible_port"] == 2222
+    assert by["gpu3"]["netlab_python"] == "/opt/py/bin/python3"
+    assert [by[n]["rack"] for n in ("gpu1", "gpu2", "gpu3")] == ["rack1", "rack1", "rack2"]
+
+
+def test_topology_from_racks_is_non_blocking_by_default(tmp_path):
+    records, _ = load_inventory(write(tmp_path, GOOD))
+    topo = inventory_topology(records)
+    assert topo.n_hosts == 3 and topo.total_gpus == 20
+    caps = {(a, b): g for a, b, g, _ in topo.cables}
+    # rack1 has two 100 Gbit hosts: its uplink defaults to their sum.
+    assert caps[("leaf-rack1", "spine")] == 200.0 and caps[("leaf-rack2", "spine")] == 100.0
+
+
+def test_physical_lab_maps_hosts(tmp_path):
+    lab = PhysicalLab(write(tmp_path, GOOD))
+    h = lab.host("gpu2")
+    assert (h.ssh_addr, h.ssh_port, h.user, h.ifname, h.data_addr, h.gpus) == \
+        ("192.168.10.12", 2222, "lab", "ens1f0", "10.10.0.12", 8)
+    assert h.netns is None
+    with pytest.raises(Exception, match="not shaped by netlab"):
+        lab.set_link_rate("gpu1", "leaf-rack1", 100)
+
+
+@pytest.mark.parametrize("old,new,line,field", [
+    ("      netlab_data_addr: 10.10.0.12\n", "      netlab_data_addr: not-an-ip\n", 16, "netlab_data_addr"),
+    ("      ansible_port: 2222\n", "      ansible_port: many\n", 14, "ansible_port"),
+    ("      netlab_gpus: 4\n", "      netlab_gpus: -1\n", 22, "netlab_gpus"),
+])
+def test_bad_field_names_file_line_host_and_field(tmp_path, old, new, line, field):
+    p = write(tmp_path, GOOD.replace(old, new))
+    with pytest.raises(InventoryError) as err:
+        load_inventory(p)
+    msg = str(err.value)
+    assert f"{p}:{line}:" in msg and f"field {field!r}" in msg and "host 'gpu" in msg
+
+
+def test_missing_required_field_is_named(tmp_path):
+    p = write(tmp_path, GOOD.replace("      netlab_data_iface: ens1f0\n      netlab_data_addr: 10.10.0.13\n",
+                                     "      netlab_data_addr: 10.10.0.13\n"))
+    with pytest.raises(InventoryError, match=r"host 'gpu3', field 'netlab_data_iface': missing"):
+        load_inventory(p)
+
+
+def test_not_an_inventory(tmp_path):
+    with pytest.raises(InventoryError, match="'all' group"):
+        load_inventory(write(tmp_path, "- just a list\n"))
+    with pytest.raises(InventoryError, match="no such file"):
+        load_inventory(tmp_path / "absent.yaml")
+
+
+def test_the_example_inventory_loads():
+    lab = PhysicalLab(EXAMPLE)
+    assert len(lab.hosts) >= 2
+    assert all(h.ifname and h.data_addr for h in lab.hosts)
