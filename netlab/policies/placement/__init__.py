@@ -2,4 +2,5 @@
 
 from . import consolidated, first_fit, gandiva, k8s_netoverhead, random_scatter  # noqa: F401
 from . import topo_bestfit  # noqa: F401
+from . import predictive  # noqa: F401,E402  (predictive and oracle: score candidates by slowdown)
 from .. import cassini  # noqa: F401,E402  (registers "cassini", which wraps the policies above)

@@ -1,0 +1,261 @@
+"""Slowdown prediction: features computed by hand, estimator API, grouped CV, persistence, known laws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.metrics import r2_score
+from sklearn.model_selection import GridSearchCV, GroupKFold, KFold
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from netlab.congestion import (FEATURES, Background, FeatureSchema, MaxMinShareRegressor, ModelSchemaError,
+                               PlacementFeaturizer, grouped_cv, load_dataset, load_model, make_model,
+                               placement_features, save_dataset, save_model, simulator_dataset)
+from netlab.network.demand import build_demand
+from netlab.network.model import NETWORKS
+from netlab.policies.base import Placement
+from netlab.sim import ClusterView, JobState
+from netlab.topology import load_topology
+from netlab.workload.job import Job, isolated_iter_s
+from netlab.workload.zoo import ModelZoo
+
+# 2 racks x 4 hosts x 8 GPUs, 100 Gbit/s NICs, 4:1: each ToR has 2 x 50 Gbit/s uplinks (one per spine).
+TWO_RACKS_4TO1 = "leafspine,racks=2,hosts_per_rack=4,gpus_per_host=8,oversub=4,spines=2"
+SMALL = "leafspine,racks=4,hosts_per_rack=2,gpus_per_host=4,oversub=4,spines=2"
+VGG16_GRAD_BYTES = 553e6  # zoo.csv
+VGG16_COMPUTE_S = 0.214
+
+
+@pytest.fixture(scope="module")
+def topo():
+    return load_topology(TWO_RACKS_4TO1)
+
+
+@pytest.fixture(scope="module")
+def small_df():
+    return simulator_dataset(SMALL, n_experiments=60, seed=3)
+
+
+def job_state(topo, job_id, gpus, model="vgg16"):
+    return JobState(Job(job_id, 0.0, gpus, model, 100), isolated_iter_s(ModelZoo.default()[model], "ring", gpus, topo))
+
+
+# ------------------------------------------------------------ hand-computed
+def test_two_rack_job_cross_tier_bytes_by_hand(topo):
+    """16 GPUs of vgg16 on host 0 (rack 0) and host 4 (rack 1) of a 4:1 leaf-spine, nothing else running.
+
+    Ring of 2 hosts: 2 flows (h0->h4, h4->h0), each 2 x 15/16 x 553 MB. Each flow
+    crosses its source's NIC uplink and its destination's NIC downlink (host tier)
+    and, split over 2 spines, ToR->spine and spine->ToR (upper tiers, weights
+    0.5 + 0.5 on each side): host tier 2 x 2 x flow bytes, upper tiers the same.
+    """
+    flow_bytes = 2 * 15 / 16 * VGG16_GRAD_BYTES
+    row = placement_features(Background(topo), job_state(topo, 1, 16), Placement((0, 4), (8, 8)))
+    assert row["flow_bytes"] == pytest.approx(flow_bytes)
+    assert row["host_tier_bytes"] == pytest.approx(4 * flow_bytes)
+    assert row["upper_tier_bytes"] == pytest.approx(4 * flow_bytes)
+    assert (row["n_hosts"], row["n_racks"], row["n_gpus"]) == (2, 2, 16)
+    assert row["oversub"] == pytest.approx(4.0)  # 4 hosts x 100 Gbit/s over 2 x 50 Gbit/s
+    # Alone: 0.5 of a flow on each 50 Gbit/s uplink allows 100 Gbit/s, the NIC's rate.
+    assert row["iso_rate_gbps"] == pytest.approx(100.0)
+    assert row["share_gbps"] == pytest.approx(100.0)
+    assert row["path_jobs"] == 0 and row["path_util_max"] == 0
+
+
+def test_one_rack_job_sends_nothing_upwards(topo):
+    row = placement_features(Background(topo), job_state(topo, 1, 16), Placement((0, 1), (8, 8)))
+    assert row["upper_tier_bytes"] == 0
+    assert row["host_tier_bytes"] == pytest.approx(4 * 2 * 15 / 16 * VGG16_GRAD_BYTES)
+    single = placement_features(Background(topo), job_state(topo, 2, 8), Placement((2,), (8,)))
+    assert single["flow_bytes"] == 0 and single["host_tier_bytes"] == 0 and single["share_gbps"] == 0
+
+
+def test_competing_job_share_and_slowdown_by_hand(topo):
+    """A second 2-rack vgg16 job (hosts 1 and 5) shares every ToR-spine link.
+
+    On each 50 Gbit/s uplink each job has half a flow: 0.5 r + 0.5 min(100, r) = 50
+    gives r = 50 Gbit/s, so communication takes 2x: 0.214 + 2 x 0.08295 s over the
+    isolated 0.214 + 0.08295 s. The running job alone loads the uplink with
+    0.5 x 100 Gbit/s during its duty cycle 0.08295 / 0.29695.
+    """
+    zoo = ModelZoo.default()
+    other = job_state(topo, 2, 16)
+    d_other, _ = build_demand(topo, zoo["vgg16"], "ring", 2, (1, 5), (8, 8), other.iso_iter_s)
+    net_s = 2 * 15 / 16 * VGG16_GRAD_BYTES * 8 / 100e9
+    iso_s = VGG16_COMPUTE_S + net_s
+    # Through a cluster view, as a policy sees it: the running job's rate is read back from its comm time.
+    other.placement, other.status, other.demand, other.comm_s = Placement((1, 5), (8, 8)), "running", d_other, net_s
+    load = np.zeros(topo.n_links)
+    load[d_other.links] = d_other.weights * 100.0 * net_s / iso_s
+    free = topo.host_gpus.copy()
+    free[[1, 5]] = 0
+    view = ClusterView(topo, free, {2: other}, 0.0, load)
+    probe = job_state(topo, 1, 16)
+    row = placement_features(view, probe, Placement((0, 4), (8, 8)))
+    assert row["share_gbps"] == pytest.approx(50.0)
+    assert row["path_jobs"] == 1 and row["path_jobs_max"] == 1
+    assert row["path_flows_max"] == pytest.approx(0.5)
+    assert row["offered_load_max"] == pytest.approx((0.5 * 100 + 0.5 * 100) / 50)
+    assert row["path_util_max"] == pytest.approx(0.5 * 100 * (net_s / iso_s) / 50)
+    assert row["upper_util_max"] == pytest.approx(row["path_util_max"])
+    assert row["tel_overload_gbps"] == 0  # the running job alone does not exceed the uplink
+    est = PlacementFeaturizer().fit(pd.DataFrame([row])).transform(pd.DataFrame([row]))[0, 0]
+    expected = (VGG16_COMPUTE_S + 2 * net_s) / iso_s
+    assert probe.iso_iter_s == pytest.approx(iso_s)
+    assert est == pytest.approx(expected)
+    # ... which is what the exact max-min network model says.
+    d_probe, _ = build_demand(topo, zoo["vgg16"], "ring", 1, (0, 4), (8, 8))
+    exact = NETWORKS.create("fair").solve([d_other, d_probe], topo.link_capacity_gbps).iter_s[1] / iso_s
+    assert exact == pytest.approx(expected)
+
+
+# -------------------------------------------------------------- estimator API
+_NEEDS_FRAME = "input must be a pandas DataFrame with the named placement columns; generic arrays are refused"
+_FEATURIZER_XFAIL = {name: _NEEDS_FRAME for name in (
+    "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
+    "check_estimators_fit_returns_self", "check_readonly_memmap_input", "check_n_features_in_after_fitting",
+    "check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_complex_data", "check_dtype_object",
+    "check_estimators_empty_data_messages", "check_pipeline_consistency", "check_estimators_nan_inf",
+    "check_estimator_sparse_tag", "check_estimator_sparse_array", "check_estimator_sparse_matrix",
+    "check_estimators_pickle", "check_f_contiguous_array_estimator", "check_transformer_data_not_an_array",
+    "check_transformer_general", "check_transformer_preserve_dtypes", "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance", "check_fit2d_1sample", "check_fit2d_1feature", "check_dict_unchanged",
+    "check_fit_idempotent", "check_fit_check_is_fitted", "check_n_features_in", "check_fit1d",
+    "check_fit2d_predict1d")}
+
+
+def _expected_failures(estimator):
+    return _FEATURIZER_XFAIL if isinstance(estimator, PlacementFeaturizer) else {}
+
+
+@parametrize_with_checks([MaxMinShareRegressor(), MaxMinShareRegressor(fit_scale=False), PlacementFeaturizer()],
+                         expected_failed_checks=_expected_failures, xfail_strict=True)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+def test_featurizer_names_missing_columns(small_df):
+    f = PlacementFeaturizer().fit(small_df)
+    with pytest.raises(ValueError, match="share_gbps"):
+        f.transform(small_df.drop(columns=["share_gbps", "oversub"]))
+    with pytest.raises(TypeError, match="DataFrame"):
+        f.transform(small_df[list(FEATURES.columns)].to_numpy())
+    assert list(f.get_feature_names_out()[:1]) == ["share_slowdown_est"]
+    assert f.transform(small_df).shape == (len(small_df), 3 + len(FEATURES.columns))
+    assert PlacementFeaturizer(telemetry=True).fit_transform(small_df).shape[1] == 3 + len(FEATURES.all)
+
+
+@pytest.mark.parametrize("kind, grid", [("analytic", {"regressor__fit_scale": [True, False]}),
+                                        ("gbrt", {"regressor__regressor__max_depth": [2, 3]}),
+                                        ("forest", {"regressor__min_samples_leaf": [1, 4]})])
+def test_pipelines_clone_and_grid_search(small_df, kind, grid):
+    model = make_model(kind)
+    if kind == "gbrt":
+        model.set_params(regressor__regressor__n_estimators=30)
+    if kind == "forest":
+        model.set_params(regressor__n_estimators=20)
+    twin = clone(model)
+    assert twin.get_params()["features__telemetry"] is False and twin is not model
+    search = GridSearchCV(model, grid, cv=GroupKFold(n_splits=3), scoring="r2")
+    search.fit(small_df, small_df.slowdown, groups=small_df.experiment_id)
+    assert set(search.best_params_) == set(grid)
+    assert np.isfinite(search.best_score_)
+    assert search.predict(small_df.iloc[:8]).shape == (8,)
+
+
+# ---------------------------------------------------------------- grouped CV
+def test_grouped_cv_never_mixes_experiments(small_df):
+    res = grouped_cv(make_model("analytic"), small_df, n_splits=4)
+    folds = [set(t) for t in res["test_experiments"]]
+    assert len(folds) == 4
+    for i in range(4):
+        for j in range(i + 1, 4):
+            assert not folds[i] & folds[j]
+    assert set().union(*folds) == set(small_df.experiment_id)
+    assert not np.isnan(res["oof"]).any()
+    # The analytic formula is exact for the fair max-min model (second-order effects aside).
+    assert min(res["r2"]) > 0.99
+
+
+@pytest.mark.filterwarnings("ignore:The groups parameter is ignored")
+def test_grouped_cv_rejects_a_leaky_splitter(small_df):
+    with pytest.raises(RuntimeError, match="in both train and test"):
+        grouped_cv(make_model("analytic"), small_df, cv=KFold(n_splits=3, shuffle=True, random_state=0))
+
+
+def test_dataset_rows_and_schema(small_df, tmp_path):
+    assert set(small_df.source) == {"sim"}
+    assert (small_df.slowdown >= 1 - 1e-9).all()  # nothing beats the isolated consolidated time
+    assert small_df.groupby("experiment_id").size().min() >= 1
+    assert (small_df.tel_drops_per_s == 0).all()
+    again = simulator_dataset(SMALL, n_experiments=60, seed=3)
+    pd.testing.assert_frame_equal(small_df, again)  # reproducible from the seed
+    path = save_dataset(small_df, tmp_path / "d.parquet")
+    pd.testing.assert_frame_equal(load_dataset(path), small_df)
+    save_dataset_bad = small_df.drop(columns=["path_jobs"])
+    with pytest.raises(ValueError, match="path_jobs"):
+        save_dataset(save_dataset_bad, tmp_path / "bad.parquet")
+
+
+# ------------------------------------------------------------- known laws
+def _synthetic(n, rng):
+    """Random raw rows; every column positive and plausible."""
+    df = pd.DataFrame({c: rng.uniform(0.0, 1.0, n) for c in FEATURES.all})
+    df["compute_s"] = rng.uniform(0.05, 2.0, n)
+    df["iso_iter_s"] = df["compute_s"] * rng.uniform(1.0, 1.5, n)
+    df["flow_bytes"] = rng.uniform(1e7, 2e9, n)
+    df["iso_rate_gbps"] = rng.uniform(10, 100, n)
+    df["share_gbps"] = df["iso_rate_gbps"] * rng.uniform(0.1, 1.0, n)
+    df["overlap"] = 0.0
+    df["serial_intra_s"] = 0.0
+    df["experiment_id"] = np.arange(n) // 4
+    return df
+
+
+def test_analytic_recovers_a_known_scale():
+    """slowdown = 1 + 0.7 x (formula - 1): the one fitted parameter must come out as 0.7."""
+    df = _synthetic(400, np.random.default_rng(0))
+    est = PlacementFeaturizer().fit_transform(df)[:, 0]
+    y = 1 + 0.7 * (est - 1)
+    model = make_model("analytic").fit(df, y)
+    assert model[-1].scale_ == pytest.approx(0.7, rel=1e-9)
+    assert make_model("analytic", fit_scale=False).fit(df, y)[-1].scale_ == 1.0
+
+
+@pytest.mark.parametrize("kind", ["gbrt", "forest"])
+def test_learned_models_recover_a_known_law(kind):
+    """slowdown = 1 + 3 x offered_load_max x path_util_max + upper_util_max: learnt from 1,500 rows."""
+    rng = np.random.default_rng(1)
+    train, test = _synthetic(1500, rng), _synthetic(300, rng)
+
+    def law(d):
+        return 1 + 3 * d.offered_load_max * d.path_util_max + d.upper_util_max
+
+    model = make_model(kind).fit(train, law(train))
+    pred = model.predict(test)
+    assert r2_score(law(test), pred) > 0.95
+    assert np.median(np.abs(pred - law(test)) / law(test)) < 0.05
+
+
+# ------------------------------------------------------------- persistence
+def test_save_load_round_trip_and_schema_mismatch(small_df, tmp_path):
+    model = make_model("analytic").fit(small_df, small_df.slowdown)
+    path = save_model(model, tmp_path / "m.pkl", note="test")
+    loaded = load_model(path)
+    np.testing.assert_allclose(loaded.predict(small_df.iloc[:8]), model.predict(small_df.iloc[:8]))
+    # This netlab has a new field: the saved model does not know it.
+    newer = FeatureSchema(FEATURES.version + 1, FEATURES.columns + ("ecn_marks_per_s",), FEATURES.telemetry)
+    with pytest.raises(ModelSchemaError, match=r"only in the current schema: \['ecn_marks_per_s'\]") as err:
+        load_model(path, schema=newer)
+    assert f"v{FEATURES.version}" in str(err.value) and f"v{FEATURES.version + 1}" in str(err.value)
+    # A model saved under an older schema lacking a field this netlab uses.
+    older = FeatureSchema(FEATURES.version, tuple(c for c in FEATURES.columns if c != "share_gbps"),
+                          FEATURES.telemetry)
+    old_path = save_model(model, tmp_path / "old.pkl", schema=older)
+    with pytest.raises(ModelSchemaError, match=r"only in the current schema: \['share_gbps'\]"):
+        load_model(old_path)
+    (tmp_path / "junk.pkl").write_bytes(b"\x80\x04K\x01.")  # a pickled int, not a model file
+    with pytest.raises(ModelSchemaError, match="not a model saved by"):
+        load_model(tmp_path / "junk.pkl")
