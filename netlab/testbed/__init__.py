@@ -30,7 +30,11 @@ def _netns(**kw) -> Testbed:
     return NetnsTestbed(**kw)
 
 
-# TESTBEDS.register("mininet", ...)  -- slot for netlab/testbed/mininet.py (mininet owner)
+@TESTBEDS.register("mininet", "Mininet (LinuxBridge switches, TCLink/HTB) on this machine (root, Debian mininet)")
+def _mininet(**kw) -> Testbed:
+    from .mininet import MininetTestbed
+
+    return MininetTestbed(**kw)
 
 
 def make_testbed(kind: str, topology, **kw) -> Testbed:
@@ -42,8 +46,8 @@ def make_testbed(kind: str, topology, **kw) -> Testbed:
     return factory(topology=topology, **kw)
 
 
-_LAZY = {"NetnsTestbed": ".netns", "check_layout": ".netns", "Ledger": ".ledger", "TeardownReport": ".ledger",
-         "ssh_connect": ".ssh"}
+_LAZY = {"NetnsTestbed": ".netns", "MininetTestbed": ".mininet", "check_layout": ".netns", "Ledger": ".ledger",
+         "TeardownReport": ".ledger", "ssh_connect": ".ssh"}
 
 
 def __getattr__(name: str):
