@@ -28,7 +28,7 @@ from netlab.testbed.controller import Controller
 from netlab.testbed.experiments import busbw
 from netlab.topology import load_topology
 
-TOPOLOGY = "leafspine,racks=2,hosts_per_rack=4,gpus_per_host=1,oversub=1"
+TOPOLOGY = "leafspine,racks=2,hosts_per_rack=4,gpus_per_host=1,oversub=1,spines=1"
 
 
 def bring_up(repeats: int) -> dict:

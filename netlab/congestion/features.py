@@ -63,7 +63,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..network.demand import build_demand
 from ..network.model import GBIT
@@ -284,7 +284,7 @@ def _share_slowdown(flow_bytes, rate_gbps, compute_s, serial_intra_s, overlap, i
 
 
 class PlacementFeaturizer(TransformerMixin, BaseEstimator):
-    """Raw placement columns (a DataFrame) -> the numeric feature matrix.
+    """Raw placement columns -> the numeric feature matrix.
 
     Output columns: the derived ones first (``share_slowdown_est``: the
     max-min share formula's slowdown, which :class:`MaxMinShareRegressor`
@@ -293,9 +293,21 @@ class PlacementFeaturizer(TransformerMixin, BaseEstimator):
     columns of ``FEATURES.columns``, then, with ``telemetry=True``, the
     telemetry columns (missing telemetry, NaN, counts as 0).
 
-    Input must be a DataFrame: columns are matched by name, extra columns
-    (``experiment_id``, targets, ...) are ignored, missing ones are named in
-    the error.
+    Input, at fit and transform alike (how one call reads its input does not
+    depend on what the other was given):
+
+    * a DataFrame: columns are matched by name, extra columns
+      (``experiment_id``, targets, ...) are ignored, missing ones are named
+      in the error;
+    * a 2-D numeric array (anything :func:`~sklearn.utils.check_array`
+      takes): exactly ``len(FEATURES.columns)`` columns (``FEATURES.all``
+      with ``telemetry=True``) in that schema order; another width is a
+      ValueError giving the expected and the received count.
+
+    Fitting learns nothing; it records ``n_features_in_`` (the input's
+    width, extra DataFrame columns included) and, for a DataFrame with string
+    column names, ``feature_names_in_``, as sklearn's ``validate_data`` does.
+    NaN in a non-telemetry column is an error naming the column(s).
     """
 
     def __init__(self, telemetry: bool = False):
@@ -304,31 +316,42 @@ class PlacementFeaturizer(TransformerMixin, BaseEstimator):
     def _inputs(self) -> tuple[str, ...]:
         return FEATURES.all if self.telemetry else FEATURES.columns
 
-    def _check(self, X) -> np.ndarray:
-        """The input columns as a float matrix, in ``_inputs()`` order; clear errors otherwise."""
-        if not isinstance(X, pd.DataFrame):
-            raise TypeError(f"PlacementFeaturizer needs a pandas DataFrame with the placement columns "
-                            f"(FEATURES schema v{FEATURES.version}), got {type(X).__name__}")
-        missing = [c for c in self._inputs() if c not in X.columns]
-        if missing:
-            raise ValueError(f"PlacementFeaturizer: missing column(s) {missing} "
-                             f"(FEATURES schema v{FEATURES.version}, hash {FEATURES.hash})")
-        raw = X[list(self._inputs())].to_numpy(dtype=float)
+    def _check(self, X, reset: bool) -> np.ndarray:
+        """The input columns as a float matrix, in ``_inputs()`` order; clear errors otherwise.
+
+        ``reset`` (fit) records ``n_features_in_`` / ``feature_names_in_``.
+        """
+        inputs = self._inputs()
+        if isinstance(X, pd.DataFrame):
+            missing = [c for c in inputs if c not in X.columns]
+            if missing:
+                raise ValueError(f"PlacementFeaturizer: missing column(s) {missing} "
+                                 f"(FEATURES schema v{FEATURES.version}, hash {FEATURES.hash})")
+            if reset:  # names and width only: extra columns may be anything (strings, ids)
+                validate_data(self, X, reset=True, skip_check_array=True)
+            raw = X[list(inputs)].to_numpy(dtype=float)
+        else:
+            # Positional: the schema fixes the columns, whatever fit saw (so no n_features_in_ check at transform).
+            params = dict(dtype=np.float64, ensure_all_finite="allow-nan")
+            raw = (validate_data(self, X, reset=True, **params) if reset
+                   else check_array(X, input_name="X", estimator=self, **params))
+            if raw.shape[1] != len(inputs):
+                raise ValueError(f"PlacementFeaturizer: X has n_features={raw.shape[1]}, expected "
+                                 f"n_features={len(inputs)}: the FEATURES schema v{FEATURES.version} columns "
+                                 f"{'with' if self.telemetry else 'without'} telemetry, in order ({', '.join(inputs)})")
         nan = np.isnan(raw[:, :len(FEATURES.columns)]).any(axis=0)
         if nan.any():
             raise ValueError(f"PlacementFeaturizer: NaN in column(s) {np.asarray(FEATURES.columns)[nan].tolist()}")
         return raw
 
     def fit(self, X, y=None):
-        self._check(X)
-        self.feature_names_in_ = np.asarray(X.columns, dtype=object)
-        self.n_features_in_ = X.shape[1]
+        self._check(X, reset=True)
         self.schema_hash_ = FEATURES.hash
         return self
 
     def transform(self, X):
         check_is_fitted(self, "schema_hash_")
-        raw = self._check(X)
+        raw = self._check(X, reset=False)
         col = {c: raw[:, i] for i, c in enumerate(FEATURES.columns)}
         fb, compute, intra, overlap, iso = (col[c] for c in ("flow_bytes", "compute_s", "serial_intra_s", "overlap",
                                                              "iso_iter_s"))

@@ -60,7 +60,7 @@ class TestbedCluster:
         names = [self.topology.hosts[h].name for h in p.hosts]
         grad = max(MIN_GRAD_BYTES, int(model.grad_bytes * self.testbed.rate_scale * self.time_scale))
         offset_ms = (p.phase or 0.0) * js.iso_iter_s * self.time_scale * 1000.0
-        return TrainSpec(js.job_id, list(zip(names, p.gpus)), grad_bytes=grad,
+        return TrainSpec(self.controller.new_job_id(), list(zip(names, p.gpus)), grad_bytes=grad,
                          compute_ms=model.compute_s * self.time_scale * 1000.0, iterations=int(js.job.iterations),
                          offset_ms=offset_ms, backend=self.backend)
 
@@ -99,7 +99,7 @@ class TestbedCluster:
                     waiting.append(js)
                 for job_id, rj in list(live.items()):
                     if rj.done.is_set():
-                        self.controller.wait_job(job_id, timeout_s=0)  # raises on a failed rank
+                        self.controller.wait_job(rj.spec.job_id, timeout_s=0)  # raises on a failed rank
                         js = running.pop(job_id)
                         del live[job_id]
                         self._finish(js, rj, now)
@@ -114,7 +114,9 @@ class TestbedCluster:
                     free[list(p.hosts)] -= p.gpus
                     js.placement, js.status = p, "running"
                     js.first_start_s = js.last_start_s = now
-                    live[js.job_id] = self.controller.start_job(self.train_spec(js, p))
+                    spec = self.train_spec(js, p)
+                    live[js.job_id] = self.controller.start_job(spec)
+                    js.extra["testbed_job_id"] = spec.job_id
                     running[js.job_id] = js
                     waiting.remove(js)
                 passes += 1
@@ -123,8 +125,8 @@ class TestbedCluster:
                 self._changed.wait(wait_s)
                 self._changed.clear()
         except BaseException:
-            for job_id in live:
-                self.controller.stop_job(job_id)
+            for rj in live.values():
+                self.controller.stop_job(rj.spec.job_id)
             raise
         finally:
             self.controller.on_job_done = None
@@ -152,7 +154,7 @@ class TestbedCluster:
         js.remaining = 0.0
         js.attained_gpu_s = js.run_s * js.gpus
         try:
-            log = self.controller.job_log(js.job_id)
+            log = self.controller.job_log(rj.spec.job_id)
         except Exception:  # noqa: BLE001 - accounting only; the job itself finished
             log = None
         if log is not None and len(log):

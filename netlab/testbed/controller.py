@@ -85,6 +85,7 @@ class Controller:
         self.hosts: dict[str, TestbedHost] = {h.name: h for h in testbed.hosts}
         self.jobs: dict[int, RunningJob] = {}
         self._ports = iter(range(29500, 29500 + 20000))
+        self._job_ids = iter(range(1, 10**9))
         self._lock = threading.Lock()
         self.deploy_s: float | None = None
         self.on_job_done = None  # called with the job id when its last rank exits (from a reader thread)
@@ -213,10 +214,18 @@ class Controller:
         if finished and self.on_job_done is not None:
             self.on_job_done(job.spec.job_id)
 
+    def new_job_id(self) -> int:
+        """A job id not used on this controller yet (agents keep finished jobs' logs by id)."""
+        while True:
+            job_id = next(self._job_ids)
+            if job_id not in self.jobs:
+                return job_id
+
     def start_job(self, spec: TrainSpec) -> RunningJob:
         """Start every rank of ``spec`` (rank 0 on the first host, which is also the rendezvous)."""
-        if spec.job_id in self.jobs and not self.jobs[spec.job_id].done.is_set():
-            raise TestbedError(f"job {spec.job_id} is already running")
+        if spec.job_id in self.jobs:
+            raise TestbedError(f"job id {spec.job_id} was already used on this controller (its logs stay "
+                               f"readable); take a fresh one from new_job_id()")
         if spec.world_size < 1:
             raise TestbedError(f"job {spec.job_id}: no ranks")
         master = self.hosts[spec.ranks[0][0]]

@@ -57,13 +57,14 @@ def run_scenario(ctl: Controller, sc: Scenario, start_delay_s: float = 6.0, time
     _set_rates(tb, sc.rates_mbit)
     try:
         start_at = time.time() + start_delay_s
+        ids = {j.job_id: ctl.new_job_id() for j in sc.jobs}  # testbed ids: unique per controller
         for j in sc.jobs:
-            ctl.start_job(TrainSpec(j.job_id, [(h, 1) for h in j.hosts], grad_bytes=j.grad_bytes,
+            ctl.start_job(TrainSpec(ids[j.job_id], [(h, 1) for h in j.hosts], grad_bytes=j.grad_bytes,
                                     compute_ms=j.compute_ms, iterations=j.iterations, offset_ms=j.offset_ms,
                                     start_at=start_at, backend="gloo"))
         for j in sc.jobs:
-            ctl.wait_job(j.job_id, timeout_s=timeout_s)
-        logs = {j.job_id: ctl.job_log(j.job_id) for j in sc.jobs}
+            ctl.wait_job(ids[j.job_id], timeout_s=timeout_s)
+        logs = {j.job_id: ctl.job_log(ids[j.job_id]) for j in sc.jobs}
     finally:
         if before:
             _set_rates(tb, {k: before[k] for k in sc.rates_mbit})

@@ -141,6 +141,19 @@ def test_live_cluster_runs_a_three_job_trace_under_fifo_and_consolidated(ctl, te
     assert summary["jobs"] == 3 and summary["network"] == "testbed"
 
 
+@needs_torch
+def test_live_cluster_runs_the_predictive_placement_too(ctl):
+    """The congestion model's placement policy plugs into the live cluster like any other."""
+    from netlab.testbed.cluster import TestbedCluster
+    from netlab.workload.job import Job
+
+    jobs = [Job(1, 0.0, 2, "vgg16", 3), Job(2, 0.0, 2, "vgg16", 3)]
+    res = TestbedCluster(ctl, ordering="fifo", placement="predictive", time_scale=0.2).run(jobs, timeout_s=240)
+    assert res.summary["finished"] == 2 and res.summary["placement"] == "predictive"
+    hosts = [set(p.split(",")) for p in res.jobs.placement]
+    assert hosts[0].isdisjoint(hosts[1])  # one-GPU hosts: the two jobs cannot share one
+
+
 def rank_pids(agent, job_id):
     return [r["pid"] for r in agent.call("status")["jobs"] if r.get("job_id") == job_id]
 
