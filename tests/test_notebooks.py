@@ -19,6 +19,10 @@ SMALL = {
     "02-dally.ipynb": dict(TRACES=["philly-sample"], MAX_JOBS=80, OVERSUB=[4], SEEDS=1, BACKEND="serial"),
     "03-cassini.ipynb": dict(JOBS=30, SWEEP_OVERSUB=[1, 4], SWEEP_LOADS=[0.9], SEEDS=1, BACKEND="serial"),
     "04-testbed.ipynb": dict(BUSBW_RATES_MBIT=[200], BUSBW_RANKS=[2], GRAD_BYTES=2_000_000, ITERATIONS=4),
+    # 05 runs the testbed parts only where the testbed can run (else it reads the recorded results).
+    "05-congestion-model.ipynb": dict(SIM_TOPOLOGIES=["leafspine,racks=4,hosts_per_rack=2,gpus_per_host=8,oversub=4"],
+                                      SIM_EXPERIMENTS=30, TESTBED_EXPERIMENTS=3, RUN_FIDELITY=True,
+                                      PLACEMENT_JOBS=40),
 }
 # Notebooks that drive the emulated testbed need root, sshd and torch; they skip with the reason elsewhere.
 NEEDS_TESTBED = {"04-testbed.ipynb"}

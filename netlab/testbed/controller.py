@@ -86,6 +86,7 @@ class Controller:
         self.jobs: dict[int, RunningJob] = {}
         self._ports = iter(range(29500, 29500 + 20000))
         self._job_ids = iter(range(1, 10**9))
+        self._flows: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
         self.deploy_s: float | None = None
         self.on_job_done = None  # called with the job id when its last rank exits (from a reader thread)
@@ -198,6 +199,36 @@ class Controller:
                 for q in (ev.get("sample") or {}).get("qdiscs") or []:
                     rows.append({"host": agent.host, "seq": ev.get("seq"), "t": ev.get("t"), **q})
         return pd.DataFrame(rows)
+
+    # ------------------------------------------------------------ background traffic
+    def start_traffic(self, src: str, dst: str, duration_s: float, rate_mbit: float | None = None,
+                      port: int | None = None) -> str:
+        """A bounded TCP flow from ``src`` to ``dst`` over the data plane (a sink on dst, a source on src).
+
+        The flow ends by itself after ``duration_s`` (the agents also stop it
+        on ``stop_traffic`` or when they shut down). Returns the flow id.
+        """
+        port = port or next(self._ports)
+        flow = f"bg{port}"
+        self.agent(dst).call("traffic_start", flow_id=flow, role="sink", addr=self.hosts[dst].data_addr, port=port)
+        args = dict(flow_id=flow, role="source", addr=self.hosts[dst].data_addr, port=port, duration_s=duration_s)
+        if rate_mbit is not None:
+            args["rate_mbit"] = rate_mbit
+        try:
+            self.agent(src).call("traffic_start", **args)
+        except AgentError:
+            self.agent(dst).call("traffic_stop", flow_id=flow)
+            raise
+        self._flows[flow] = (src, dst)
+        return flow
+
+    def stop_traffic(self, flow: str) -> None:
+        for host in self._flows.pop(flow, ()):
+            try:
+                self.agent(host).call("traffic_stop", flow_id=flow)
+            except AgentError as exc:
+                if exc.type != "NotFound":
+                    raise
 
     # ------------------------------------------------------------ jobs
     def _on_event(self, ev: dict) -> None:

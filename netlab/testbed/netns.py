@@ -48,6 +48,11 @@ HTB_CLASS = 0x10010  # 1:10, the default class every packet goes to
 # default bbr reached 0.87-0.90 of the shaped rate, reno 0.95-0.955 (the header limit); collectives
 # idle between steps, and slow start after each idle period costs a few percent more.
 TCP_SYSCTLS = {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_slow_start_after_idle": "0"}
+# Packets each shaped link may queue (a pfifo under the HTB class; None: the kernel's default of
+# txqueuelen = 1000). A data-centre switch port buffers well under a millisecond at line rate; 1000
+# packets at a scaled 50 Mbit is 240 ms, which inflates small all-reduces far beyond what the link
+# rate explains. 100 packets (24 ms at 50 Mbit) is still many times the namespaces' bandwidth-delay product.
+QUEUE_PKTS = 100
 MAX_HOSTS = 253      # host i gets <subnet>.i; .254 is the controller on the management bridge
 
 
@@ -125,7 +130,7 @@ class NetnsTestbed(Testbed):
     def __init__(self, topology, rate_scale: float = 0.002, subnet: str = "10.77.0.0/16",
                  mgmt_subnet: str = "10.78.0.0/16", workdir=None, python: str = sys.executable,
                  ssh: bool = True, keep_workdir: bool = False, user: str | None = None,
-                 tcp_sysctls: dict | None = None):
+                 tcp_sysctls: dict | None = None, queue_pkts: int | None = QUEUE_PKTS):
         self.topology = load_topology(topology)
         if not (isinstance(rate_scale, (int, float)) and math.isfinite(rate_scale) and rate_scale > 0):
             raise TestbedError(f"rate_scale must be a finite number > 0, got {rate_scale!r}")
@@ -145,6 +150,9 @@ class NetnsTestbed(Testbed):
         self.tid = _new_tid()
         self.python, self.ssh, self.keep_workdir = python, ssh, keep_workdir
         self.tcp_sysctls = dict(TCP_SYSCTLS if tcp_sysctls is None else tcp_sysctls)
+        if queue_pkts is not None and (isinstance(queue_pkts, bool) or not isinstance(queue_pkts, int) or queue_pkts < 1):
+            raise TestbedError(f"queue_pkts must be a positive integer or None, got {queue_pkts!r}")
+        self.queue_pkts = queue_pkts
         self.user = user or getpass.getuser()
         self._workdir_arg = workdir
         self.ns_switch, self.ns_mgmt = f"nl{self.tid}-sw", f"nl{self.tid}-mg"
@@ -340,6 +348,8 @@ class NetnsTestbed(Testbed):
             ipr.tc("add", "htb", index=plan.index, handle="1:", default=0x10)
             ipr.tc("add-class", "htb", index=plan.index, handle="1:10", parent="1:",
                    rate=_rate(plan.rate_mbit), ceil=_rate(plan.rate_mbit))
+            if self.queue_pkts:
+                ipr.tc("add", "pfifo", index=plan.index, handle="10:", parent="1:10", limit=self.queue_pkts)
 
     def _tune_tcp(self) -> None:
         """Per-namespace TCP sysctls (they vanish with the namespace: nothing to undo)."""
@@ -564,6 +574,7 @@ class NetnsTestbed(Testbed):
         return {
             "backend": "netns", "tid": self.tid, "rate_scale": self.rate_scale, "topology": self.topology.name,
             "subnet": str(self.subnet), "mgmt_subnet": str(self.mgmt_subnet), "tcp_sysctls": dict(self.tcp_sysctls),
+            "queue_pkts": self.queue_pkts,
             "controller_addr": self.controller_addr, "up": self._ledger is not None,
             "workdir": str(self.workdir) if self.workdir else None,
             "ledger": str(self._ledger.path) if self._ledger else None,

@@ -98,6 +98,31 @@ def test_invalid_shaping_spec_is_refused_and_nothing_changes(ctl, testbed):
     assert htb_rate_mbit(testbed, host) == before
 
 
+def test_background_traffic_crosses_the_bottleneck_at_its_rate(ctl, testbed, tmp_path):
+    stats = lambda: testbed.link_stats().set_index(["src", "dst"]).loc[("swL", "swR")]  # noqa: E731
+    before = stats()
+    ctl.start_telemetry(interval_ms=100, hosts=["l0"])
+    t0 = time.monotonic()
+    flow = ctl.start_traffic("l0", "r0", duration_s=1.5, rate_mbit=40)
+    deadline = t0 + 10
+    while time.monotonic() < deadline and not ctl.agent("l0").events_of("traffic_exit"):
+        time.sleep(0.1)
+    ctl.stop_traffic(flow)
+    ctl.stop_telemetry(hosts=["l0"])
+    sent_mbit = (stats().bytes - before.bytes) * 8 / 1e6
+    # 40 Mbit/s for 1.5 s through the 100 Mbit bottleneck: 60 Mbit of payload, plus headers and handshake.
+    assert 50 < sent_mbit < 75, sent_mbit
+    assert any(e["flow_id"] == flow and e["returncode"] == 0 for e in ctl.agent("l0").events_of("traffic_exit"))
+    # Telemetry and logs land in parquet files.
+    out = ctl.save(tmp_path / "tb")
+    import pandas as pd
+
+    tel = pd.read_parquet(out / "telemetry.parquet")
+    assert {"host", "seq", "t", "ifname", "tx_bytes"} <= set(tel.columns) and (tel.host == "l0").all()
+    eth0 = tel[tel.ifname == "eth0"].sort_values("seq")
+    assert eth0.tx_bytes.iloc[-1] - eth0.tx_bytes.iloc[0] > 5e6
+
+
 @needs_torch
 def test_two_jobs_sharing_the_bottleneck_slow_each_other(ctl, testbed):
     from netlab.testbed.scenarios import Scenario, ScenarioJob, run_scenario
