@@ -16,6 +16,7 @@ Needs root (namespaces), sshd and torch.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -25,8 +26,10 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import r2_score
 
-from netlab.congestion import grouped_cv, load_dataset, make_model, median_ape
-from netlab.congestion.testbed_data import testbed_dataset
+import pandas as pd
+
+from netlab.congestion import FEATURES, grouped_cv, load_dataset, make_model, median_ape, save_dataset
+from netlab.congestion.testbed_data import refeaturize, testbed_dataset
 from netlab.sim.metrics import write_json
 from netlab.testbed import NetnsTestbed
 from netlab.testbed.controller import Controller
@@ -45,6 +48,8 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-collect", action="store_true", help="only score the models on --data")
     args = ap.parse_args(argv)
     collect_s = None
+    if args.skip_collect and Path(args.out).exists():  # keep the timing of the run that collected the data
+        collect_s = json.loads(Path(args.out).read_text()).get("collect_s")
     if not args.skip_collect:
         if os.geteuid() != 0:
             print("collecting needs root (network namespaces)", file=sys.stderr)
@@ -53,6 +58,10 @@ def main(argv=None) -> int:
         with NetnsTestbed(load_topology(TOPOLOGY)) as tb, Controller(tb, progress=False) as ctl:
             testbed_dataset(ctl, n_experiments=args.experiments, seed=args.seed, out=args.data)
         collect_s = time.perf_counter() - t0
+    df = pd.read_parquet(args.data)
+    if any(c not in df.columns for c in FEATURES.columns):  # collected under an older feature schema
+        df = refeaturize(df, TOPOLOGY)
+        save_dataset(df, args.data)
     df = load_dataset(args.data)
     res = dict(machine=dict(python=platform.python_version(), cpus=os.cpu_count()), topology=TOPOLOGY.name,
                rows=int(len(df)), experiments=int(df.experiment_id.nunique()), collect_s=collect_s,

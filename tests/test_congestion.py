@@ -10,6 +10,7 @@ from sklearn.metrics import r2_score
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from netlab.congestion.features import DERIVED
 from netlab.congestion import (FEATURES, Background, FeatureSchema, MaxMinShareRegressor, ModelSchemaError,
                                PlacementFeaturizer, grouped_cv, load_dataset, load_model, make_model,
                                placement_features, save_dataset, save_model, simulator_dataset)
@@ -112,7 +113,7 @@ def test_competing_job_share_and_slowdown_by_hand(topo):
 
 
 # -------------------------------------------------------------- estimator API
-# The featuriser reads exactly the FEATURES schema's columns (20, or 25 with telemetry): a generic array must have
+# The featuriser reads exactly the FEATURES schema's columns (21, or 26 with telemetry): a generic array must have
 # that width, so every check that fits it on generic data of another width cannot apply. The number is the width
 # each check feeds (sklearn 1.9). The remaining checks pass, including the input-validation ones on arrays (1-D,
 # complex, sparse, empty, one feature); the behaviour these checks would test is covered on schema-width arrays by
@@ -153,8 +154,8 @@ def test_featurizer_names_missing_columns(small_df):
     with pytest.raises(ValueError, match="share_gbps"):
         f.transform(small_df.drop(columns=["share_gbps", "oversub"]))
     assert list(f.get_feature_names_out()[:1]) == ["share_slowdown_est"]
-    assert f.transform(small_df).shape == (len(small_df), 3 + len(FEATURES.columns))
-    assert PlacementFeaturizer(telemetry=True).fit_transform(small_df).shape[1] == 3 + len(FEATURES.all)
+    assert f.transform(small_df).shape == (len(small_df), len(DERIVED) + len(FEATURES.columns))
+    assert PlacementFeaturizer(telemetry=True).fit_transform(small_df).shape[1] == len(DERIVED) + len(FEATURES.all)
 
 
 @pytest.mark.parametrize("telemetry", [False, True])

@@ -33,6 +33,13 @@ Raw columns (``FEATURES.columns``, the stored schema; units in the names):
 ``offered_load_max``      max over its links of (running jobs' isolated-rate
                           demand + its own) / capacity: > 1 means contention
 ``oversub``               oversubscription of the racks it spans (max)
+``residual_gbps``         work-conserving estimate: per link, what the running
+                          jobs' time-averaged load leaves free (per flow),
+                          min over links, never below ``share_gbps``: jobs that
+                          fall out of step use each other's compute gaps
+``competitor_bytes_ratio``  largest per-flow bytes of a job sharing its links /
+                          its own (0 alone): TCP favours long transfers over
+                          short all-reduces, which max-min sharing ignores
 ``share_gbps``            max-min share estimate: per link, the rate r with
                           ``w r + sum_i w_i min(r_i, r) = capacity`` given the
                           running flows' current rates r_i; min over links and
@@ -94,11 +101,11 @@ class FeatureSchema:
 
 
 FEATURES = FeatureSchema(
-    version=1,
+    version=2,
     columns=("n_gpus", "n_hosts", "n_racks", "flow_bytes", "host_tier_bytes", "upper_tier_bytes", "compute_s",
              "overlap", "serial_intra_s", "iso_rate_gbps", "iso_iter_s", "comm_compute_ratio", "path_util_max",
              "upper_util_max", "path_jobs", "path_jobs_max", "path_flows_max", "offered_load_max", "oversub",
-             "share_gbps"),
+             "share_gbps", "residual_gbps", "competitor_bytes_ratio"),
     telemetry=("tel_backlog_bytes", "tel_drops_per_s", "tel_overlimits_per_s", "tel_retransmits_per_s",
                "tel_overload_gbps"),
 )
@@ -120,6 +127,7 @@ class Background:
         n = topology.n_links
         demands, rates = list(demands), np.asarray(list(rates_gbps), dtype=float)
         self.n_jobs = len(demands)
+        self.job_flow_bytes = np.array([d.flow_bytes for d in demands], dtype=float)
         sizes = [len(d.links) for d in demands]
         link = np.concatenate([d.links for d in demands]) if demands else np.zeros(0, dtype=np.int64)
         weight = np.concatenate([d.weights for d in demands]) if demands else np.zeros(0)
@@ -260,6 +268,13 @@ def feature_rows(background: Background, job, placements, zoo: ModelZoo | None =
                 path_flows_max=float(background.flows[links].max()),
                 offered_load_max=float(((background.offered_gbps[links] + w * d.iso_rate_gbps) / cap[links]).max()),
                 share_gbps=float(min(share, d.iso_rate_gbps)),
+                # work-conserving estimate: what the others' time-averaged load leaves free, never below the share
+                residual_gbps=float(min(max(share, np.min((cap[links] - background.load_gbps[links]).clip(0) / w)),
+                                        d.iso_rate_gbps)),
+                # TCP does not share max-min between a short all-reduce and long transfers: measured on the
+                # testbed, small jobs next to much larger ones got a fraction of their max-min share
+                competitor_bytes_ratio=float(background.job_flow_bytes[e_job].max() / d.flow_bytes)
+                if len(e_job) and d.flow_bytes > 0 else 0.0,
                 tel_overload_gbps=float(np.maximum(background.offered_gbps[links] - cap[links], 0.0).max()),
             )
         rows.append(row)
@@ -267,7 +282,7 @@ def feature_rows(background: Background, job, placements, zoo: ModelZoo | None =
 
 
 # ------------------------------------------------------------ featuriser
-DERIVED = ("share_slowdown_est", "alone_slowdown", "share_ratio")
+DERIVED = ("share_slowdown_est", "alone_slowdown", "share_ratio", "residual_slowdown_est")
 
 
 def share_slowdown(df: pd.DataFrame, rate_col: str = "share_gbps") -> np.ndarray:
@@ -360,6 +375,7 @@ class PlacementFeaturizer(TransformerMixin, BaseEstimator):
             _share_slowdown(fb, col["share_gbps"], compute, intra, overlap, iso),
             _share_slowdown(fb, iso_rate, compute, intra, overlap, iso),
             np.divide(col["share_gbps"], iso_rate, out=np.ones(len(raw)), where=iso_rate > 0),
+            _share_slowdown(fb, col["residual_gbps"], compute, intra, overlap, iso),
         ])
         return np.nan_to_num(np.hstack([derived, raw]), nan=0.0)
 

@@ -120,7 +120,7 @@ def measure_isolated(ctl, kinds=KINDS, iterations: int = 8) -> dict[str, float]:
 
 def _experiment(ctl, rng: np.random.Generator, e: int, kinds, iso: dict, zoo: ModelZoo, iterations: int,
                 max_jobs: int) -> list[dict]:
-    from ..testbed.scenarios import Scenario, ScenarioJob, _with_cap, run_scenario
+    from ..testbed.scenarios import Scenario, ScenarioJob, run_scenario
 
     tb = ctl.testbed
     topo0 = tb.topology
@@ -145,32 +145,10 @@ def _experiment(ctl, rng: np.random.Generator, e: int, kinds, iso: dict, zoo: Mo
         measured = run_scenario(ctl, sc, start_delay_s=4.0).set_index("job_id")
         tcp1 = ctl.call_all("telemetry_sample")
     links = sampler.per_link()
-    # The topology at this experiment's rates, in simulator units.
-    cap = topo0.link_capacity_gbps.copy()
-    current = tb.link_rates().set_index(["src", "dst"]).rate_mbit.to_dict()
-    for (a, b), mbit in rates.items():
-        current[(a, b)] = current[(b, a)] = mbit
-    for i, (s, d) in enumerate(zip(topo0.link_src, topo0.link_dst)):
-        cap[i] = current[(s, d)] / 1000.0 / tb.rate_scale
-    topo = _with_cap(topo0, cap)
-    index = topo.host_index
-    states, places, demands = [], [], []
-    for sj, kind in jobs:
-        js = JobState(Job(sj.job_id, 0.0, 2, kind.name, float(iterations)),
-                      isolated_iter_s(zoo[kind.name], "ring", 2, topo))
-        p = Placement(tuple(index[h] for h in sj.hosts), (1, 1))
-        d, _ = build_demand(topo, zoo[kind.name], "ring", sj.job_id, p.hosts, p.gpus, js.iso_iter_s)
-        states.append(js)
-        places.append(p)
-        demands.append(d)
-    net = NETWORKS.create("fair")
+    feats = experiment_features(topo0, tb.rate_scale, [(sj.job_id, sj.hosts, kind.name) for sj, kind in jobs],
+                                rates, zoo)
     rows = []
-    for (sj, kind), js, p, d in zip(jobs, states, places, demands):
-        others = [o for o in demands if o is not None and o is not d]
-        sol = net.solve(others, topo.link_capacity_gbps) if others else None
-        bg = Background(topo, others, [sol.rate_gbps[o.job_id] for o in others] if others else [])
-        row = feature_rows(bg, js, [p], zoo)[0]
-        path = [(topo.link_src[lk], topo.link_dst[lk]) for lk in (d.links if d is not None else [])]
+    for (sj, kind), (row, path) in zip(jobs, feats):
         lk = links.loc[links.index.intersection(path)] if path else links.iloc[:0]
         retrans = sum(float(tcp1[h]["tcp"].get("RetransSegs", 0)) - float(tcp0[h]["tcp"].get("RetransSegs", 0))
                       for h in sj.hosts)
@@ -185,6 +163,63 @@ def _experiment(ctl, rng: np.random.Generator, e: int, kinds, iso: dict, zoo: Mo
                    measured_iter_s=float(m.iter_s), isolated_measured_s=iso[kind.name], uplink_mbit=uplink)
         rows.append(row)
     return rows
+
+
+def experiment_features(topo0, rate_scale: float, jobs, rates_mbit: dict, zoo: ModelZoo):
+    """(feature row, path as (src, dst) pairs) per job of one experiment, each job seeing the others as
+    background; ``jobs`` is (job_id, hosts, kind name) with one rank per host, ``rates_mbit`` the
+    experiment's link rates that differ from the testbed's defaults."""
+    from ..testbed.scenarios import _with_cap
+
+    cap = topo0.link_capacity_gbps.copy()
+    for i, (s, d) in enumerate(zip(topo0.link_src, topo0.link_dst)):
+        mbit = rates_mbit.get((s, d), rates_mbit.get((d, s)))
+        if mbit is not None:
+            cap[i] = mbit / 1000.0 / rate_scale
+    topo = _with_cap(topo0, cap)
+    index = topo.host_index
+    states, places, demands = [], [], []
+    for job_id, hosts, kind in jobs:
+        js = JobState(Job(int(job_id), 0.0, len(hosts), kind, 1.0), isolated_iter_s(zoo[kind], "ring", len(hosts), topo))
+        p = Placement(tuple(index[h] for h in hosts), (1,) * len(hosts))
+        d, _ = build_demand(topo, zoo[kind], "ring", int(job_id), p.hosts, p.gpus, js.iso_iter_s)
+        states.append(js)
+        places.append(p)
+        demands.append(d)
+    net = NETWORKS.create("fair")
+    out = []
+    for js, p, d in zip(states, places, demands):
+        others = [o for o in demands if o is not None and o is not d]
+        sol = net.solve(others, topo.link_capacity_gbps) if others else None
+        bg = Background(topo, others, [sol.rate_gbps[o.job_id] for o in others] if others else [])
+        row = feature_rows(bg, js, [p], zoo)[0]
+        path = [(topo.link_src[lk], topo.link_dst[lk]) for lk in (d.links if d is not None else [])]
+        out.append((row, path))
+    return out
+
+
+def refeaturize(df: pd.DataFrame, topology, rate_scale: float = 0.002, kinds=KINDS) -> pd.DataFrame:
+    """Recompute the feature columns of stored testbed rows (e.g. after the schema gained a column).
+
+    Everything a row's features depend on is in the dataset: the experiment's
+    jobs (``job_id``, ``hosts``, ``model``) and its ``uplink_mbit``; the
+    measured columns (targets, telemetry) are kept.
+    """
+    from ..topology import load_topology
+    from .features import FEATURES
+
+    topo0 = load_topology(topology)
+    zoo = _model_zoo(kinds, rate_scale)
+    out = []
+    for _, exp in df.groupby("experiment_id", sort=False):
+        rates = {u: float(exp.uplink_mbit.iloc[0]) for u in _uplinks(topo0)}
+        jobs = [(r.job_id, tuple(r.hosts.split(",")), r.model) for r in exp.itertuples()]
+        feats = experiment_features(topo0, rate_scale, jobs, rates, zoo)
+        exp = exp.copy()
+        for col in FEATURES.columns:
+            exp[col] = [row[col] for row, _ in feats]
+        out.append(exp)
+    return pd.concat(out, ignore_index=True)[list(dict.fromkeys(list(df.columns) + list(FEATURES.columns)))]
 
 
 def testbed_dataset(ctl, n_experiments: int = 20, seed: int = 0, iterations: int = 8, max_jobs: int = 3,
