@@ -52,11 +52,9 @@ import time
 import types
 from pathlib import Path
 
-import pandas as pd
-
 from .base import TestbedError
 from .ledger import netns_inode, proc_start_time
-from .netns import NetnsTestbed, _LinkPlan, _netlink, _new_tid, _rate
+from .netns import NetnsTestbed, _LinkPlan, _netlink, _new_tid
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +166,7 @@ class MininetTestbed(NetnsTestbed):
     """A topology emulated by Mininet (LinuxBridge switches, TCLink/HTB links); same interface as netns."""
 
     backend = "mininet"
+    htb_root, htb_class, htb_class_id = HTB_QDISC, HTB_CLASS, HTB_CLASS_ID  # set_link_rate/link_stats use these
 
     def __init__(self, topology, rate_scale: float = 0.002, subnet: str = "10.77.0.0/16",
                  mgmt_subnet: str = "10.78.0.0/16", workdir=None, python: str = sys.executable,
@@ -385,7 +384,7 @@ class MininetTestbed(NetnsTestbed):
     def _add_queues(self) -> None:
         """The same bounded pfifo under every HTB class as NetnsTestbed (see netns.QUEUE_PKTS)."""
         for plan in self._links.values():
-            self._handle(plan.netns).tc("add", "pfifo", index=plan.index, handle="10:", parent=HTB_CLASS,
+            self._handle(plan.netns).tc("add", "pfifo", index=plan.index, handle="10:", parent=self.htb_class,
                                         limit=self.queue_pkts)
 
     @_netlink
@@ -478,41 +477,6 @@ class MininetTestbed(NetnsTestbed):
                         report.removed.append(f"link netns=None ifname={name} (host namespace still alive)")
                 except NetlinkError as exc:
                     report.failures.append(f"link {name}: {exc}")
-
-    # -- operations ----------------------------------------------------------
-    @_netlink
-    def set_link_rate(self, src: str, dst: str, rate_mbit: float) -> None:
-        """Change one directed link's rate: Mininet's HTB class 5:1 on the interface that sends that way."""
-        self._require_up()
-        plan = self._links.get((src, dst))
-        if plan is None:
-            valid = ", ".join(f"{u}->{v}" for u, v in self._links)
-            raise TestbedError(f"testbed {self.tid}: no directed link {src!r}->{dst!r}; links: {valid}")
-        if isinstance(rate_mbit, bool) or not isinstance(rate_mbit, (int, float)) or not math.isfinite(rate_mbit) \
-                or rate_mbit <= 0:
-            raise TestbedError(f"testbed {self.tid}: link {src}->{dst}: rate_mbit must be a finite number > 0, "
-                               f"got {rate_mbit!r}")
-        ipr = self._handle(plan.netns)
-        ipr.tc("change-class", "htb", index=plan.index, handle=HTB_CLASS, parent=HTB_QDISC,
-               rate=_rate(rate_mbit), ceil=_rate(rate_mbit))
-        plan.rate_mbit = float(rate_mbit)
-
-    @_netlink
-    def link_stats(self) -> pd.DataFrame:
-        """HTB default-class (5:1) counters per directed link."""
-        self._require_up()
-        rows = []
-        for p in sorted(self._links.values(), key=lambda p: p.link):
-            stats = {}
-            for msg in self._handle(p.netns).get_classes(index=p.index):
-                if msg["handle"] == HTB_CLASS_ID:
-                    s2 = msg.get_attr("TCA_STATS2")
-                    stats = {**(s2.get_attr("TCA_STATS_BASIC") or {}), **(s2.get_attr("TCA_STATS_QUEUE") or {})}
-            rows.append({"link": p.link, "src": p.src, "dst": p.dst, "tier": p.tier, "netns": p.netns,
-                         "ifname": p.ifname, "rate_mbit": p.rate_mbit,
-                         **{k: int(stats.get(k, 0)) for k in ("bytes", "packets", "drops", "overlimits",
-                                                              "backlog", "qlen")}})
-        return pd.DataFrame(rows)
 
     def info(self) -> dict:
         out = super().info()

@@ -43,7 +43,6 @@ from .ledger import NETNS_DIR, Ledger, netns_inode, proc_start_time
 
 log = logging.getLogger(__name__)
 
-HTB_CLASS = 0x10010  # 1:10, the default class every packet goes to
 # TCP settings of every host namespace. Measured here (2 ranks, gloo, 16 MB, 100 Mbit HTB): the
 # default bbr reached 0.87-0.90 of the shaped rate, reno 0.95-0.955 (the header limit); collectives
 # idle between steps, and slow start after each idle period costs a few percent more.
@@ -126,6 +125,10 @@ def _netlink(method):
 
 class NetnsTestbed(Testbed):
     """The default backend: namespaces, veth pairs, Linux bridges and HTB (see module doc)."""
+
+    # Where each link's rate lives: the HTB root and the default class every packet goes to
+    # (a subclass that lets another tool build the links, like Mininet, names its own).
+    htb_root, htb_class, htb_class_id = "1:", "1:10", 0x10010
 
     def __init__(self, topology, rate_scale: float = 0.002, subnet: str = "10.77.0.0/16",
                  mgmt_subnet: str = "10.78.0.0/16", workdir=None, python: str = sys.executable,
@@ -349,7 +352,7 @@ class NetnsTestbed(Testbed):
             ipr.tc("add-class", "htb", index=plan.index, handle="1:10", parent="1:",
                    rate=_rate(plan.rate_mbit), ceil=_rate(plan.rate_mbit))
             if self.queue_pkts:
-                ipr.tc("add", "pfifo", index=plan.index, handle="10:", parent="1:10", limit=self.queue_pkts)
+                ipr.tc("add", "pfifo", index=plan.index, handle="10:", parent=self.htb_class, limit=self.queue_pkts)
 
     def _tune_tcp(self) -> None:
         """Per-namespace TCP sysctls (they vanish with the namespace: nothing to undo)."""
@@ -523,7 +526,7 @@ class NetnsTestbed(Testbed):
             raise TestbedError(f"testbed {self.tid}: link {src}->{dst}: rate_mbit must be a finite number > 0, "
                                f"got {rate_mbit!r}")
         ipr = self._handle(plan.netns)
-        ipr.tc("change-class", "htb", index=plan.index, handle="1:10", parent="1:",
+        ipr.tc("change-class", "htb", index=plan.index, handle=self.htb_class, parent=self.htb_root,
                rate=_rate(rate_mbit), ceil=_rate(rate_mbit))
         plan.rate_mbit = float(rate_mbit)
 
@@ -540,7 +543,7 @@ class NetnsTestbed(Testbed):
         for p in sorted(self._links.values(), key=lambda p: p.link):
             stats = {}
             for msg in self._handle(p.netns).get_classes(index=p.index):
-                if msg["handle"] == HTB_CLASS:
+                if msg["handle"] == self.htb_class_id:
                     s2 = msg.get_attr("TCA_STATS2")
                     stats = {**(s2.get_attr("TCA_STATS_BASIC") or {}), **(s2.get_attr("TCA_STATS_QUEUE") or {})}
             rows.append({"link": p.link, "src": p.src, "dst": p.dst, "tier": p.tier, "netns": p.netns,
