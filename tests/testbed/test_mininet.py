@@ -9,23 +9,21 @@ shells, sshd, spawned) by recorded pid + start time and by namespace inode.
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import os
-import re
 import signal
 import socket
 import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
 from netlab.testbed import TestbedError, make_testbed, ssh_connect
-from netlab.testbed.ledger import Ledger, netns_inode, pids_in_netns, proc_start_time
+from netlab.testbed.ledger import Ledger, netns_inode, proc_start_time
 
+from .backend_helpers import (DUMBBELL, assert_clean, clean_now, connect, iperf_mbit, needs_iperf3, run, snapshot,
+                              start_child, tb_inodes, wait_until)
 from .conftest import NETADMIN_REASON, needs_sshd, needs_torch
 
 try:
@@ -39,70 +37,11 @@ pytestmark = [
     pytest.mark.skipif(NETADMIN_REASON is not None, reason=NETADMIN_REASON or ""),
 ]
 
-REPO = Path(__file__).resolve().parents[2]
-DUMBBELL = REPO / "testbed" / "topologies" / "dumbbell.yaml"
-needs_iperf3 = pytest.mark.skipif(not os.path.exists("/usr/bin/iperf3"), reason="needs iperf3 (apt-get install iperf3)")
 
-
-# -- snapshots ------------------------------------------------------------------------------
-def _run(*argv: str) -> str:
-    return subprocess.run(list(argv), capture_output=True, text=True, check=True).stdout
-
-
-def snapshot() -> dict:
-    return {
-        "netns": {line.split()[0] for line in _run("ip", "netns", "list").splitlines() if line.strip()},
-        "links": {line.split(":")[1].strip().split("@")[0] for line in _run("ip", "-o", "link").splitlines()},
-        "routes": set(_run("ip", "-4", "route", "show", "table", "all").splitlines()),
-    }
-
-
+# -- helpers ------------------------------------------------------------------------------
 def recorded_procs(ledger_path) -> list[tuple[int, int]]:
     return [(r["pid"], r["start"]) for r in Ledger.load(ledger_path).records
             if r["kind"] == "process" and r.get("role") != "guard"]
-
-
-def _others(tid: str, names) -> set:
-    """What other testbeds (running in parallel, other ids) made meanwhile: not ours to judge."""
-    return {n for n in names if re.match(r"nl[0-9a-f]{4}", n) and not n.startswith(f"nl{tid}")}
-
-
-def assert_clean(before: dict, tid: str, inodes: list[int], pids: list[tuple[int, int]]) -> None:
-    after = snapshot()
-    ours = {n for n in after["netns"] if n.startswith(f"nl{tid}-")}
-    assert not ours, f"namespaces left behind: {ours}"
-    assert not {n for n in after["links"] if n.startswith(f"nl{tid}")}, "root bridges/veths left behind"
-    changed = (after["links"] ^ before["links"]) - _others(tid, after["links"] ^ before["links"])
-    assert not changed, f"root links changed: {changed}"
-    metric = f"metric {1000 + int(tid, 16)}"
-    assert not [r for r in after["routes"] if metric in r], "blackhole routes left behind"
-    new = {r for r in after["routes"] - before["routes"]
-           if not (r.startswith("blackhole 10.7") and re.search(r"metric \d+", r))}  # other testbeds' guards
-    assert new == set(), f"new routes: {new}"
-    reused = {netns_inode(n) for n in after["netns"] if not n.startswith(f"nl{tid}-")}
-    left = {pid: ino for pid, ino in pids_in_netns(inodes).items() if ino not in reused}
-    assert not left, f"processes still in testbed namespaces: {left}"
-    for pid, start in pids:
-        assert proc_start_time(pid) != start, f"recorded process {pid} still alive"
-
-
-def tb_inodes(tb) -> list[int]:
-    return [netns_inode(n) for n in tb.info()["namespaces"]]
-
-
-def wait_until(pred, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
-def connect(tb, host):
-    return ssh_connect(host.ssh_addr, host.ssh_port, host.user, tb.client_key, tb.known_hosts,
-                       sock=tb.open_socket(host))
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +108,7 @@ def test_up_down_leaves_nothing_behind():
     tb.down()  # idempotent
     client.close()
     assert signal.getsignal(signal.SIGTERM) is handler_before
-    assert_clean(before, tb.tid, inodes, pids)
+    assert_clean(before, tb.tid, inodes, pids, root_links=True)
     assert not workdir.exists()
     assert sleeper.poll() is not None
 
@@ -184,7 +123,7 @@ def test_exception_inside_with_cleans_up():
             tb.spawn(tb.hosts[2], ["sleep", "60"])
             pids = recorded_procs(tb.info()["ledger"])
             raise RuntimeError("boom")
-    assert_clean(before, tb.tid, inodes, pids)
+    assert_clean(before, tb.tid, inodes, pids, root_links=True)
 
 
 def test_failed_bring_up_removes_what_was_created(monkeypatch):
@@ -196,56 +135,20 @@ def test_failed_bring_up_removes_what_was_created(monkeypatch):
     tb = MininetTestbed(DUMBBELL, ssh=False)
     with pytest.raises(TestbedError, match=r"bring-up failed at step 'shaping check': OSError: tc exploded"):
         tb.up()
-    assert_clean(before, tb.tid, [], [])
+    assert_clean(before, tb.tid, [], [], root_links=True)
     assert not Path(tb.workdir).exists()
-
-
-CHILD = textwrap.dedent("""
-    import json, sys, time
-    from netlab.testbed import MininetTestbed, ssh_connect
-    from netlab.testbed.ledger import netns_inode, Ledger
-    tb = MininetTestbed(sys.argv[1]).up()
-    h = tb.hosts[0]
-    client = ssh_connect(h.ssh_addr, h.ssh_port, h.user, tb.client_key, tb.known_hosts, sock=tb.open_socket(h))
-    p = tb.spawn(tb.hosts[1], ["sleep", "60"])
-    led = Ledger.load(tb.info()["ledger"])
-    procs = [(r["pid"], r["start"]) for r in led.records if r["kind"] == "process" and r.get("role") != "guard"]
-    print(json.dumps({"tid": tb.tid, "inodes": [netns_inode(n) for n in tb.info()["namespaces"]],
-                      "procs": procs, "workdir": str(tb.workdir), "ledger": tb.info()["ledger"],
-                      "guard": [r["pid"] for r in led.records if r.get("role") == "guard"][0]}), flush=True)
-    time.sleep(60)
-""")
-
-
-def _start_child():
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(DUMBBELL)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
-    line = proc.stdout.readline()
-    if not line:
-        proc.kill()
-        pytest.fail(f"child failed to bring up a testbed: {proc.stderr.read()[-2000:]}")
-    return proc, json.loads(line)
-
-
-def _clean_now(before, state) -> str:
-    try:
-        assert_clean(before, state["tid"], state["inodes"], [tuple(p) for p in state["procs"]])
-    except AssertionError as exc:
-        return str(exc)
-    return f"workdir {state['workdir']} still exists" if Path(state["workdir"]).exists() else ""
 
 
 @needs_sshd
 def test_sigkilled_controller_is_cleaned_up_by_guardian():
     before = snapshot()
-    proc, state = _start_child()
+    proc, state = start_child("mininet", guard_recorded=False)
     assert f"nl{state['tid']}-h1" in snapshot()["netns"]
     assert f"nl{state['tid']}s0" in snapshot()["links"]
     proc.kill()
     proc.wait()
     deadline, why = time.monotonic() + 15.0, "?"
-    while time.monotonic() < deadline and (why := _clean_now(before, state)):
+    while time.monotonic() < deadline and (why := clean_now(before, state, root_links=True)):
         time.sleep(0.05)
     log = Path(state["workdir"], "guard.log")
     assert not why, f"guardian did not clean up: {why}; guard.log: {log.read_text() if log.exists() else '-'}"
@@ -255,10 +158,10 @@ def test_sigkilled_controller_is_cleaned_up_by_guardian():
 @needs_sshd
 def test_sigterm_runs_cleanup_then_the_default_action():
     before = snapshot()
-    proc, state = _start_child()
+    proc, state = start_child("mininet", guard_recorded=False)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=15) == -signal.SIGTERM
-    assert _clean_now(before, state) == "", "SIGTERM handler did not clean up"
+    assert clean_now(before, state, root_links=True) == "", "SIGTERM handler did not clean up"
 
 
 # -- isolation ---------------------------------------------------------------------------------
@@ -266,7 +169,7 @@ def test_sigterm_runs_cleanup_then_the_default_action():
 def test_root_namespace_cannot_reach_testbed_addresses(tb4):
     """Blackholes: a connect from the root namespace fails in the route lookup, no packet is built."""
     metric = f"metric {1000 + int(tb4.tid, 16)}"
-    routes = _run("ip", "-4", "route", "show", "table", "main").splitlines()
+    routes = run("ip", "-4", "route", "show", "table", "main").splitlines()
     for net in ("10.77.0.0/16", "10.78.0.0/16"):
         assert any(r.startswith(f"blackhole {net}") and metric in r for r in routes), routes
     got = subprocess.run(["ip", "route", "get", tb4.hosts[0].data_addr], capture_output=True, text=True)
@@ -282,7 +185,7 @@ def test_root_namespace_cannot_reach_testbed_addresses(tb4):
             assert time.monotonic() - t0 < 0.05
     # Mininet's root-namespace bridges carry no address, so the root namespace has no route into them.
     bridges = [b for b in tb4.info()["bridges"].values()]
-    addrs = _run("ip", "-o", "-4", "addr")
+    addrs = run("ip", "-o", "-4", "addr")
     assert not any(f" {b} " in addrs for b in bridges)
 
 
@@ -325,19 +228,6 @@ def test_unknown_or_wrong_host_key_is_refused(tb4, tmp_path):
 
 
 # -- shaping -----------------------------------------------------------------------------------
-def _iperf_mbit(tb, src, dst, duration_s=3) -> float:
-    server = tb.spawn(dst, ["iperf3", "-s", "-1", "-B", dst.data_addr], stdout=subprocess.DEVNULL,
-                      stderr=subprocess.DEVNULL)
-    wait_until(lambda: ":1451 00000000:0000 0A" in Path(f"/proc/{server.pid}/net/tcp").read_text(), 5.0,
-               "iperf3 to listen")
-    client = tb.spawn(src, ["iperf3", "-c", dst.data_addr, "-t", str(duration_s), "-O", "1", "-J"],
-                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = client.communicate(timeout=duration_s + 15)
-    server.wait(timeout=5)
-    assert client.returncode == 0, err
-    return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
-
-
 @needs_iperf3
 def test_bottleneck_shaping_and_set_link_rate(tb4):
     rates = tb4.link_rates().set_index(["src", "dst"])
@@ -346,7 +236,7 @@ def test_bottleneck_shaping_and_set_link_rate(tb4):
     assert not isinstance(rates.loc[("swL", "swR"), "netns"], str)  # Mininet's switch-side veths are in the root namespace
     l0, r0 = tb4.host("l0"), tb4.host("r0")
     stats0 = tb4.link_stats().set_index(["src", "dst"])
-    got = _iperf_mbit(tb4, l0, r0)
+    got = iperf_mbit(tb4, l0, r0)
     assert got == pytest.approx(100 * 0.955, rel=0.10)
     stats1 = tb4.link_stats().set_index(["src", "dst"])
     sent = stats1["bytes"] - stats0["bytes"]
@@ -358,7 +248,7 @@ def test_bottleneck_shaping_and_set_link_rate(tb4):
             tb4.set_link_rate(u, v, 1000)
         tb4.set_link_rate("swL", "swR", 200)
         assert tb4.link_rates().set_index(["src", "dst"]).loc[("swL", "swR"), "rate_mbit"] == 200
-        got2 = _iperf_mbit(tb4, l0, r0)
+        got2 = iperf_mbit(tb4, l0, r0)
     finally:
         tb4.set_link_rate("swL", "swR", 100)
         for u, v in (("l0", "swL"), ("swR", "r0")):
@@ -411,4 +301,4 @@ def test_eight_host_bring_up_and_teardown_times(capsys):
     with capsys.disabled():
         print(f"\nmininet, 8 hosts with sshd: up {up_s:.2f} s ({tb.timings}), down {down_s:.3f} s")
     assert up_s < 15.0 and down_s < 3.0
-    assert_clean(before, tb.tid, inodes, pids)
+    assert_clean(before, tb.tid, inodes, pids, root_links=True)

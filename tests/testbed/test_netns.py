@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -26,62 +25,13 @@ from netlab.testbed import NetnsTestbed, TestbedError, make_testbed, ssh_connect
 from netlab.testbed.ledger import netns_inode, pids_in_netns, proc_start_time
 from netlab.topology import Host, Topology, load_topology
 
+from .backend_helpers import (DUMBBELL, REPO, assert_clean, clean_now, connect, iperf_mbit, needs_iperf3, run,
+                              snapshot, start_child, tb_inodes, wait_until)
 from .conftest import needs_netadmin, needs_sshd
 
 pytestmark = [needs_netadmin]
 
-REPO = Path(__file__).resolve().parents[2]
-DUMBBELL = REPO / "testbed" / "topologies" / "dumbbell.yaml"
 LEAFSPINE = REPO / "testbed" / "topologies" / "leafspine-2rack.yaml"
-
-
-# -- snapshots ------------------------------------------------------------------
-def _run(*argv: str) -> str:
-    return subprocess.run(list(argv), capture_output=True, text=True, check=True).stdout
-
-
-def snapshot() -> dict:
-    return {
-        "netns": {line.split()[0] for line in _run("ip", "netns", "list").splitlines() if line.strip()},
-        "links": {line.split(":")[1].strip().split("@")[0] for line in _run("ip", "-o", "link").splitlines()},
-        "routes": set(_run("ip", "-4", "route", "show", "table", "all").splitlines()),
-    }
-
-
-def assert_clean(before: dict, tid: str, inodes: list[int], pids: list[tuple[int, int]]) -> None:
-    after = snapshot()
-    ours = {n for n in after["netns"] if n.startswith(f"nl{tid}-")}
-    assert not ours, f"namespaces left behind: {ours}"
-    assert after["links"] == before["links"], f"root links changed: {after['links'] ^ before['links']}"
-    metric = f"metric {1000 + int(tid, 16)}"
-    assert not [r for r in after["routes"] if metric in r], "blackhole routes left behind"
-    assert after["routes"] - before["routes"] == set(), f"new routes: {after['routes'] - before['routes']}"
-    # A destroyed namespace's inode number can be reused by a new namespace (other testbeds run in
-    # parallel); a process holding one of *our* namespaces keeps its inode from being reused.
-    reused = {netns_inode(n) for n in after["netns"] if not n.startswith(f"nl{tid}-")}
-    left = {pid: ino for pid, ino in pids_in_netns(inodes).items() if ino not in reused}
-    assert not left, f"processes still in testbed namespaces: {left}"
-    for pid, start in pids:
-        assert proc_start_time(pid) != start, f"recorded process {pid} still alive"
-
-
-def tb_inodes(tb) -> list[int]:
-    return [netns_inode(n) for n in tb.info()["namespaces"]]
-
-
-def wait_until(pred, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
-def connect(tb, host):
-    return ssh_connect(host.ssh_addr, host.ssh_port, host.user, tb.client_key, tb.known_hosts,
-                       sock=tb.open_socket(host))
 
 
 # -- fixtures ---------------------------------------------------------------------
@@ -167,52 +117,15 @@ def test_ledger_kills_only_a_process_whose_start_time_matches(tmp_path):
         proc.wait()
 
 
-CHILD = textwrap.dedent("""
-    import json, sys, time
-    from netlab.testbed import NetnsTestbed, ssh_connect
-    from netlab.testbed.ledger import netns_inode, proc_start_time, Ledger
-    tb = NetnsTestbed(sys.argv[1]).up()
-    h = tb.hosts[0]
-    client = ssh_connect(h.ssh_addr, h.ssh_port, h.user, tb.client_key, tb.known_hosts, sock=tb.open_socket(h))
-    p = tb.spawn(tb.hosts[1], ["sleep", "60"])
-    led = Ledger.load(tb.info()["ledger"])
-    procs = [(r["pid"], r["start"]) for r in led.records if r["kind"] == "process"]
-    print(json.dumps({"tid": tb.tid, "inodes": [netns_inode(n) for n in tb.info()["namespaces"]],
-                      "procs": procs, "workdir": str(tb.workdir), "ledger": tb.info()["ledger"],
-                      "guard": [r["pid"] for r in led.records if r.get("role") == "guard"][0]}), flush=True)
-    time.sleep(60)
-""")
-
-
-def _start_child(topology=DUMBBELL):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(topology)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
-    line = proc.stdout.readline()
-    if not line:
-        proc.kill()
-        pytest.fail(f"child failed to bring up a testbed: {proc.stderr.read()[-2000:]}")
-    return proc, json.loads(line)
-
-
-def _clean_now(before, state) -> str:
-    """'' when clean, else what is still there."""
-    try:
-        assert_clean(before, state["tid"], state["inodes"], [tuple(p) for p in state["procs"]])
-    except AssertionError as exc:
-        return str(exc)
-    return f"workdir {state['workdir']} still exists" if Path(state["workdir"]).exists() else ""
-
-
 @needs_sshd
 def test_sigkilled_controller_is_cleaned_up_by_guardian():
     before = snapshot()
-    proc, state = _start_child()
+    proc, state = start_child("netns")
     assert f"nl{state['tid']}-h1" in snapshot()["netns"]
     proc.kill()
     proc.wait()
     deadline, why = time.monotonic() + 10.0, "?"
-    while time.monotonic() < deadline and (why := _clean_now(before, state)):
+    while time.monotonic() < deadline and (why := clean_now(before, state)):
         time.sleep(0.05)
     log = Path(state["workdir"], "guard.log")
     assert not why, f"guardian did not clean up: {why}; guard.log: {log.read_text() if log.exists() else '-'}"
@@ -223,16 +136,16 @@ def test_sigkilled_controller_is_cleaned_up_by_guardian():
 @needs_sshd
 def test_sigterm_runs_cleanup_then_the_default_action():
     before = snapshot()
-    proc, state = _start_child()
+    proc, state = start_child("netns")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == -signal.SIGTERM
-    assert _clean_now(before, state) == "", "SIGTERM handler did not clean up"
+    assert clean_now(before, state) == "", "SIGTERM handler did not clean up"
 
 
 @needs_sshd
 def test_ledger_cleanup_cli_after_controller_and_guardian_died():
     before = snapshot()
-    proc, state = _start_child()
+    proc, state = start_child("netns")
     os.kill(state["guard"], signal.SIGKILL)  # test pid from the child's own ledger
     wait_until(lambda: proc_start_time(state["guard"]) is None, 5.0, "the guardian to die")
     proc.kill()
@@ -241,7 +154,7 @@ def test_ledger_cleanup_cli_after_controller_and_guardian_died():
     out = subprocess.run([sys.executable, "-m", "netlab.testbed.ledger", "cleanup", state["ledger"]],
                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=30)
     assert out.returncode == 0, out.stderr
-    assert _clean_now(before, state) == ""
+    assert clean_now(before, state) == ""
 
 
 def test_switch_cycle_is_refused_before_anything_is_created():
@@ -271,7 +184,7 @@ def test_root_namespace_cannot_reach_testbed_addresses(tb4):
     EINVAL/ENETUNREACH instead means the kernel refused at the route lookup.
     """
     metric = f"metric {1000 + int(tb4.tid, 16)}"
-    routes = _run("ip", "-4", "route", "show", "table", "main")
+    routes = run("ip", "-4", "route", "show", "table", "main")
     assert f"blackhole 10.77.0.0/16 proto static {metric}" in routes or \
         any(r.startswith("blackhole 10.77.0.0/16") and metric in r for r in routes.splitlines())
     assert any(r.startswith("blackhole 10.78.0.0/16") and metric in r for r in routes.splitlines())
@@ -335,24 +248,6 @@ def test_unknown_host_key_is_refused_unless_auto_add(tb4, tmp_path, caplog):
 
 
 # -- shaping -------------------------------------------------------------------------------
-def _iperf_mbit(tb, src, dst, duration_s=3) -> float:
-    """TCP goodput src -> dst (iperf3, first second omitted for slow start)."""
-    server = tb.spawn(dst, ["iperf3", "-s", "-1", "-B", dst.data_addr], stdout=subprocess.DEVNULL,
-                      stderr=subprocess.DEVNULL)
-    # Listening? (read the server's own view of its namespace's TCP table: port 5201 = 0x1451, state 0A)
-    wait_until(lambda: ":1451 00000000:0000 0A" in Path(f"/proc/{server.pid}/net/tcp").read_text(), 5.0,
-               "iperf3 to listen")
-    client = tb.spawn(src, ["iperf3", "-c", dst.data_addr, "-t", str(duration_s), "-O", "1", "-J"],
-                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = client.communicate(timeout=duration_s + 15)
-    server.wait(timeout=5)
-    assert client.returncode == 0, err
-    return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
-
-
-needs_iperf3 = pytest.mark.skipif(not os.path.exists("/usr/bin/iperf3"), reason="needs iperf3")
-
-
 @needs_iperf3
 def test_bottleneck_shaping_and_set_link_rate(tb4):
     rates = tb4.link_rates().set_index(["src", "dst"])
@@ -360,7 +255,7 @@ def test_bottleneck_shaping_and_set_link_rate(tb4):
     assert rates.loc[("l0", "swL"), "rate_mbit"] == pytest.approx(200.0)
     l0, r0 = tb4.host("l0"), tb4.host("r0")
     stats0 = tb4.link_stats().set_index(["src", "dst"])
-    got = _iperf_mbit(tb4, l0, r0)
+    got = iperf_mbit(tb4, l0, r0)
     assert got == pytest.approx(100 * 0.955, rel=0.10)
     stats1 = tb4.link_stats().set_index(["src", "dst"])
     sent = stats1["bytes"] - stats0["bytes"]
@@ -372,7 +267,7 @@ def test_bottleneck_shaping_and_set_link_rate(tb4):
             tb4.set_link_rate(u, v, 1000)  # take the host links out of the way
         tb4.set_link_rate("swL", "swR", 200)
         assert tb4.link_rates().set_index(["src", "dst"]).loc[("swL", "swR"), "rate_mbit"] == 200
-        got2 = _iperf_mbit(tb4, l0, r0)
+        got2 = iperf_mbit(tb4, l0, r0)
     finally:
         tb4.set_link_rate("swL", "swR", 100)
         for u, v in (("l0", "swL"), ("swR", "r0")):
@@ -435,7 +330,7 @@ def test_eight_host_bring_up_and_teardown_times(capsys):
 def test_host_namespaces_get_the_testbed_tcp_settings(tb4):
     # Measured: bbr reached 0.87-0.90 of an HTB rate with gloo, reno 0.955; the setting is per namespace.
     for h in tb4.hosts[:2]:
-        out = _run("ip", "netns", "exec", h.netns, "sysctl", "-n", "net.ipv4.tcp_congestion_control",
+        out = run("ip", "netns", "exec", h.netns, "sysctl", "-n", "net.ipv4.tcp_congestion_control",
                    "net.ipv4.tcp_slow_start_after_idle")
         assert out.split() == ["reno", "0"], out
     assert tb4.info()["tcp_sysctls"]["net.ipv4.tcp_congestion_control"] == "reno"

@@ -1,0 +1,148 @@
+"""Checks shared by the backend tests (netns and Mininet): machine snapshots, cleanliness, a controller child.
+
+Every cleanliness check compares against a snapshot taken first (other
+testbeds may be up); namespaces and routes are matched by the testbed's id and
+metric, processes by recorded pid + start time and by namespace inode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from netlab.testbed import ssh_connect
+from netlab.testbed.ledger import netns_inode, pids_in_netns, proc_start_time
+
+REPO = Path(__file__).resolve().parents[2]
+DUMBBELL = REPO / "testbed" / "topologies" / "dumbbell.yaml"
+needs_iperf3 = pytest.mark.skipif(not os.path.exists("/usr/bin/iperf3"), reason="needs iperf3 (apt-get install iperf3)")
+
+
+def run(*argv: str) -> str:
+    return subprocess.run(list(argv), capture_output=True, text=True, check=True).stdout
+
+
+def snapshot() -> dict:
+    return {
+        "netns": {line.split()[0] for line in run("ip", "netns", "list").splitlines() if line.strip()},
+        "links": {line.split(":")[1].strip().split("@")[0] for line in run("ip", "-o", "link").splitlines()},
+        "routes": set(run("ip", "-4", "route", "show", "table", "all").splitlines()),
+    }
+
+
+def _others(tid: str, names) -> set:
+    """What other testbeds (running in parallel, other ids) made meanwhile: not ours to judge."""
+    return {n for n in names if re.match(r"nl[0-9a-f]{4}", n) and not n.startswith(f"nl{tid}")}
+
+
+def assert_clean(before: dict, tid: str, inodes: list[int], pids: list[tuple[int, int]],
+                 root_links: bool = False) -> None:
+    """Nothing of testbed ``tid`` is left. ``root_links``: the backend also made root-namespace links
+    (Mininet), so only ours must be gone and other testbeds' changes meanwhile are tolerated; otherwise
+    the root link list and routing tables must be exactly as before."""
+    after = snapshot()
+    ours = {n for n in after["netns"] if n.startswith(f"nl{tid}-")}
+    assert not ours, f"namespaces left behind: {ours}"
+    if root_links:
+        assert not {n for n in after["links"] if n.startswith(f"nl{tid}")}, "root bridges/veths left behind"
+        changed = (after["links"] ^ before["links"]) - _others(tid, after["links"] ^ before["links"])
+        assert not changed, f"root links changed: {changed}"
+    else:
+        assert after["links"] == before["links"], f"root links changed: {after['links'] ^ before['links']}"
+    metric = f"metric {1000 + int(tid, 16)}"
+    assert not [r for r in after["routes"] if metric in r], "blackhole routes left behind"
+    new = after["routes"] - before["routes"]
+    if root_links:
+        new = {r for r in new if not (r.startswith("blackhole 10.7") and re.search(r"metric \d+", r))}
+    assert new == set(), f"new routes: {new}"
+    # A destroyed namespace's inode number can be reused by a new namespace (other testbeds run in
+    # parallel); a process holding one of *our* namespaces keeps its inode from being reused.
+    reused = {netns_inode(n) for n in after["netns"] if not n.startswith(f"nl{tid}-")}
+    left = {pid: ino for pid, ino in pids_in_netns(inodes).items() if ino not in reused}
+    assert not left, f"processes still in testbed namespaces: {left}"
+    for pid, start in pids:
+        assert proc_start_time(pid) != start, f"recorded process {pid} still alive"
+
+
+def tb_inodes(tb) -> list[int]:
+    return [netns_inode(n) for n in tb.info()["namespaces"]]
+
+
+def wait_until(pred, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = pred()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def connect(tb, host):
+    return ssh_connect(host.ssh_addr, host.ssh_port, host.user, tb.client_key, tb.known_hosts,
+                       sock=tb.open_socket(host))
+
+
+def iperf_mbit(tb, src, dst, duration_s=3) -> float:
+    """TCP goodput src -> dst (iperf3, first second omitted for slow start)."""
+    server = tb.spawn(dst, ["iperf3", "-s", "-1", "-B", dst.data_addr], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL)
+    # Listening? (read the server's own view of its namespace's TCP table: port 5201 = 0x1451, state 0A)
+    wait_until(lambda: ":1451 00000000:0000 0A" in Path(f"/proc/{server.pid}/net/tcp").read_text(), 5.0,
+               "iperf3 to listen")
+    client = tb.spawn(src, ["iperf3", "-c", dst.data_addr, "-t", str(duration_s), "-O", "1", "-J"],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = client.communicate(timeout=duration_s + 15)
+    server.wait(timeout=5)
+    assert client.returncode == 0, err
+    return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
+
+
+# A controller in a child process: brings a testbed up (an SSH connection open, a spawned sleeper),
+# prints what it made, then waits to be killed. argv: backend, topology, "guard" to list the guardian's
+# pid among the recorded processes (it must be gone too) or "no-guard".
+CHILD = textwrap.dedent("""
+    import json, sys, time
+    from netlab.testbed import make_testbed, ssh_connect
+    from netlab.testbed.ledger import netns_inode, Ledger
+    tb = make_testbed(sys.argv[1], sys.argv[2]).up()
+    h = tb.hosts[0]
+    client = ssh_connect(h.ssh_addr, h.ssh_port, h.user, tb.client_key, tb.known_hosts, sock=tb.open_socket(h))
+    p = tb.spawn(tb.hosts[1], ["sleep", "60"])
+    led = Ledger.load(tb.info()["ledger"])
+    procs = [(r["pid"], r["start"]) for r in led.records
+             if r["kind"] == "process" and (sys.argv[3] == "guard" or r.get("role") != "guard")]
+    print(json.dumps({"tid": tb.tid, "inodes": [netns_inode(n) for n in tb.info()["namespaces"]],
+                      "procs": procs, "workdir": str(tb.workdir), "ledger": tb.info()["ledger"],
+                      "guard": [r["pid"] for r in led.records if r.get("role") == "guard"][0]}), flush=True)
+    time.sleep(60)
+""")
+
+
+def start_child(backend: str, topology=DUMBBELL, guard_recorded: bool = True):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, backend, str(topology),
+                             "guard" if guard_recorded else "no-guard"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    line = proc.stdout.readline()
+    if not line:
+        proc.kill()
+        pytest.fail(f"child failed to bring up a testbed: {proc.stderr.read()[-2000:]}")
+    return proc, json.loads(line)
+
+
+def clean_now(before, state, root_links: bool = False) -> str:
+    """'' when clean, else what is still there."""
+    try:
+        assert_clean(before, state["tid"], state["inodes"], [tuple(p) for p in state["procs"]], root_links)
+    except AssertionError as exc:
+        return str(exc)
+    return f"workdir {state['workdir']} still exists" if Path(state["workdir"]).exists() else ""
