@@ -32,8 +32,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..testbed.experiments import racks
-from ..testbed.scenarios import Scenario, ScenarioJob, predict_scenario, run_scenario
+from ..testbed.experiments import racks, uplink_cables
+from ..testbed.scenarios import Scenario, ScenarioJob, predict_scenario, run_scenario, scenario_rates
 
 # A 1514-byte frame (as HTB counts it) carries 1448 payload bytes (TCP/IP with timestamps): 1.046; measured 1.047.
 HEADER_OVERHEAD = 1.047
@@ -45,8 +45,7 @@ def fidelity_scenarios(testbed, grad_bytes: int = 2_000_000, compute_ms: float =
     a, b = racks(testbed)
     J = ScenarioJob  # noqa: N806 - a short constructor name keeps the table readable
     rates = testbed.link_rates().set_index(["src", "dst"]).rate_mbit
-    hosts = {h.name for h in testbed.topology.hosts}
-    uplink = min(float(r) for (s, d), r in rates.items() if s not in hosts and d not in hosts)
+    uplink = min(float(rates[c]) for a, b in uplink_cables(testbed.topology) for c in ((a, b), (b, a)))
     # Shifted pair: compute = one job's all-reduce alone on the uplink, so half a period interleaves them.
     comm_ms = grad_bytes * 8 / (uplink * 1e6) * HEADER_OVERHEAD * 1000.0
     out = [
@@ -78,9 +77,7 @@ def link_bound(testbed, sc: Scenario, wire_overhead: float) -> pd.Series:
     per_link: dict[tuple[str, str], float] = {}
     routes = {}
     topo = testbed.topology
-    rates = testbed.link_rates().set_index(["src", "dst"]).rate_mbit.to_dict()
-    for (x, y), mbit in sc.rates_mbit.items():
-        rates[(x, y)] = rates[(y, x)] = mbit
+    rates = scenario_rates(testbed, sc)
     index = topo.host_index
     for j in sc.jobs:
         n = len(j.hosts)

@@ -36,6 +36,7 @@ from ..sim.state import JobState
 from ..workload.job import Job, isolated_iter_s
 from ..workload.zoo import JobModel, ModelZoo
 from .dataset import COLUMNS, check_frame, load_dataset, save_dataset
+from ..testbed.experiments import rack_hosts, uplink_cables
 from .features import Background, feature_rows
 
 
@@ -52,18 +53,6 @@ class JobKind:
 KINDS = (JobKind(500_000, 20.0), JobKind(1_000_000, 60.0), JobKind(2_000_000, 100.0), JobKind(2_000_000, 250.0),
          JobKind(4_000_000, 150.0))
 UPLINK_MBIT = (50.0, 100.0, 200.0)
-
-
-def _rack_hosts(topo) -> list[list[str]]:
-    by: dict[int, list[str]] = {}
-    for i, h in enumerate(topo.hosts):
-        by.setdefault(int(topo.host_rack[i]), []).append(h.name)
-    return [v for _, v in sorted(by.items())]
-
-
-def _uplinks(topo) -> list[tuple[str, str]]:
-    hosts = set(topo.host_index)
-    return [(a, b) for a, b, _, _ in topo.cables if a not in hosts and b not in hosts]
 
 
 def _model_zoo(kinds, rate_scale: float) -> ModelZoo:
@@ -110,7 +99,7 @@ def measure_isolated(ctl, kinds=KINDS, iterations: int = 8) -> dict[str, float]:
     """Each kind alone on two hosts of one rack: its measured isolated iteration time (s)."""
     from ..testbed.scenarios import Scenario, ScenarioJob, run_scenario
 
-    rack = _rack_hosts(ctl.testbed.topology)[0]
+    rack = rack_hosts(ctl.testbed.topology)[0]
     out = {}
     for k in kinds:
         sc = Scenario(f"iso-{k.name}", (ScenarioJob(1, (rack[0], rack[1]), k.grad_bytes, k.compute_ms, iterations),))
@@ -124,9 +113,9 @@ def _experiment(ctl, rng: np.random.Generator, e: int, kinds, iso: dict, zoo: Mo
 
     tb = ctl.testbed
     topo0 = tb.topology
-    racks = _rack_hosts(topo0)
+    racks = rack_hosts(topo0)
     uplink = float(rng.choice(UPLINK_MBIT))
-    rates = {u: uplink for u in _uplinks(topo0)}
+    rates = {u: uplink for u in uplink_cables(topo0)}
     free = {r: list(rng.permutation(h)) for r, h in enumerate(racks)}
     jobs = []
     for j in range(int(rng.integers(1, max_jobs + 1))):
@@ -168,15 +157,10 @@ def _experiment(ctl, rng: np.random.Generator, e: int, kinds, iso: dict, zoo: Mo
 def experiment_features(topo0, rate_scale: float, jobs, rates_mbit: dict, zoo: ModelZoo):
     """(feature row, path as (src, dst) pairs) per job of one experiment, each job seeing the others as
     background; ``jobs`` is (job_id, hosts, kind name) with one rank per host, ``rates_mbit`` the
-    experiment's link rates that differ from the testbed's defaults."""
-    from ..testbed.scenarios import _with_cap
+    experiment's link rates per cable where they differ from the testbed's defaults."""
+    from ..testbed.scenarios import both_ways, topology_at
 
-    cap = topo0.link_capacity_gbps.copy()
-    for i, (s, d) in enumerate(zip(topo0.link_src, topo0.link_dst)):
-        mbit = rates_mbit.get((s, d), rates_mbit.get((d, s)))
-        if mbit is not None:
-            cap[i] = mbit / 1000.0 / rate_scale
-    topo = _with_cap(topo0, cap)
+    topo = topology_at(topo0, rate_scale, both_ways(rates_mbit))
     index = topo.host_index
     states, places, demands = [], [], []
     for job_id, hosts, kind in jobs:
@@ -212,7 +196,7 @@ def refeaturize(df: pd.DataFrame, topology, rate_scale: float = 0.002, kinds=KIN
     zoo = _model_zoo(kinds, rate_scale)
     out = []
     for _, exp in df.groupby("experiment_id", sort=False):
-        rates = {u: float(exp.uplink_mbit.iloc[0]) for u in _uplinks(topo0)}
+        rates = {u: float(exp.uplink_mbit.iloc[0]) for u in uplink_cables(topo0)}
         jobs = [(r.job_id, tuple(r.hosts.split(",")), r.model) for r in exp.itertuples()]
         feats = experiment_features(topo0, rate_scale, jobs, rates, zoo)
         exp = exp.copy()
@@ -231,7 +215,7 @@ def testbed_dataset(ctl, n_experiments: int = 20, seed: int = 0, iterations: int
     """
     from tqdm.auto import tqdm
 
-    if len(_rack_hosts(ctl.testbed.topology)) < 2:
+    if len(rack_hosts(ctl.testbed.topology)) < 2:
         raise ValueError("the testbed dataset needs a topology with two or more racks")
     zoo = _model_zoo(kinds, ctl.testbed.rate_scale)
     done = load_dataset(out) if out is not None and Path(out).exists() else pd.DataFrame(columns=list(COLUMNS))

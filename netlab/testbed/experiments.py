@@ -19,13 +19,23 @@ from .controller import Controller
 from .scenarios import Scenario, ScenarioJob, ring_busbw_mbit, run_scenario
 
 
-def racks(testbed) -> list[list[str]]:
-    """Host names per rack, in topology order; needs two racks."""
-    topo = testbed.topology
+def rack_hosts(topo) -> list[list[str]]:
+    """Host names per rack, in topology order."""
     by_rack: dict[int, list[str]] = {}
     for i, h in enumerate(topo.hosts):
         by_rack.setdefault(int(topo.host_rack[i]), []).append(h.name)
-    out = [v for _, v in sorted(by_rack.items())]
+    return [v for _, v in sorted(by_rack.items())]
+
+
+def uplink_cables(topo) -> list[tuple[str, str]]:
+    """Cables between switches (the links racks share)."""
+    return [(a, b) for a, b, _, _ in topo.cables if a not in topo.host_index and b not in topo.host_index]
+
+
+def racks(testbed) -> list[list[str]]:
+    """Host names per rack, in topology order; needs two racks of two or more hosts."""
+    topo = testbed.topology
+    out = rack_hosts(topo)
     if len(out) < 2 or min(len(v) for v in out) < 2:
         raise ValueError(f"these experiments need two racks of two or more hosts; {topo.name} has "
                          f"{[len(v) for v in out]}")
@@ -37,8 +47,7 @@ def _all_links(testbed, rate_mbit: float) -> dict:
 
 
 def _uplinks(testbed, rate_mbit: float) -> dict:
-    hosts = {h.name for h in testbed.topology.hosts}
-    return {(a, b): rate_mbit for a, b, _, _ in testbed.topology.cables if a not in hosts and b not in hosts}
+    return {c: rate_mbit for c in uplink_cables(testbed.topology)}
 
 
 def busbw(ctl: Controller, rates_mbit=(100, 500), ranks=(2, 4), grad_bytes: int = 8_000_000,

@@ -15,7 +15,6 @@ import copy
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from .controller import Controller, TrainSpec
@@ -40,9 +39,8 @@ class Scenario:
 
 
 def _set_rates(testbed, rates: dict) -> None:
-    for (a, b), mbit in rates.items():
+    for (a, b), mbit in both_ways(rates).items():
         testbed.set_link_rate(a, b, mbit)
-        testbed.set_link_rate(b, a, mbit)
 
 
 def run_scenario(ctl: Controller, sc: Scenario, start_delay_s: float = 6.0, timeout_s: float = 300.0) -> pd.DataFrame:
@@ -106,14 +104,7 @@ def predict_scenario(testbed, sc: Scenario, network: str = "fair", wire_overhead
     from ..network.model import NETWORKS
     from ..workload.zoo import JobModel
 
-    topo = testbed.topology
-    cap = topo.link_capacity_gbps.copy()
-    rates = testbed.link_rates().set_index(["src", "dst"]).rate_mbit.to_dict()
-    for (a, b), mbit in sc.rates_mbit.items():
-        rates[(a, b)] = rates[(b, a)] = mbit
-    for i, (s, d) in enumerate(zip(topo.link_src, topo.link_dst)):
-        cap[i] = rates[(s, d)] / 1000.0 / testbed.rate_scale
-    topo = _with_cap(topo, cap)
+    topo = topology_at(testbed.topology, testbed.rate_scale, scenario_rates(testbed, sc))
     index = {h.name: i for i, h in enumerate(topo.hosts)}
     demands = []
     for j in sc.jobs:
@@ -139,8 +130,23 @@ def predict_scenario(testbed, sc: Scenario, network: str = "fair", wire_overhead
     return pd.DataFrame(rows)
 
 
-def _with_cap(topo, cap: np.ndarray):
-    """A shallow copy with other link capacities (routes are the same cables)."""
+def both_ways(rates_mbit: dict) -> dict:
+    """Rates given per cable ``(a, b)`` for both directed links."""
+    return {**rates_mbit, **{(b, a): r for (a, b), r in rates_mbit.items()}}
+
+
+def scenario_rates(testbed, sc: Scenario) -> dict:
+    """Every directed link's rate (Mbit/s) while ``sc`` runs: the testbed's shaped rates, the scenario's on top."""
+    return {**testbed.link_rates().set_index(["src", "dst"]).rate_mbit.to_dict(), **both_ways(sc.rates_mbit)}
+
+
+def topology_at(topo, rate_scale: float, rates_mbit: dict):
+    """A shallow copy of ``topo`` whose links run at testbed rates ``rates_mbit`` (directed; others keep
+    theirs), in simulator units: Mbit/s / 1000 / ``rate_scale``. Routes are the same cables."""
+    cap = topo.link_capacity_gbps.copy()
+    for i, link in enumerate(zip(topo.link_src, topo.link_dst)):
+        if link in rates_mbit:
+            cap[i] = rates_mbit[link] / 1000.0 / rate_scale
     t = copy.copy(topo)
-    t.link_capacity_gbps = np.asarray(cap, dtype=float)
+    t.link_capacity_gbps = cap
     return t
