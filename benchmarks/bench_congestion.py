@@ -30,12 +30,10 @@ from pathlib import Path
 import numpy as np
 
 from netlab.congestion import grouped_cv, make_model, simulator_dataset
-from netlab.network.demand import build_demand
-from netlab.network.model import NETWORKS
 from netlab.policies import PLACEMENT
 from netlab.policies.placement.predictive import Oracle, Predictive
 from netlab.sim import ClusterView, JobState, SimConfig, Simulator
-from netlab.sim.fixtures import scatter
+from netlab.sim.fixtures import fair_view, scatter
 from netlab.sim.metrics import write_json
 from netlab.topology import load_topology
 from netlab.traces import load_trace
@@ -73,25 +71,15 @@ def busy_view(topo, n_running: int, seed: int = 0) -> ClusterView:
     rng = np.random.default_rng(seed)
     zoo = ModelZoo.default()
     free = topo.host_gpus.copy()
-    running, demands = {}, []
+    running = {}
     for i in range(n_running):
         model = str(rng.choice(zoo.names()))
         g = int(rng.choice([1, 2, 4, 8]))
         js = JobState(Job(1000 + i, 0.0, g, model, 100), isolated_iter_s(zoo[model], "ring", g, topo))
-        p = scatter(free, g, rng, max_per_host=4)
-        if p is None:
-            continue
-        js.placement, js.status = p, "running"
-        js.demand, _ = build_demand(topo, zoo[model], "ring", js.job_id, p.hosts, p.gpus, js.iso_iter_s)
-        running[js.job_id] = js
-        if js.demand is not None:
-            demands.append(js.demand)
-    sol = NETWORKS.create("fair").solve(demands, topo.link_capacity_gbps)
-    for d in demands:
-        running[d.job_id].comm_s = sol.comm_s[d.job_id]
-    load = np.zeros(topo.n_links)
-    load[sol.links] = sol.load_gbps
-    return ClusterView(topo, free, running, 0.0, load)
+        js.placement = scatter(free, g, rng, max_per_host=4)
+        if js.placement is not None:
+            running[js.job_id] = js
+    return fair_view(topo, running, free, zoo)
 
 
 def scoring_bench(models: dict, repeats: int = 300) -> dict:

@@ -10,7 +10,7 @@ from netlab.network.demand import build_demand
 from netlab.network.model import NETWORKS
 from netlab.policies.base import PLACEMENT
 from netlab.sim import ClusterView, JobState, simulate
-from netlab.sim.fixtures import scatter
+from netlab.sim.fixtures import fair_view, scatter
 from netlab.topology import load_topology
 from netlab.workload.job import Job, isolated_iter_s
 from netlab.workload.zoo import ModelZoo
@@ -38,24 +38,14 @@ def busy_view(topo, seed):
     """A fragmented cluster: scattered running jobs with their exact fair-share rates and loads."""
     rng = np.random.default_rng(seed)
     free = topo.host_gpus.copy()
-    running, demands = {}, []
+    running = {}
     for i in range(int(rng.integers(3, 7))):
         model = str(rng.choice(["vgg16", "bert-base", "resnet50", "gpt2"]))
         js = js_for(topo, 100 + i, int(rng.choice([2, 3, 4])), model)
-        p = scatter(free, js.gpus, rng, max_per_host=2)
-        if p is None:
-            continue
-        d, intra = build_demand(topo, ZOO[model], "ring", js.job_id, p.hosts, p.gpus, js.iso_iter_s)
-        js.placement, js.status, js.demand = p, "running", d
-        running[js.job_id] = js
-        if d is not None:
-            demands.append(d)
-    sol = NETWORKS.create("fair").solve(demands, topo.link_capacity_gbps)
-    for d in demands:
-        running[d.job_id].comm_s = sol.comm_s[d.job_id]
-    load = np.zeros(topo.n_links)
-    load[sol.links] = sol.load_gbps
-    return ClusterView(topo, free, running, 0.0, load)
+        js.placement = scatter(free, js.gpus, rng, max_per_host=2)
+        if js.placement is not None:
+            running[js.job_id] = js
+    return fair_view(topo, running, free, ZOO)
 
 
 def exact_slowdown(view, job, p):
