@@ -34,9 +34,10 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 from ..registry import Registry
-from .maxmin import max_min
+from .maxmin import _filling, max_min
 
 NETWORKS: Registry["NetworkModel"] = Registry("network model")
 
@@ -82,13 +83,47 @@ class NetSolution:
 
 
 def _incidence(demands: list[CommDemand]):
-    """Stack the demands into local (job, link, weight) arrays over the links they use."""
-    sizes = [len(d.links) for d in demands]
+    """Stack the demands into local (job, link, weight) arrays over the links they use (``links``, sorted)."""
+    sizes = np.fromiter((len(d.links) for d in demands), dtype=np.int64, count=len(demands))
     job = np.repeat(np.arange(len(demands)), sizes)
     all_links = np.concatenate([d.links for d in demands]) if demands else np.zeros(0, dtype=np.int64)
     weight = np.concatenate([d.weights for d in demands]) if demands else np.zeros(0)
-    links, local = np.unique(all_links, return_inverse=True)
+    links, local = _localise(all_links.astype(np.int64, copy=False))
     return job, local, weight, links
+
+
+@njit(cache=True)
+def _localise(all_links):  # pragma: no cover  (compiled; np.unique(return_inverse=True) without its overhead)
+    order = np.argsort(all_links, kind="mergesort")
+    local = np.empty(all_links.shape[0], dtype=np.int64)
+    links = np.empty(all_links.shape[0], dtype=np.int64)
+    n = -1
+    for i in order:
+        if n < 0 or links[n] != all_links[i]:
+            n += 1
+            links[n] = all_links[i]
+        local[i] = n
+    return links[:n + 1].copy(), local
+
+
+@njit(cache=True)
+def _fair(capacity, job, link, weight, caps, flow_bytes, compute, intra, overlap, iso):  # pragma: no cover
+    """Max-min rates, then per job iteration/communication times and per link loads (see FairShareNetwork)."""
+    n_jobs = flow_bytes.shape[0]
+    rate, bottleneck, rate_load = _filling(capacity, job, link, weight, n_jobs, caps)
+    it, comm, duty = np.empty(n_jobs), np.empty(n_jobs), np.empty(n_jobs)
+    for j in range(n_jobs):
+        net = flow_bytes[j] * 8 / (rate[j] * GBIT)
+        comm[j] = net + intra[j]
+        it[j] = compute[j] + comm[j] - overlap[j] * min(compute[j], comm[j])
+        duty[j] = net / it[j]
+    load, overload = np.zeros(capacity.shape[0]), np.zeros(capacity.shape[0])
+    for e in range(job.shape[0]):
+        j = job[e]
+        load[link[e]] += weight[e] * rate[j] * duty[j]
+        if bottleneck[e]:
+            overload[link[e]] += weight[e] * max(iso[j] - rate[j], 0.0) * duty[j]
+    return rate, it, comm, rate_load, load, overload
 
 
 class NetworkModel:
@@ -122,19 +157,13 @@ class FairShareNetwork(NetworkModel):
         job, link, weight, links = _incidence(demands)
         flow_bytes, compute, intra, overlap, caps, iso = np.array(
             [(d.flow_bytes, d.compute_s, d.serial_intra_s, d.overlap, d.rate_cap_gbps, d.iso_rate_gbps)
-             for d in demands]).T
-        res = max_min(capacity_gbps[links], job, link, weight, len(demands), caps)
-        net = flow_bytes * 8 / (res.rate * GBIT)
-        comm = net + intra
-        it = compute + comm - overlap * np.minimum(compute, comm)
-        duty = net / it
+             for d in demands]).T.copy()
+        rate, it, comm, rate_load, load, overload = _fair(
+            np.ascontiguousarray(capacity_gbps[links], dtype=np.float64), job, link, weight.astype(np.float64),
+            caps, flow_bytes, compute, intra, overlap, iso)
         ids = [d.job_id for d in demands]
-        rate_load = np.bincount(link, weights=weight * res.rate[job], minlength=len(links))
-        load = np.bincount(link, weights=weight * res.rate[job] * duty[job], minlength=len(links))
-        lost = np.where(res.bottleneck, weight * np.maximum(iso[job] - res.rate[job], 0.0) * duty[job], 0.0)
-        overload = np.bincount(link, weights=lost, minlength=len(links))
         return NetSolution(dict(zip(ids, it.tolist())), dict(zip(ids, comm.tolist())), links, load, overload,
-                           dict(zip(ids, res.rate.tolist())), rate_load)
+                           dict(zip(ids, rate.tolist())), rate_load)
 
 
 @NETWORKS.register("phase")

@@ -14,6 +14,14 @@ Three rules keep that cheap and exact:
 * Loads seen by policies are copied on write, so a view handed out earlier
   never changes under a policy's feet.
 
+Why slots: under the fair model a re-solve happens every time a multi-host
+job starts or stops on a saturated link (~60,000 times on the full Philly
+trace, ~50 jobs each). Running jobs therefore live as rows ("slots") of
+arrays (their links, weights and parameters), so finding the component,
+solving it and spotting whose time moved are three compiled or vectorised
+calls; Python touches only the jobs whose iteration time changed. Other
+network models get every running demand and re-solve them all.
+
 Per-link history is kept as segments (start, end, links, load, overload)
 between changes, which :mod:`netlab.sim.metrics` turns into ``links.parquet``.
 """
@@ -21,10 +29,9 @@ between changes, which :mod:`netlab.sim.metrics` turns into ``links.parquet``.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from ..network.model import CommDemand, NetworkModel
-
-SMALL = 64  # below this many running network jobs, re-solving everything beats finding the component
+from ..network.model import CommDemand, NetworkModel, _fair
 
 
 class Fabric:
@@ -33,16 +40,17 @@ class Fabric:
         self.model = model
         self.record_links = record_links
         n = topology.n_links
+        self.capacity = np.ascontiguousarray(topology.link_capacity_gbps, dtype=np.float64)
         self.demands: dict[int, CommDemand] = {}
-        self.link_jobs: dict[int, set[int]] = {}  # link -> network jobs on it
+        self.link_count = np.zeros(n, dtype=np.int64)  # network jobs on each link
         self.load_gbps = np.zeros(n)  # time-averaged load (what policies read)
         self.overload_gbps = np.zeros(n)  # time-averaged demand above capacity (ECN proxy)
         self.rate_gbps = np.zeros(n)  # fair model: instantaneous sum of flow rates
-        self.job_rate_gbps: dict[int, float] = {}
         self.dirty = False
-        self._shortcut = model.name == "fair"
-        self._touched: set[int] = set()  # links whose jobs changed since the last solve
+        self._fair = model.name == "fair"
+        self._touched = np.zeros(n, dtype=bool)  # links whose jobs changed since the last solve
         self._new: set[int] = set()  # jobs waiting for their first rate
+        self._slots = _Slots()
         self.segments: list = []
         self._seg = None
 
@@ -50,12 +58,14 @@ class Fabric:
     def join(self, job_id: int, demand: CommDemand, now: float) -> float | None:
         """Add a job's flows; its per-flow rate if known at once, else None (wait for :meth:`solve`)."""
         self.demands[job_id] = demand
-        for link in demand.links.tolist():
-            self.link_jobs.setdefault(link, set()).add(job_id)
-        if self._shortcut and self._joins_unsaturated(demand):
-            self._apply(job_id, demand, demand.iso_rate_gbps, +1, now)
-            return demand.iso_rate_gbps
-        self._touched.update(demand.links.tolist())
+        self.link_count[demand.links] += 1
+        slot = self._slots.add(job_id, demand)
+        if self._fair and self._joins_unsaturated(demand):
+            rate = demand.iso_rate_gbps
+            self._slots.rate[slot], self._slots.iter_s[slot] = rate, demand.iter_s(rate)
+            self._apply(demand, rate, +1, now)
+            return rate
+        self._touched[demand.links] = True
         self._new.add(job_id)
         self.dirty = True
         return None
@@ -65,98 +75,85 @@ class Fabric:
         demand = self.demands.pop(job_id, None)
         if demand is None:
             return False
-        alone = self._shortcut and job_id in self.job_rate_gbps and self._leaves_unsaturated(demand)
-        for link in demand.links.tolist():
-            self.link_jobs[link].discard(job_id)
+        rate = self._slots.remove(job_id)
+        alone = self._fair and job_id not in self._new and self._leaves_unsaturated(demand)
+        self.link_count[demand.links] -= 1
         if alone:
-            self._apply(job_id, demand, self.job_rate_gbps[job_id], -1, now)
+            self._apply(demand, rate, -1, now)
         else:
-            self._touched.update(demand.links.tolist())
+            self._touched[demand.links] = True
             self.dirty = True
-        self.job_rate_gbps.pop(job_id, None)
         self._new.discard(job_id)
         return True
 
     def rephase(self, job_id: int, phase: float) -> None:
         self.demands[job_id].phase = phase
-        self._touched.update(self.demands[job_id].links.tolist())
+        self._touched[self.demands[job_id].links] = True
         self.dirty = True
 
     # ------------------------------------------------------------ shortcuts
     def _joins_unsaturated(self, d: CommDemand) -> bool:
-        cap = self.topology.link_capacity_gbps[d.links]
+        cap = self.capacity[d.links]
         before = self.rate_gbps[d.links]
         after = before + d.weights * d.iso_rate_gbps
         tight = after > cap * (1 - 1e-9)
         return bool(np.all(after <= cap * (1 + 1e-9)) and np.all(before[tight] <= 1e-9 * cap[tight]))
 
     def _leaves_unsaturated(self, d: CommDemand) -> bool:
-        cap = self.topology.link_capacity_gbps[d.links]
-        saturated = self.rate_gbps[d.links] >= cap * (1 - 1e-9)
-        return all(len(self.link_jobs[l]) == 1 for l in d.links[saturated].tolist())
+        saturated = self.rate_gbps[d.links] >= self.capacity[d.links] * (1 - 1e-9)
+        return bool(np.all(self.link_count[d.links[saturated]] == 1))
 
-    def _apply(self, job_id: int, d: CommDemand, rate: float, sign: int, now: float) -> None:
-        if sign > 0:
-            self.job_rate_gbps[job_id] = rate
+    def _apply(self, d: CommDemand, rate: float, sign: int, now: float) -> None:
         duty = d.net_s(rate) / d.iter_s(rate)
         self.load_gbps = self.load_gbps.copy()
         self.rate_gbps[d.links] += sign * d.weights * rate
         self.load_gbps[d.links] += sign * d.weights * rate * duty
-        empty = [l for l in d.links.tolist() if not self.link_jobs[l]]
+        empty = d.links[self.link_count[d.links] == 0]
         self.rate_gbps[empty] = self.load_gbps[empty] = self.overload_gbps[empty] = 0.0
         self._record(now)
 
     # ---------------------------------------------------------------- solve
-    def _component(self) -> list[int]:
-        """Jobs connected, through shared links, to the links touched since the last solve."""
-        links = set(self._touched)
-        jobs: set[int] = set()
-        frontier = list(links)
-        while frontier:
-            found = set()
-            for link in frontier:
-                found |= self.link_jobs.get(link, set())
-            found -= jobs
-            jobs |= found
-            frontier = []
-            for jid in found:
-                for link in self.demands[jid].links.tolist():
-                    if link not in links:
-                        links.add(link)
-                        frontier.append(link)
-        self._touched = links
-        return sorted(jobs)
-
     def solve(self, now: float, current_iter_s) -> list[tuple[int, float, float]]:
         """Re-solve what changed; (job, iteration s, communication s) for every job whose time moved.
 
-        ``current_iter_s(job_id)`` gives a job's iteration time before the solve.
+        ``current_iter_s(job_id)`` gives a job's iteration time before the solve
+        (the fair path keeps its own copy in the slots).
         """
         self.dirty = False
-        if not self._shortcut or len(self.demands) <= SMALL:
-            ids = list(self.demands)
-            self._touched |= {l for l, jobs in self.link_jobs.items() if jobs}
-        else:
-            ids = self._component()
-        sol = self.model.solve([self.demands[j] for j in ids], self.topology.link_capacity_gbps)
+        updates = self._solve_fair() if self._fair else self._solve_all(current_iter_s)
+        self._new.clear()
+        self._touched[:] = False
+        self._record(now)
+        return updates
+
+    def _solve_fair(self) -> list[tuple[int, float, float]]:
+        s = self._slots
+        rows, links, job, link, weight = _component(self._touched, s.links, s.weights, s.n_links, s.active)
+        p = s.params[rows]
+        rate, it, comm, rate_load, load, overload = _fair(self.capacity[links], job, link, weight, p[:, 4],
+                                                          p[:, 0], p[:, 1], p[:, 2], p[:, 3], p[:, 5])
+        self.load_gbps = self.load_gbps.copy()
+        for arr, values in ((self.load_gbps, load), (self.overload_gbps, overload), (self.rate_gbps, rate_load)):
+            arr[self._touched] = 0.0  # links a leaving job emptied stay at 0
+            arr[links] = values
+        old = s.iter_s[rows]
+        moved = ~(np.abs(it - old) <= 1e-12 * np.maximum(it, 1.0))  # NaN (a new job) counts as moved
+        s.iter_s[rows], s.rate[rows] = it, rate
+        return list(zip(s.job[rows[moved]].tolist(), it[moved].tolist(), comm[moved].tolist()))
+
+    def _solve_all(self, current_iter_s) -> list[tuple[int, float, float]]:
+        ids = list(self.demands)
+        sol = self.model.solve([self.demands[j] for j in ids], self.capacity)
         updates = []
         for jid in ids:
             it = sol.iter_s[jid]
             if jid in self._new or abs(it - current_iter_s(jid)) > 1e-12 * max(it, 1.0):
                 updates.append((jid, it, sol.comm_s[jid]))
-        self._new.clear()
-        touched = np.fromiter(self._touched, dtype=np.int64, count=len(self._touched))
-        self._touched = set()
+        self._touched |= self.link_count > 0
         self.load_gbps = self.load_gbps.copy()
-        for arr in (self.load_gbps, self.overload_gbps):
-            arr[touched] = 0.0
+        self.load_gbps[self._touched] = self.overload_gbps[self._touched] = 0.0
         self.load_gbps[sol.links] = sol.load_gbps
         self.overload_gbps[sol.links] = sol.overload_gbps
-        if sol.rate_load_gbps is not None:
-            self.rate_gbps[touched] = 0.0
-            self.rate_gbps[sol.links] = sol.rate_load_gbps
-            self.job_rate_gbps.update(sol.rate_gbps)
-        self._record(now)
         return updates
 
     # -------------------------------------------------------------- history
@@ -172,3 +169,113 @@ class Fabric:
             self.segments.append((self._seg[0], now, *self._seg[1:]))
         if self._seg is not None:
             self._seg = (now, *self._seg[1:])
+
+
+class _Slots:
+    """Running network jobs as rows of growable arrays (a freed row is reused).
+
+    ``params`` columns: flow bytes, compute s, serial intra s, overlap, rate
+    cap, isolated rate (``_fair``'s per-job inputs); ``iter_s`` and ``rate``
+    hold each job's last solved iteration time and per-flow rate (NaN until
+    its first solve).
+    """
+
+    def __init__(self, rows: int = 64, width: int = 8):
+        self.row: dict[int, int] = {}
+        self.free: list[int] = []
+        self.used = 0
+        self.job = np.full(rows, -1, dtype=np.int64)
+        self.active = np.zeros(rows, dtype=bool)
+        self.n_links = np.zeros(rows, dtype=np.int64)
+        self.links = np.zeros((rows, width), dtype=np.int64)
+        self.weights = np.zeros((rows, width))
+        self.params = np.zeros((rows, 6))
+        self.iter_s = np.full(rows, np.nan)
+        self.rate = np.full(rows, np.nan)
+
+    def add(self, job_id: int, d: CommDemand) -> int:
+        if self.free:
+            r = self.free.pop()
+        else:
+            if self.used == len(self.job):
+                self._grow_rows()
+            r, self.used = self.used, self.used + 1
+        k = len(d.links)
+        if k > self.links.shape[1]:
+            self._grow_width(k)
+        self.row[job_id] = r
+        self.job[r], self.active[r], self.n_links[r] = job_id, True, k
+        self.links[r, :k], self.weights[r, :k] = d.links, d.weights
+        self.params[r] = (d.flow_bytes, d.compute_s, d.serial_intra_s, d.overlap, d.rate_cap_gbps, d.iso_rate_gbps)
+        self.iter_s[r] = self.rate[r] = np.nan
+        return r
+
+    def remove(self, job_id: int) -> float:
+        """Free the job's row; its last per-flow rate."""
+        r = self.row.pop(job_id)
+        self.active[r], self.job[r] = False, -1
+        self.free.append(r)
+        return float(self.rate[r])
+
+    def _grow_rows(self) -> None:
+        n = len(self.job)
+        for name, fill in (("job", -1), ("active", False), ("n_links", 0), ("links", 0), ("weights", 0.0),
+                           ("params", 0.0), ("iter_s", np.nan), ("rate", np.nan)):
+            a = getattr(self, name)
+            grown = np.full((2 * n, *a.shape[1:]), fill, dtype=a.dtype)
+            grown[:n] = a
+            setattr(self, name, grown)
+
+    def _grow_width(self, k: int) -> None:
+        w = max(k, 2 * self.links.shape[1])
+        for name in ("links", "weights"):
+            a = getattr(self, name)
+            grown = np.zeros((a.shape[0], w), dtype=a.dtype)
+            grown[:, :a.shape[1]] = a
+            setattr(self, name, grown)
+
+
+@njit(cache=True)
+def _component(touched, links, weights, n_links, active):  # pragma: no cover  (compiled; tested via the simulator)
+    """The rows connected to the ``touched`` links through shared links: (rows, their links, entries).
+
+    Entries are (index into rows, index into their links, weight), ready for
+    :func:`~netlab.network.model._fair` on ``capacity[links]``. ``touched`` is
+    widened in place to every link of the component. Each sweep adds the rows
+    that reach a touched link and touches their links, until a sweep adds
+    nothing (a few sweeps: the component's diameter).
+    """
+    n_rows = active.shape[0]
+    member = np.zeros(n_rows, dtype=np.bool_)
+    grew = True
+    while grew:
+        grew = False
+        for r in range(n_rows):
+            if not active[r] or member[r]:
+                continue
+            for k in range(n_links[r]):
+                if touched[links[r, k]]:
+                    member[r] = True
+                    break
+            if member[r]:
+                grew = True
+                for k in range(n_links[r]):
+                    touched[links[r, k]] = True
+    rows = np.flatnonzero(member)
+    local = np.full(touched.shape[0], -1, dtype=np.int64)
+    comp_links = np.empty(touched.shape[0], dtype=np.int64)
+    n_comp, nnz = 0, 0
+    for r in rows:
+        nnz += n_links[r]
+    job, link, weight = np.empty(nnz, np.int64), np.empty(nnz, np.int64), np.empty(nnz)
+    e = 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for k in range(n_links[r]):
+            g = links[r, k]
+            if local[g] < 0:
+                local[g], comp_links[n_comp] = n_comp, g
+                n_comp += 1
+            job[e], link[e], weight[e] = i, local[g], weights[r, k]
+            e += 1
+    return rows, comp_links[:n_comp].copy(), job, link, weight
