@@ -6,7 +6,8 @@ policy object written against it places jobs in both.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Mapping
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -112,10 +113,12 @@ class ClusterView:
     def with_freed(self, jobs: Iterable[JobState]) -> "ClusterView":
         """The view as it would be if ``jobs`` released their GPUs (for preemption decisions)."""
         free = self.free_gpus.copy()
-        running = dict(self.running)
+        jobs = list(jobs)
         for js in jobs:
             free[list(js.placement.hosts)] += js.placement.gpus
-            running.pop(js.job_id, None)
+        # The running table without them is built only if a policy reads it (most placements read free GPUs).
+        base, gone = self.running, {js.job_id for js in jobs}
+        running = _LazyRunning(lambda: {j: s for j, s in base.items() if j not in gone})
         return ClusterView(self.topology, free, running, self.now, self._link_load, self._waiting, self.zoo,
                            self.network)
 
@@ -131,3 +134,24 @@ class ClusterView:
         zoo = self.zoo or ModelZoo.default()
         return build_demand(self.topology, zoo[job.job.model], job.job.pattern, job.job_id, placement.hosts,
                             placement.gpus, job.iso_iter_s, phase)[0]
+
+
+class _LazyRunning(Mapping):
+    """A read-only running-jobs table built on first use (``ClusterView.with_freed``)."""
+
+    def __init__(self, build: Callable[[], dict]):
+        self._build, self._table = build, None
+
+    def _get(self) -> dict:
+        if self._table is None:
+            self._table = self._build()
+        return self._table
+
+    def __getitem__(self, job_id):
+        return self._get()[job_id]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())

@@ -117,6 +117,7 @@ class Topology:
             [sum(self.link_capacity_gbps[self.link_id[(h.name, n)]] for n in graph.neighbors(h.name)) for h in self.hosts]
         )
         self._paths = lru_cache(maxsize=None)(self._switch_paths)
+        self._split_links: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # flow_links memo
         self._single_home = {h.name: next(iter(graph.neighbors(h.name))) for h in self.hosts
                              if graph.degree(h.name) == 1}
 
@@ -172,7 +173,14 @@ class Topology:
         return tuple((up, *p, down) for p in self._paths(sa, sb))
 
     def flow_links(self, src_host: int, dst_host: int, key: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """Links one flow loads and the fraction of the flow on each (see ``ecmp``)."""
+        """Links one flow loads and the fraction of the flow on each (see ``ecmp``).
+
+        Split-ECMP answers depend only on the host pair and are memoised (every
+        multi-host start asks); treat the returned arrays as read-only.
+        """
+        memo = self._split_links.get((src_host, dst_host))
+        if memo is not None:
+            return memo
         paths = self.paths(src_host, dst_host)
         if self.ecmp == "hash" or len(paths) == 1:
             h = zlib.crc32(f"{src_host}|{dst_host}|{key}".encode()) if len(paths) > 1 else 0
@@ -184,7 +192,9 @@ class Topology:
             for link in p:
                 weight[link] = weight.get(link, 0.0) + share
         links = np.fromiter(weight.keys(), dtype=np.int64, count=len(weight))
-        return links, np.fromiter(weight.values(), dtype=float, count=len(weight))
+        out = self._split_links[(src_host, dst_host)] = (links, np.fromiter(weight.values(), dtype=float,
+                                                                             count=len(weight)))
+        return out
 
     def host_uplink(self, host: int) -> int:
         """Id of the host's first uplink (host -> its switch)."""

@@ -41,12 +41,9 @@ class Consolidated(PlacementPolicy):
     def place(self, job, view):
         free = view.free_gpus
         n = job.gpus
-        fits = np.flatnonzero(free >= n)
-        if len(fits):
-            h = fits[np.argmin(free[fits])]
-            counts = np.zeros_like(free)
-            counts[h] = n
-            return Placement.from_counts(counts)
+        h = int(np.where(free >= n, free, np.inf).argmin())
+        if free[h] >= n:
+            return Placement((h,), (int(n),))
         if free.sum() < n:
             return None
         rack = view.topology.host_rack
