@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -23,7 +24,7 @@ from netlab.testbed.ledger import netns_inode, pids_in_netns, proc_start_time
 
 REPO = Path(__file__).resolve().parents[2]
 DUMBBELL = REPO / "testbed" / "topologies" / "dumbbell.yaml"
-needs_iperf3 = pytest.mark.skipif(not os.path.exists("/usr/bin/iperf3"), reason="needs iperf3 (apt-get install iperf3)")
+needs_iperf3 = pytest.mark.skipif(shutil.which("iperf3") is None, reason="needs iperf3 (apt-get install iperf3)")
 
 
 def run(*argv: str) -> str:
