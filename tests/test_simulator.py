@@ -122,36 +122,33 @@ def test_job_larger_than_cluster_is_rejected():
         simulate(topo, [Job(0, 0.0, 8, "resnet50", 10)], "fifo")
 
 
-class _CheckedSimulator:
-    """Wraps a Simulator so that after every scheduling pass each running network job's iteration time is
-    compared with a from-scratch fair solve of all running demands (no shortcuts, no components, no slots)."""
+def run_checked(topo, jobs, ordering):
+    """Run a simulation that, after every scheduling pass, compares each running network job's iteration time
+    and every link load with a from-scratch fair solve of all running demands (no shortcuts, components, slots)."""
+    from netlab.network.model import NETWORKS
+    from netlab.sim.simulator import SimConfig, Simulator
 
-    @staticmethod
-    def run(topo, jobs, ordering):
-        from netlab.network.model import NETWORKS
-        from netlab.sim.simulator import SimConfig, Simulator
+    sim = Simulator(topo, jobs, ordering, "random", config=SimConfig(network="fair", seed=1))
+    full = NETWORKS.create("fair")
+    checks = []
+    settle = sim._settle
 
-        sim = Simulator(topo, jobs, ordering, "random", config=SimConfig(network="fair", seed=1))
-        full = NETWORKS.create("fair")
-        checks = []
-        settle = sim._settle
+    def checked_settle():
+        settle()
+        demands = [js.demand for js in sim.running.values() if js.demand is not None]
+        if not demands:
+            return
+        sol = full.solve(demands, topo.link_capacity_gbps)
+        for d in demands:
+            got, want = sim.states[d.job_id].iter_s, sol.iter_s[d.job_id]
+            assert got == pytest.approx(want, rel=1e-9), (sim.kernel.now, d.job_id)
+        load = np.zeros(topo.n_links)
+        load[sol.links] = sol.load_gbps
+        np.testing.assert_allclose(sim.fabric.load_gbps, load, rtol=1e-9, atol=1e-9)
+        checks.append(len(demands))
 
-        def checked_settle():
-            settle()
-            demands = [js.demand for js in sim.running.values() if js.demand is not None]
-            if not demands:
-                return
-            sol = full.solve(demands, topo.link_capacity_gbps)
-            for d in demands:
-                got, want = sim.states[d.job_id].iter_s, sol.iter_s[d.job_id]
-                assert got == pytest.approx(want, rel=1e-9), (sim.kernel.now, d.job_id)
-            load = np.zeros(topo.n_links)
-            load[sol.links] = sol.load_gbps
-            np.testing.assert_allclose(sim.fabric.load_gbps, load, rtol=1e-9, atol=1e-9)
-            checks.append(len(demands))
-
-        sim._settle = checked_settle
-        return sim.run(), checks
+    sim._settle = checked_settle
+    return sim.run(), checks
 
 
 @pytest.mark.parametrize("ordering", ["fifo", "tiresias"])
@@ -159,6 +156,6 @@ def test_incremental_fair_network_matches_a_full_resolve(ordering):
     # Scattered placements on a 4:1 spine put many jobs on shared links; Tiresias adds preemptions, so jobs
     # join and leave saturated and unsaturated links: every shortcut and every component re-solve is checked.
     topo = load_topology("leafspine,racks=4,hosts_per_rack=4,gpus_per_host=4,oversub=4,spines=2")
-    res, checks = _CheckedSimulator.run(topo, random_jobs(n=150, seed=7, max_gpus=16), ordering)
+    res, checks = run_checked(topo, random_jobs(n=150, seed=7, max_gpus=16), ordering)
     assert res.summary["finished"] == 150
     assert len(checks) > 100 and max(checks) >= 8  # many passes with several network jobs running at once

@@ -83,27 +83,13 @@ class NetSolution:
 
 
 def _incidence(demands: list[CommDemand]):
-    """Stack the demands into local (job, link, weight) arrays over the links they use (``links``, sorted)."""
-    sizes = np.fromiter((len(d.links) for d in demands), dtype=np.int64, count=len(demands))
+    """Stack the demands into local (job, link, weight) arrays over the links they use."""
+    sizes = [len(d.links) for d in demands]
     job = np.repeat(np.arange(len(demands)), sizes)
     all_links = np.concatenate([d.links for d in demands]) if demands else np.zeros(0, dtype=np.int64)
     weight = np.concatenate([d.weights for d in demands]) if demands else np.zeros(0)
-    links, local = _localise(all_links.astype(np.int64, copy=False))
+    links, local = np.unique(all_links, return_inverse=True)
     return job, local, weight, links
-
-
-@njit(cache=True)
-def _localise(all_links):  # pragma: no cover  (compiled; np.unique(return_inverse=True) without its overhead)
-    order = np.argsort(all_links, kind="mergesort")
-    local = np.empty(all_links.shape[0], dtype=np.int64)
-    links = np.empty(all_links.shape[0], dtype=np.int64)
-    n = -1
-    for i in order:
-        if n < 0 or links[n] != all_links[i]:
-            n += 1
-            links[n] = all_links[i]
-        local[i] = n
-    return links[:n + 1].copy(), local
 
 
 @njit(cache=True)
@@ -115,7 +101,7 @@ def _fair(capacity, job, link, weight, caps, flow_bytes, compute, intra, overlap
     for j in range(n_jobs):
         net = flow_bytes[j] * 8 / (rate[j] * GBIT)
         comm[j] = net + intra[j]
-        it[j] = compute[j] + comm[j] - overlap[j] * min(compute[j], comm[j])
+        it[j] = compute[j] + comm[j] - overlap[j] * min(compute[j], comm[j])  # iteration_time, compiled
         duty[j] = net / it[j]
     load, overload = np.zeros(capacity.shape[0]), np.zeros(capacity.shape[0])
     for e in range(job.shape[0]):

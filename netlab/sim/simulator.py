@@ -452,14 +452,11 @@ class Simulator:
     # -------------------------------------------------------------- network
     def _recompute_network(self, now: float) -> None:
         """Re-solve the fabric and move the completions of jobs whose speed changed."""
-        states, advance, done = self.states, self._advance, self.net_done
-        for jid, iter_s, comm_s in self.fabric.solve(now, lambda j: states[j].iter_s):
-            js = states[jid]
-            advance(js, now)  # progress so far at the old speed
+        for jid, iter_s, comm_s in self.fabric.solve(now, lambda j: self.states[j].iter_s):
+            js = self.states[jid]
+            self._advance(js, now)  # progress so far at the old speed
             js.iter_s, js.comm_s = iter_s, comm_s
-            # As _schedule_completion, inlined: a network re-solve moves ~20 jobs at a time.
-            js.version += 1
-            done[jid] = max(now, js.progress_from_s) + max(js.remaining, 0.0) * iter_s
+            self._schedule_completion(js)
         self._arm_network_completions()
 
     @property
