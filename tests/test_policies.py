@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from netlab.policies.base import ORDERING, PLACEMENT, PREEMPTION, Placement
 from netlab.sim import ClusterView, JobState, Simulator, simulate
@@ -189,6 +191,34 @@ def test_consolidated_fewest_hosts_one_rack(two_racks):
     assert as_dict(pol.place(pending(4), v)) == {0: 4}
     assert as_dict(pol.place(pending(5), v)) == {4: 5}
     assert pol.place(pending(18), v) is None
+
+
+def test_consolidated_across_racks_keeps_the_fewest_hosts():
+    topo = load_topology("leafspine,racks=3,hosts_per_rack=2,gpus_per_host=8,oversub=1,spines=1")
+    pol = PLACEMENT.create("consolidated")
+    # Racks hold 5, 8 and 6 free GPUs; no rack holds 12. The fullest hosts: 5 (host 4) + 4 + 4 (hosts 2
+    # and 3, rack 1), taken in that order until 12 are placed.
+    assert as_dict(pol.place(pending(12), view_of(topo, [3, 2, 4, 4, 5, 1]))) == {4: 5, 2: 4, 3: 3}
+    # Filling racks fullest-first would take hosts 0, 1 (rack 0) and then 4: three hosts where two do.
+    # Among the 1-GPU hosts, 0 and 1 tie (rack 0 and rack 2 both hold 2): the lower index wins.
+    assert as_dict(pol.place(pending(3), view_of(topo, [1, 1, 0, 0, 2, 0]))) == {0: 1, 4: 2}
+
+
+@settings(max_examples=300, deadline=None)
+@given(free=st.lists(st.integers(0, 4), min_size=9, max_size=9), n=st.integers(1, 20))
+def test_consolidated_uses_the_fewest_hosts(free, n):
+    topo = load_topology("leafspine,racks=3,hosts_per_rack=3,gpus_per_host=4,oversub=1,spines=1")
+    p = PLACEMENT.create("consolidated").place(pending(n), view_of(topo, free))
+    if sum(free) < n:
+        assert p is None
+        return
+    got = as_dict(p)
+    assert sum(got.values()) == n and all(0 < g <= free[h] for h, g in got.items())
+    fewest = int(np.searchsorted(np.cumsum(sorted(free, reverse=True)), n)) + 1
+    assert len(got) == fewest
+    if fewest == 1:  # best fit: no host that fits has fewer free GPUs
+        (h,) = got
+        assert free[h] == min(f for f in free if f >= n)
 
 
 def test_first_fit_takes_lowest_hosts(two_racks):
