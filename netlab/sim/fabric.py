@@ -93,15 +93,10 @@ class Fabric:
 
     # ------------------------------------------------------------ shortcuts
     def _joins_unsaturated(self, d: CommDemand) -> bool:
-        cap = self.capacity[d.links]
-        before = self.rate_gbps[d.links]
-        after = before + d.weights * d.iso_rate_gbps
-        tight = after > cap * (1 - 1e-9)
-        return bool(np.all(after <= cap * (1 + 1e-9)) and np.all(before[tight] <= 1e-9 * cap[tight]))
+        return _joins_unsaturated(self.capacity, self.rate_gbps, d.links, d.weights, d.iso_rate_gbps)
 
     def _leaves_unsaturated(self, d: CommDemand) -> bool:
-        saturated = self.rate_gbps[d.links] >= self.capacity[d.links] * (1 - 1e-9)
-        return bool(np.all(self.link_count[d.links[saturated]] == 1))
+        return _leaves_unsaturated(self.capacity, self.rate_gbps, self.link_count, d.links)
 
     def _apply(self, d: CommDemand, rate: float, sign: int, now: float) -> None:
         duty = d.net_s(rate) / d.iter_s(rate)
@@ -128,18 +123,10 @@ class Fabric:
 
     def _solve_fair(self) -> list[tuple[int, float, float]]:
         s = self._slots
-        rows, links, job, link, weight = _component(self._touched, s.links, s.weights, s.n_links, s.active)
-        p = s.params[rows]
-        rate, it, comm, rate_load, load, overload = _fair(self.capacity[links], job, link, weight, p[:, 4],
-                                                          p[:, 0], p[:, 1], p[:, 2], p[:, 3], p[:, 5])
         self.load_gbps = self.load_gbps.copy()
-        for arr, values in ((self.load_gbps, load), (self.overload_gbps, overload), (self.rate_gbps, rate_load)):
-            arr[self._touched] = 0.0  # links a leaving job emptied stay at 0
-            arr[links] = values
-        old = s.iter_s[rows]
-        moved = ~(np.abs(it - old) <= 1e-12 * np.maximum(it, 1.0))  # NaN (a new job) counts as moved
-        s.iter_s[rows], s.rate[rows] = it, rate
-        return list(zip(s.job[rows[moved]].tolist(), it[moved].tolist(), comm[moved].tolist()))
+        rows, it, comm = _resolve(self._touched, s.links, s.weights, s.n_links, s.active, s.params, s.iter_s,
+                                  s.rate, self.capacity, self.load_gbps, self.overload_gbps, self.rate_gbps)
+        return list(zip(s.job[rows].tolist(), it.tolist(), comm.tolist()))
 
     def _solve_all(self, current_iter_s) -> list[tuple[int, float, float]]:
         ids = list(self.demands)
@@ -233,6 +220,54 @@ class _Slots:
             grown = np.zeros((a.shape[0], w), dtype=a.dtype)
             grown[:, :a.shape[1]] = a
             setattr(self, name, grown)
+
+
+@njit(cache=True)
+def _resolve(touched, links, weights, n_links, active, params, iter_s, rate, capacity, load, overload,
+             rate_load):  # pragma: no cover  (compiled; tested via the simulator)
+    """Re-solve the component of the ``touched`` links, in place; (rows, iteration s, comm s) that moved.
+
+    Writes the component's per-link loads (links a leaving job emptied go to
+    0) and each row's new ``iter_s`` and ``rate``. A row whose iteration time
+    moves by more than 1e-12 (relative), or that had none yet (NaN), is reported.
+    """
+    rows, comp_links, job, link, weight = _component(touched, links, weights, n_links, active)
+    p = params[rows]
+    r, it, comm, comp_rate_load, comp_load, comp_overload = _fair(
+        capacity[comp_links], job, link, weight, p[:, 4], p[:, 0], p[:, 1], p[:, 2], p[:, 3], p[:, 5])
+    for g in range(touched.shape[0]):
+        if touched[g]:
+            load[g] = overload[g] = rate_load[g] = 0.0
+    for i in range(comp_links.shape[0]):
+        g = comp_links[i]
+        load[g], overload[g], rate_load[g] = comp_load[i], comp_overload[i], comp_rate_load[i]
+    moved = np.zeros(rows.shape[0], dtype=np.bool_)
+    for i in range(rows.shape[0]):
+        old = iter_s[rows[i]]
+        moved[i] = not (abs(it[i] - old) <= 1e-12 * max(it[i], 1.0))  # NaN (a new job) counts as moved
+        iter_s[rows[i]], rate[rows[i]] = it[i], r[i]
+    return rows[moved], it[moved], comm[moved]
+
+
+@njit(cache=True)
+def _joins_unsaturated(capacity, rate, links, weights, iso_rate):  # pragma: no cover  (compiled)
+    """True if a job at its isolated rate overfills none of its links, and every link it
+    would saturate carries nothing else: nobody's share changes."""
+    for k in range(links.shape[0]):
+        cap, before = capacity[links[k]], rate[links[k]]
+        after = before + weights[k] * iso_rate
+        if after > cap * (1 + 1e-9) or (after > cap * (1 - 1e-9) and before > 1e-9 * cap):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _leaves_unsaturated(capacity, rate, count, links):  # pragma: no cover  (compiled)
+    """True if every saturated link of a leaving job carries it alone: nobody's share changes."""
+    for g in links:
+        if rate[g] >= capacity[g] * (1 - 1e-9) and count[g] != 1:
+            return False
+    return True
 
 
 @njit(cache=True)

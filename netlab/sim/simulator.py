@@ -21,6 +21,7 @@ its GPUs but makes no progress.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import time
@@ -112,7 +113,7 @@ class Simulator:
         self._net_version = 0
         self._net_armed = math.inf
         self._round_due = False
-        self._intra_memo: dict = {}
+        self._demand_memo: dict = {}
         self._done = 0
         self._bar = None
         if self.config.progress is not False and len(self.jobs) > 0:
@@ -199,7 +200,7 @@ class Simulator:
     def view(self, now: float | None = None) -> ClusterView:
         return ClusterView(self.topology, self.free, self.running, self.kernel.now if now is None else now,
                            self.fabric.load_gbps, (self.states[j] for _, j in self.waiting_order()), self.zoo,
-                           self.config.network)
+                           self.config.network, free_total=lambda: self.free_total)
 
     def _refresh_keys(self, now: float) -> None:
         items = [self.states[j] for _, j in self.waiting_order()]
@@ -315,11 +316,7 @@ class Simulator:
         if phase is None:  # by default a job's iterations start when it starts making progress
             phase = (js.progress_from_s / js.iso_iter_s) % 1.0 if js.iso_iter_s > 0 else 0.0
         js.phase = phase
-        if len(p.hosts) == 1:  # no network demand: only the intra-host time, the same for every such start
-            demand, intra_s = None, self._one_host_intra_s(model, js.job.pattern, p.gpus[0], p.hosts[0])
-        else:
-            demand, intra_s = build_demand(self.topology, model, js.job.pattern, js.job_id, p.hosts, p.gpus,
-                                           js.iso_iter_s, phase)
+        demand, intra_s = self._demand(model, js, p.hosts, p.gpus, phase)
         if demand is not None and self.config.network != "ideal":
             js.demand = demand
             rate = self.fabric.join(js.job_id, demand, now)
@@ -346,13 +343,26 @@ class Simulator:
             if jid in self.running:
                 self.set_phase(jid, phase)
 
-    def _one_host_intra_s(self, model, pattern: str, gpus: int, host: int) -> float:
-        """Serial intra-host seconds of a job on one host (``build_demand``'s answer, memoised: most starts)."""
-        key = (model.name, pattern, gpus, self.topology.host_intra_gbps[host])
-        t = self._intra_memo.get(key)
-        if t is None:
-            t = self._intra_memo[key] = build_demand(self.topology, model, pattern, 0, (host,), (gpus,))[1]
-        return t
+    def _demand(self, model, js: JobState, hosts: tuple, gpus: tuple, phase: float):
+        """``build_demand`` for a start, memoised on (model, pattern, placement).
+
+        Most starts repeat a placement seen before, and the demand depends only
+        on it, except for the hashed paths of ``ecmp="hash"`` (keyed by job id),
+        which are never memoised. A memoised demand is copied: ``phase`` is per job.
+        """
+        key = (model.name, js.job.pattern, hosts, gpus)
+        hit = self._demand_memo.get(key)
+        if hit is None:
+            hit = build_demand(self.topology, model, js.job.pattern, js.job_id, hosts, gpus, js.iso_iter_s, phase)
+            if len(hosts) == 1 or self.topology.ecmp != "hash":
+                if len(self._demand_memo) >= 100_000:  # bounded: a trace has far fewer distinct placements
+                    self._demand_memo.clear()
+                self._demand_memo[key] = hit
+            return hit
+        demand, intra_s = hit
+        if demand is not None:
+            demand = dataclasses.replace(demand, job_id=js.job_id, iso_iter_s=js.iso_iter_s, phase=phase)
+        return demand, intra_s
 
     def _retry(self, js: JobState, view: ClusterView) -> None:
         t = self.placement.retry_at(js, view)

@@ -82,7 +82,7 @@ class ClusterView:
 
     def __init__(self, topology, free_gpus: np.ndarray, running: Mapping[int, JobState], now: float,
                  link_load_gbps: np.ndarray | None = None, waiting: Iterable[JobState] = (), zoo=None,
-                 network: str = "fair"):
+                 network: str = "fair", free_total: Callable[[], int] | None = None):
         self.topology = topology
         self.free_gpus = free_gpus
         self.running = running
@@ -91,9 +91,12 @@ class ClusterView:
         self._waiting = waiting
         self.zoo = zoo
         self.network = network  # the network model in force: fair, phase or ideal
+        self._free_total = free_total  # the owner's running count of free GPUs, if it keeps one
 
     @property
     def total_free(self) -> int:
+        if self._free_total is not None:
+            return self._free_total()
         return int(self.free_gpus.sum())
 
     @property
@@ -115,10 +118,11 @@ class ClusterView:
         free = self.free_gpus.copy()
         jobs = list(jobs)
         for js in jobs:
-            free[list(js.placement.hosts)] += js.placement.gpus
+            for h, g in zip(js.placement.hosts, js.placement.gpus):
+                free[h] += g
         # The running table without them is built only if a policy reads it (most placements read free GPUs).
-        base, gone = self.running, {js.job_id for js in jobs}
-        running = _LazyRunning(lambda: {j: s for j, s in base.items() if j not in gone})
+        base = self.running
+        running = _LazyRunning(lambda: _without(base, jobs))
         return ClusterView(self.topology, free, running, self.now, self._link_load, self._waiting, self.zoo,
                            self.network)
 
@@ -134,6 +138,11 @@ class ClusterView:
         zoo = self.zoo or ModelZoo.default()
         return build_demand(self.topology, zoo[job.job.model], job.job.pattern, job.job_id, placement.hosts,
                             placement.gpus, job.iso_iter_s, phase)[0]
+
+
+def _without(running: Mapping[int, JobState], jobs: list[JobState]) -> dict[int, JobState]:
+    gone = {js.job_id for js in jobs}
+    return {j: s for j, s in running.items() if j not in gone}
 
 
 class _LazyRunning(Mapping):
