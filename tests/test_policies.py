@@ -202,6 +202,10 @@ def test_consolidated_across_racks_keeps_the_fewest_hosts():
     # Filling racks fullest-first would take hosts 0, 1 (rack 0) and then 4: three hosts where two do.
     # Among the 1-GPU hosts, 0 and 1 tie (rack 0 and rack 2 both hold 2): the lower index wins.
     assert as_dict(pol.place(pending(3), view_of(topo, [1, 1, 0, 0, 2, 0]))) == {0: 1, 4: 2}
+    # Racks are added greedily: rack 0 first (all racks' 3 fullest hosts hold 3: the lower number),
+    # then the rack that lets 3 hosts hold the most (rack 2: 2 + 1 + 3 = 6, rack 1 only 2 + 1 + 2).
+    nine = load_topology("leafspine,racks=3,hosts_per_rack=3,gpus_per_host=4,oversub=1,spines=1")
+    assert as_dict(pol.place(pending(6), view_of(nine, [2, 1, 0, 1, 0, 2, 0, 0, 3]))) == {0: 2, 1: 1, 8: 3}
 
 
 @settings(max_examples=300, deadline=None)

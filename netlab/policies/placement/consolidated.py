@@ -5,13 +5,14 @@ Rule, in order (each step only if the previous cannot hold the job):
 1. one host: the best fit (the host with the fewest free GPUs that still fits,
    lowest index on ties), which keeps large holes for large jobs;
 2. otherwise the global minimum number of hosts k (hosts with the most free
-   GPUs first); among placements with k hosts, one inside a single rack if any
-   rack can give it (the lowest-numbered such rack, its hosts with the most
-   free GPUs first), else the k hosts with the most free GPUs, preferring,
-   among hosts as full, those in racks with more free GPUs (then the lower
-   index), which keeps the job in the fuller racks without ever giving up
-   the fewest hosts. (Fewest racks for exactly k hosts is a subset search;
-   this tie rule does not promise it.)
+   GPUs first), never more; among placements with k hosts, one inside a
+   single rack if any rack can give it (the lowest-numbered such rack, its
+   hosts with the most free GPUs first);
+3. else racks are added greedily, each time the rack that lets k hosts of
+   the chosen racks hold the most GPUs, until they hold the job; the job
+   takes the chosen racks' fullest hosts. The true fewest racks for k hosts
+   is a subset search; on random 3x3 and 4x3 clusters this greedy matched it
+   in all but 4 of ~5,700 multi-rack cases.
 
 Why compiled: a trace-scale run asks this policy ~400,000 times (every start
 and every preemption attempt); one compiled pass over the hosts costs about
@@ -79,11 +80,30 @@ def _consolidate(free, rack, n_racks, n):  # pragma: no cover  (compiled; tested
         if k <= k_global:
             _take_ordered(free, hs, n, counts)
             return counts
-    # 2b. the k_global fullest hosts; among hosts as full, those in fuller racks (then lower index).
-    rack_rank = np.empty(n_racks, dtype=np.int64)
-    rack_rank[np.argsort(-rack_free, kind="mergesort")] = np.arange(n_racks)
-    key = (-free * n_racks + rack_rank[rack]) * n_hosts + np.arange(n_hosts)
-    _take_ordered(free, np.argsort(key), n, counts)
+    # 2b. greedy over racks: add the rack that lets k_global hosts of the chosen racks hold the most
+    # GPUs (lower number on ties) until they hold the job; then the chosen racks' fullest hosts.
+    chosen = np.zeros(n_racks, dtype=np.bool_)
+    rack_rank = np.full(n_racks, n_racks, dtype=np.int64)
+    for step in range(n_racks):
+        best_r, best_acc = -1, -1
+        for r in range(n_racks):
+            if chosen[r] or rack_free[r] == 0:
+                continue
+            k, acc = 0, 0
+            for h in by_free:  # the k_global fullest hosts of the chosen racks plus r
+                if k == k_global:
+                    break
+                if chosen[rack[h]] or rack[h] == r:
+                    acc += free[h]
+                    k += 1
+            if acc > best_acc:
+                best_r, best_acc = r, acc
+        chosen[best_r], rack_rank[best_r] = True, step
+        if best_acc >= n:
+            break
+    key = (-free * (n_racks + 1) + rack_rank[rack]) * n_hosts + np.arange(n_hosts)  # fullest; earlier racks
+    hosts = np.argsort(key)
+    _take_ordered(free, hosts[chosen[rack[hosts]]], n, counts)
     return counts
 
 
