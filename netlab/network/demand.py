@@ -26,16 +26,8 @@ def build_demand(topology, model, pattern: str, job_id: int, hosts, gpus, iso_it
     intra_s = plan.serial_intra_bytes * 8 / (intra * 1e9)
     if not plan.flows:
         return None, intra_s
-    links, weights = [], []
-    for n, (s, d) in enumerate(plan.flows):
-        link, weight = topology.flow_links(int(hosts[s]), int(hosts[d]), key=job_id * 1024 + n)
-        links.append(link)
-        weights.append(weight)
-    # Flows of one job that share a link add up (bincount over link ids: cheaper than np.unique
-    # for the few dozen entries of a start, with the same sorted ids and the same sums).
-    per_link = np.bincount(np.concatenate(links), weights=np.concatenate(weights), minlength=topology.n_links)
-    uniq = np.flatnonzero(per_link)
-    weights = per_link[uniq]
+    pairs = tuple((int(hosts[s]), int(hosts[d])) for s, d in plan.flows)
+    uniq, weights = topology.route(pairs, key=job_id * 1024)
     cap = intra if plan.ring_intra_cap else math.inf
     iso_rate = min(float(np.min(topology.link_capacity_gbps[uniq] / weights)), cap)
     demand = CommDemand(job_id, uniq, weights, plan.flow_bytes, model.compute_s, intra_s, model.overlap, cap,
