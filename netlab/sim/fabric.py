@@ -18,8 +18,8 @@ Why slots: under the fair model a re-solve happens every time a multi-host
 job starts or stops on a saturated link (~60,000 times on the full Philly
 trace, ~50 jobs each). Running jobs therefore live as rows ("slots") of
 arrays (their links, weights and parameters), so finding the component,
-solving it and spotting whose time moved are three compiled or vectorised
-calls; Python touches only the jobs whose iteration time changed. Other
+solving it, writing back link loads and spotting whose time moved are one
+compiled call; Python touches only the jobs whose iteration time changed. Other
 network models get every running demand and re-solve them all.
 
 Per-link history is kept as segments (start, end, links, load, overload)
