@@ -2,7 +2,8 @@
 
 1. The full Philly trace (82,247 jobs) on a 512-GPU 4:1 leaf-spine with
    Tiresias + consolidated placement and the fair-share network, one core.
-   Target: 30 s of wall time or less. Reports events per second.
+   Target: 30 s of wall time or less. Reports events per second and the
+   median of ``--full-repeats`` runs (each run's wall time is kept).
 2. Scaling at 10k, 20k, 40k and all jobs (cost should grow about linearly).
 3. Dally on the full trace (issue 3 target: within 2x of Tiresias' time).
 4. A placement decision for a 64-GPU job on a 10,240-GPU leaf-spine with 1,000
@@ -100,6 +101,8 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trace-dir", default=None)
     ap.add_argument("--quick", action="store_true", help="Only the 10k-job point and the placement bench.")
+    ap.add_argument("--full-repeats", type=int, default=3,
+                    help="Full-trace runs; the median is reported (this VM's timing noise is about +-20%%).")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "core.json"))
     args = ap.parse_args(argv)
     trace = load_trace("philly", trace_dir=args.trace_dir, seed=0)
@@ -113,6 +116,15 @@ def main(argv=None) -> dict:
         scaling.append(r)
     results["philly_scaling"] = scaling
     full = scaling[-1]
+    if not args.quick and args.full_repeats > 1:
+        walls = [full["wall_s"]]
+        for _ in range(args.full_repeats - 1):
+            again = philly_run(trace, None)
+            assert again["avg_jct_s"] == full["avg_jct_s"], "a repeat run gave different results"
+            walls.append(again["wall_s"])
+            print(f"philly {again['jobs']:>6} jobs (repeat): {again['wall_s']:.2f} s", flush=True)
+        med = statistics.median(walls)
+        full = dict(full, wall_s=med, events_per_s=full["events"] / med, wall_s_runs=walls)
     results["philly_full"] = dict(full, target_wall_s=30.0, meets_target=full["wall_s"] <= 30.0)
     base = scaling[0]
     results["scaling_cost_per_job_us"] = {str(r["jobs"]): r["wall_s"] / r["jobs"] * 1e6 for r in scaling}
