@@ -10,12 +10,13 @@ from sklearn.metrics import r2_score
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from netlab.congestion import fluid
 from netlab.congestion.features import DERIVED
 from netlab.congestion import (FEATURES, Background, FeatureSchema, MaxMinShareRegressor, ModelSchemaError,
-                               PlacementFeaturizer, grouped_cv, load_dataset, load_model, make_model,
-                               placement_features, save_dataset, save_model, simulator_dataset)
+                               PhysicsResidualRegressor, PlacementFeaturizer, grouped_cv, load_dataset, load_model,
+                               make_model, placement_features, save_dataset, save_model, simulator_dataset)
 from netlab.network.demand import build_demand
-from netlab.network.model import NETWORKS
+from netlab.network.model import NETWORKS, CommDemand
 from netlab.policies.base import Placement
 from netlab.sim import ClusterView, JobState
 from netlab.topology import load_topology
@@ -104,6 +105,9 @@ def test_competing_job_share_and_slowdown_by_hand(topo):
     assert row["tel_overload_gbps"] == 0  # the running job alone does not exceed the uplink
     est = PlacementFeaturizer().fit(pd.DataFrame([row])).transform(pd.DataFrame([row]))[0, 0]
     expected = (VGG16_COMPUTE_S + 2 * net_s) / iso_s
+    # The fluid simulation: the two jobs' all-reduces overlap only part of the time (random offsets), so the
+    # slowdown lies between alone (1) and always-together (the max-min formula).
+    assert 1.0 < row["fluid_tcp_slowdown"] < expected
     assert probe.iso_iter_s == pytest.approx(iso_s)
     assert est == pytest.approx(expected)
     # ... which is what the exact max-min network model says.
@@ -113,7 +117,7 @@ def test_competing_job_share_and_slowdown_by_hand(topo):
 
 
 # -------------------------------------------------------------- estimator API
-# The featuriser reads exactly the FEATURES schema's columns (21, or 26 with telemetry): a generic array must have
+# The featuriser reads exactly the FEATURES schema's columns (23, or 28 with telemetry): a generic array must have
 # that width, so every check that fits it on generic data of another width cannot apply. The number is the width
 # each check feeds (sklearn 1.9). The remaining checks pass, including the input-validation ones on arrays (1-D,
 # complex, sparse, empty, one feature); the behaviour these checks would test is covered on schema-width arrays by
@@ -142,10 +146,24 @@ def _expected_failures(estimator):
 
 
 @parametrize_with_checks([MaxMinShareRegressor(), MaxMinShareRegressor(fit_scale=False), PlacementFeaturizer(),
-                          PlacementFeaturizer(telemetry=True)],
+                          PlacementFeaturizer(telemetry=True), PhysicsResidualRegressor(feature=0)],
                          expected_failed_checks=_expected_failures, xfail_strict=True)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
+
+
+def test_featurizer_reads_frames_by_name_in_any_order(small_df):
+    """A frame in schema order (as placement_frame builds it) is read without a column lookup: same numbers."""
+    f = PlacementFeaturizer().fit(small_df)
+    expected = f.transform(small_df)
+    ordered = small_df[list(FEATURES.all)]
+    np.testing.assert_array_equal(f.transform(ordered), expected)
+    np.testing.assert_array_equal(f.transform(ordered[ordered.columns[::-1]]), expected)
+    np.testing.assert_array_equal(f.transform(ordered[list(FEATURES.columns)]), expected)
+    text = ordered.astype({"oversub": object})
+    text.loc[text.index[0], "oversub"] = "four"
+    with pytest.raises(ValueError):
+        f.transform(text)
 
 
 def test_featurizer_names_missing_columns(small_df):
@@ -191,7 +209,9 @@ def test_featurizer_array_input(small_df, telemetry):
 
 @pytest.mark.parametrize("kind, grid", [("analytic", {"regressor__fit_scale": [True, False]}),
                                         ("gbrt", {"regressor__regressor__max_depth": [2, 3]}),
-                                        ("forest", {"regressor__min_samples_leaf": [1, 4]})])
+                                        ("forest", {"regressor__min_samples_leaf": [1, 4]}),
+                                        ("fluid", {"regressor__regressor__loss": ["huber", "absolute_error"]}),
+                                        ("fluid-analytic", {"regressor__fit_scale": [True, False]})])
 def test_pipelines_clone_and_grid_search(small_df, kind, grid):
     model = make_model(kind)
     if kind == "gbrt":
@@ -205,6 +225,87 @@ def test_pipelines_clone_and_grid_search(small_df, kind, grid):
     assert set(search.best_params_) == set(grid)
     assert np.isfinite(search.best_score_)
     assert search.predict(small_df.iloc[:8]).shape == (8,)
+
+
+# ------------------------------------------------------------ fluid simulation
+def _period(gbit, compute_s, start_s, alpha=1.0, capacity=10.0, A=None):
+    """Job 0's mean period (s) among jobs on one link (``A``: flows per job and link, default one each)."""
+    gbit = np.asarray(gbit, float)
+    n = len(gbit)
+    A = np.ones((n, 1)) if A is None else np.asarray(A, float)
+    compute_s = np.asarray(compute_s, float)
+    return fluid._period(A, np.full(A.shape[1], capacity), np.full(n, 1e9), (gbit / gbit.max()) ** alpha, gbit,
+                         compute_s, compute_s, np.zeros(n), np.asarray(start_s, float), 8, 2, 10_000)
+
+
+def test_fluid_shares_in_proportion_to_bytes():
+    """Two jobs that never compute keep a 10 Gbit/s link busy with 1 and 3 Gbit transfers.
+
+    TCP-like (alpha 1): shares 10/4 and 30/4 Gbit/s, so both transfers end together: the small job's period is
+    1 / 2.5 = 0.4 s, 4x its alone 0.1 s. Max-min (alpha 0): 5 Gbit/s each, a period of 0.2 s.
+    """
+    assert _period([1.0, 3.0], [0.0, 0.0], [0.0, 0.0], alpha=1.0) == pytest.approx(0.4)
+    assert _period([1.0, 3.0], [0.0, 0.0], [0.0, 0.0], alpha=0.0) == pytest.approx(0.2)
+
+
+def test_fluid_jobs_use_each_others_compute_gaps():
+    """Two jobs of 0.3 s compute and 2 Gbit all-reduces (0.2 s alone at 10 Gbit/s).
+
+    Started 0.2 s apart, each communicates while the other computes: no slowdown (period 0.5 s), where the
+    max-min formula (all-reduces always together) says 0.3 + 0.4 s; started together they stay together and
+    the formula holds.
+    """
+    assert _period([2.0, 2.0], [0.3, 0.3], [0.0, 0.2]) == pytest.approx(0.5)
+    assert _period([2.0, 2.0], [0.3, 0.3], [0.0, 0.0]) == pytest.approx(0.7)
+
+
+def _demand(job_id, links, weights, gbit, compute_s, iso_rate):
+    return CommDemand(job_id, np.asarray(links), np.asarray(weights, float), gbit * 1e9 / 8, compute_s,
+                      iso_rate_gbps=iso_rate)
+
+
+def test_fluid_feature_ignores_links_that_cannot_bind_or_repeat_another():
+    """The same two jobs on one 10 Gbit/s link, or on that link plus its reverse (same flows) and a 100 Gbit/s
+    link: the extra links never bind, so the simulated slowdown is the same; with nothing that can bind, the
+    job's alone value."""
+    me, other = _demand(1, [0], [1.0], 2.0, 0.3, 10.0), _demand(2, [0], [1.0], 2.0, 0.3, 10.0)
+    table = fluid.JobTable([other])
+    one = fluid.fluid_slowdown(me, np.array([10.0]), np.array([0]), np.array([1.0]), np.array([0]), table, 0.5)
+    me3 = _demand(1, [0, 1, 2], [1.0, 1.0, 1.0], 2.0, 0.3, 10.0)
+    three = fluid.fluid_slowdown(me3, np.array([10.0, 10.0, 100.0]), np.array([0, 1, 2]), np.array([1.0, 1.0, 1.0]),
+                                 np.array([0, 0, 0]), table, 0.5)
+    assert one == pytest.approx(three, rel=1e-12)
+    assert 1.0 <= one <= 0.7 / 0.5
+    wide = fluid.fluid_slowdown(me, np.array([25.0]), np.array([0]), np.array([1.0]), np.array([0]), table, 0.5)
+    assert wide == pytest.approx(1.0)
+
+
+def test_fluid_feature_between_alone_and_never_below_it(small_df):
+    """No placement runs faster than alone; with no running job on its links, exactly its alone slowdown."""
+    f = PlacementFeaturizer().fit(small_df)
+    alone = f.transform(small_df)[:, list(f.get_feature_names_out()).index("alone_slowdown")]
+    sim = small_df.fluid_tcp_slowdown.to_numpy()
+    assert (sim >= alone * (1 - 1e-9)).all()
+    free = (small_df.path_jobs == 0).to_numpy()
+    np.testing.assert_allclose(sim[free], alone[free], rtol=1e-9)
+    assert (sim[~free] > alone[~free] * (1 + 1e-6)).any()
+
+
+def test_fluid_model_recovers_a_known_correction():
+    """slowdown = fluid_tcp_slowdown x (1 + 0.3 x path_util_max): the residual model learns the factor."""
+    rng = np.random.default_rng(2)
+    train, test = _synthetic(1500, rng), _synthetic(300, rng)
+    for df in (train, test):
+        df["fluid_tcp_slowdown"] = rng.uniform(1.0, 4.0, len(df))
+
+    def law(d):
+        return d.fluid_tcp_slowdown * (1 + 0.3 * d.path_util_max)
+
+    pred = make_model("fluid").fit(train, law(train)).predict(test)
+    assert r2_score(law(test), pred) > 0.95
+    assert np.median(np.abs(pred - law(test)) / law(test)) < 0.05
+    assert make_model("fluid-analytic", fit_scale=False).fit(train, law(train)).predict(test) == pytest.approx(
+        test.fluid_tcp_slowdown.to_numpy())
 
 
 # ---------------------------------------------------------------- grouped CV

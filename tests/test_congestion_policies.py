@@ -117,3 +117,18 @@ def test_predictive_without_a_model_fits_a_default_once(topo):
     model = policy._model
     assert model is not None and hasattr(model, "predict")
     assert PLACEMENT.create("predictive").fitted_model(ClusterView(topo, topo.host_gpus.copy(), {}, 0.0)) is model
+
+
+def test_predictive_with_the_fluid_model_runs_in_the_simulator(topo):
+    """The fluid-residual model scores candidates through the same features (the fluid simulation included)."""
+    df = simulator_dataset(topo, n_experiments=30, seed=1)
+    model = make_model("fluid", n_estimators=50).fit(df, df.slowdown)
+    view = busy_view(topo, 0)
+    job = js_for(topo, 1, 6, "vgg16")
+    policy = PLACEMENT.create("predictive", model=model, tie_tol=0.0)
+    cands = policy.candidates(job, view)
+    scores = policy.score(job, cands, view)
+    assert scores.shape == (len(cands),) and np.isfinite(scores).all() and (scores > 0).all()
+    res = simulate(topo, tiny_trace(topo, n=10), "fifo", PLACEMENT.create("predictive", model=model, single_host=False),
+                   network="fair", seed=0)
+    assert res.summary["finished"] == 10

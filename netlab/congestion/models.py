@@ -6,8 +6,15 @@ with ``y = df.slowdown``:
 
 * ``analytic``: :class:`MaxMinShareRegressor`, the max-min share formula's
   slowdown with one fitted scale: the baseline a learned model must beat;
-* ``gbrt``: histogram gradient boosting (fast to predict a handful of rows);
-* ``forest``: a random forest.
+* ``gbrt``: gradient boosting on log(slowdown) (fast to predict a handful of rows);
+* ``forest``: a random forest;
+* ``fluid``: :class:`PhysicsResidualRegressor`, the fluid simulation's
+  slowdown (``fluid_tcp_slowdown``, :mod:`netlab.congestion.fluid`) times a
+  learned correction: small gradient boosting with absolute loss on
+  log(slowdown / simulated), so the data corrects the physics rather than
+  having to learn it;
+* ``fluid-analytic``: :class:`MaxMinShareRegressor` reading the fluid
+  column: the simulation's slowdown with one fitted scale (its baseline).
 
 :func:`grouped_cv` cross-validates by experiment (rows measured together
 never straddle folds); :func:`save_model` / :func:`load_model` persist a
@@ -37,10 +44,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import __version__ as NETLAB_VERSION
 from ..registry import Registry
 from ..sim.metrics import atomic_write
-from .features import FEATURES, TARGET, FeatureSchema, PlacementFeaturizer
+from .features import DERIVED, FEATURES, TARGET, FeatureSchema, PlacementFeaturizer
 
 MODELS: Registry = Registry("slowdown model")
 FORMAT = 1
+FLUID_COLUMN = len(DERIVED) + FEATURES.columns.index("fluid_tcp_slowdown")  # in the featuriser's output
 
 
 class MaxMinShareRegressor(RegressorMixin, BaseEstimator):
@@ -89,6 +97,61 @@ class MaxMinShareRegressor(RegressorMixin, BaseEstimator):
         return tags
 
 
+class PhysicsResidualRegressor(RegressorMixin, BaseEstimator):
+    """Slowdown = a physics estimate x exp(f(X)), with ``regressor`` f fitted to log(y / estimate).
+
+    Why: on the testbed the fluid simulation's slowdown alone explains more
+    held-out variance (R^2 0.86) than trees fitted to the raw columns (0.75
+    to 0.82): a few hundred noisy rows cannot teach trees the physics of
+    shared links, but they can correct a physical estimate. ``feature``
+    names the estimate's column (an index into the input, by default the
+    featuriser's ``fluid_tcp_slowdown``; a name works on DataFrame input).
+    ``regressor`` defaults to small gradient boosting with absolute loss
+    (the median correction: a few rows of the testbed are slowed 2x more
+    than identical repeats, and squared loss chases them). Estimates and
+    targets are floored at ``floor`` so that the log is defined.
+    """
+
+    def __init__(self, regressor=None, feature: int | str = FLUID_COLUMN, floor: float = 1e-3):
+        self.regressor = regressor
+        self.feature = feature
+        self.floor = floor
+
+    def _estimate(self, X: np.ndarray) -> np.ndarray:
+        if isinstance(self.feature, str):
+            names = list(getattr(self, "feature_names_in_", []))
+            if self.feature not in names:
+                raise ValueError(f"PhysicsResidualRegressor: column {self.feature!r} not among the input features "
+                                 f"{names or '(input had no column names)'}")
+            col = X[:, names.index(self.feature)]
+        else:
+            if not -X.shape[1] <= int(self.feature) < X.shape[1]:
+                raise ValueError(f"PhysicsResidualRegressor: feature={self.feature} but X has {X.shape[1]} columns")
+            col = X[:, int(self.feature)]
+        return np.maximum(col, self.floor)
+
+    def fit(self, X, y):
+        X, y = validate_data(self, X, y, y_numeric=True)
+        if X.shape[0] < 2:
+            raise ValueError(f"PhysicsResidualRegressor: n_samples = {X.shape[0]}, a correction needs 2 or more")
+        y = np.maximum(np.asarray(y, float), self.floor)
+        reg = self.regressor if self.regressor is not None else GradientBoostingRegressor(
+            loss="absolute_error", n_estimators=200, max_depth=3, learning_rate=0.05, subsample=0.8,
+            min_samples_leaf=10, random_state=0)
+        self.regressor_ = clone(reg).fit(X, np.log(y / self._estimate(X)))
+        return self
+
+    def predict(self, X):
+        check_is_fitted(self, "regressor_")
+        X = validate_data(self, X, reset=False)
+        return self._estimate(X) * np.exp(self.regressor_.predict(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True  # a product with one column: generic test data has no signal there
+        return tags
+
+
 def _pipeline(regressor, telemetry: bool = False) -> Pipeline:
     return Pipeline([("features", PlacementFeaturizer(telemetry=telemetry)), ("regressor", regressor)])
 
@@ -121,6 +184,22 @@ def forest(telemetry: bool = False, n_estimators: int = 100, min_samples_leaf: i
     """Random forest on the placement features."""
     return _pipeline(RandomForestRegressor(n_estimators=n_estimators, min_samples_leaf=min_samples_leaf,
                                            random_state=random_state, n_jobs=1), telemetry)
+
+
+@MODELS.register("fluid")
+def fluid(telemetry: bool = False, n_estimators: int = 200, max_depth: int = 3, learning_rate: float = 0.05,
+          loss: str = "absolute_error", random_state: int = 0) -> Pipeline:
+    """The fluid simulation's slowdown times a correction boosted on log(slowdown / simulated)."""
+    reg = GradientBoostingRegressor(loss=loss, n_estimators=n_estimators, max_depth=max_depth,
+                                    learning_rate=learning_rate, subsample=0.8, min_samples_leaf=10,
+                                    random_state=random_state)
+    return _pipeline(PhysicsResidualRegressor(reg), telemetry)
+
+
+@MODELS.register("fluid-analytic")
+def fluid_analytic(telemetry: bool = False, fit_scale: bool = True) -> Pipeline:
+    """The fluid simulation's slowdown with one fitted scale (``fit_scale=False``: as simulated)."""
+    return _pipeline(MaxMinShareRegressor(feature=FLUID_COLUMN, fit_scale=fit_scale), telemetry)
 
 
 def make_model(kind: str = "gbrt", **params) -> Pipeline:

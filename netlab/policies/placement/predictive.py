@@ -84,8 +84,13 @@ class ScoredPlacement(PlacementPolicy):
         return cands[int(np.flatnonzero(scores <= best + self.tie_tol * abs(best))[0])]
 
     def cached(self, view, build):
-        """``build(view)`` once per cluster state (running jobs, their rate versions, link loads)."""
-        key = (id(view.topology), id(view.link_load_gbps()),
+        """``build(view)`` once per cluster state (running jobs, their rate versions, link loads).
+
+        A view without link loads returns fresh zeros on every call, so all-zero loads count as one state
+        (keying them by identity rebuilt the cache on every decision).
+        """
+        load = view.link_load_gbps()
+        key = (id(view.topology), id(load) if load.any() else None,
                frozenset((jid, js.version) for jid, js in view.running.items()))
         if key != self._cache_key:
             self._cache_key, self._cache = key, build(view)
