@@ -159,3 +159,36 @@ def test_incremental_fair_network_matches_a_full_resolve(ordering):
     res, checks = run_checked(topo, random_jobs(n=150, seed=7, max_gpus=16), ordering)
     assert res.summary["finished"] == 150
     assert len(checks) > 100 and max(checks) >= 8  # many passes with several network jobs running at once
+
+
+def test_bucket_parked_after_a_failed_preemption_resumes_when_a_later_preemption_frees_gpus():
+    """The scheduling pass stops walking a size bucket once its jobs can neither fit nor preempt; if a later
+    preemption leaves enough GPUs free, the bucket's later jobs must still start in that same pass."""
+    from netlab.policies.ordering.tiresias import Tiresias
+    from netlab.policies.placement.consolidated import Consolidated
+    from netlab.policies.preemption.priority import ByPriority
+    from netlab.sim import Simulator
+    from netlab.sim.simulator import SimConfig
+
+    class NoPreemptionForBigJobs(ByPriority):  # declines victims for 6+ GPU jobs whatever the candidates
+        def victims(self, job, candidates, view):
+            return [] if job.gpus >= 6 else super().victims(job, candidates, view)
+
+    class Logged(Consolidated):
+        def place(self, job, view):
+            p = super().place(job, view)
+            log.append((view.now, job.job_id, p.hosts if p else None))
+            return p
+
+    log = []
+    topo = load_topology("leafspine,racks=1,hosts_per_rack=2,gpus_per_host=8,oversub=1,spines=1")
+    # V holds all 16 GPUs and drops to queue 1 after 100 GPU-s (6.25 s). At t=10 P, Q, R arrive in queue 0.
+    jobs = [Job(0, 0.0, 16, "resnet50", 10_000), Job(1, 10.0, 6, "resnet50", 10_000),
+            Job(2, 10.0, 2, "resnet50", 10_000), Job(3, 10.0, 6, "resnet50", 10_000)]
+    Simulator(topo, jobs, Tiresias(thresholds_gpu_s=(100.0,)), Logged(), NoPreemptionForBigJobs(),
+              SimConfig(record_links=False)).run()
+    at_10 = [(j, hosts) for t, j, hosts in log if t == 10.0 and hosts is not None]
+    # P finds no victims (6-GPU bucket parked); Q preempts V and takes 2 GPUs on host 0 (best fit), leaving
+    # 14 free; R (the parked bucket's next job) then fits in the same pass: best fit puts it on host 0 (6 free).
+    # P starts in the next pass, on host 1. Without resuming the bucket P would have been placed first, on host 0.
+    assert at_10[:3] == [(2, (0,)), (3, (0,)), (1, (1,))]

@@ -224,17 +224,34 @@ class Simulator:
         started, victims_all = [], []
         view = self.view(now)
         worst = self.run_order[-1][0] if self.run_order else None
-        sources = []
+        # A k-way merge of the size buckets in priority order (heap of (next item, size)), by hand rather
+        # than heapq.merge so that a bucket whose jobs can no longer start this pass is dropped ("parked")
+        # instead of yielding each of its jobs only to skip it.
+        heads, sources = [], {}
         for size, items in self.waiting_by_size.items():
             if not items:
                 continue
             if size <= self.free_total:
-                sources.append(iter(items))
+                bound = None
             elif may_preempt and worst is not None and items[0] < (worst,):
-                sources.append(items.irange(maximum=(worst,), inclusive=(True, False)))
+                bound = (worst,)
+            else:
+                continue
+            it = items.irange(maximum=bound, inclusive=(True, False))
+            heads.append((next(it), size))
+            sources[size] = (it, bound)
+        heapq.heapify(heads)
+        parked: dict[int, tuple] = {}
         no_victims_from = math.inf  # a job this big found no victims; bigger, later ones won't either
         stale = False
-        for key, jid in heapq.merge(*sources):
+        while heads:
+            item, size = heads[0]
+            key, jid = item
+            nxt = next(sources[size][0], None)
+            if nxt is None:
+                heapq.heappop(heads)
+            else:
+                heapq.heapreplace(heads, (nxt, size))
             if stale:  # a start or a preemption changed the running set
                 worst, stale = (self.run_order[-1][0] if self.run_order else None), False
             can_preempt = may_preempt and worst is not None and key < worst
@@ -245,7 +262,7 @@ class Simulator:
                 placement = self.placement.place(js, view)
                 if placement is not None:
                     self._start(js, placement, now)
-                    started.append((key, jid))
+                    started.append(item)
                     stale = True
                     continue
                 self._retry(js, view)
@@ -265,17 +282,37 @@ class Simulator:
                             self._preempt(v, now)
                             victims_all.append(v)
                         self._start(js, placement, now)
-                        started.append((key, jid))
+                        started.append(item)
                         stale = True
+                        self._unpark(parked, sources, heads, item)
                         continue
             if not self.config.backfill:
                 break
+            if size > self.free_total and size >= no_victims_from and nxt is not None:
+                # Every later job of this bucket is skipped unless free GPUs grow (no_victims_from only falls).
+                heads.remove((nxt, size))
+                heapq.heapify(heads)
+                parked[size] = sources.pop(size)[1]
         for item in started:
             self._dequeue(item)
         for v in victims_all:
             self._enqueue(v)
         if victims_all and self.free_total > 0:
             self._want_pass()
+
+    def _unpark(self, parked: dict, sources: dict, heads: list, after: tuple) -> None:
+        """After a preemption left more GPUs free: resume the parked buckets that now fit, after ``after``.
+
+        Their jobs before ``after`` were skipped while the bucket was parked,
+        exactly as they would have been in turn: free GPUs had not grown yet.
+        """
+        for size in [g for g in parked if g <= self.free_total]:
+            bound = parked.pop(size)
+            it = self.waiting_by_size[size].irange(after, bound, inclusive=(False, False))
+            nxt = next(it, None)
+            if nxt is not None:
+                heapq.heappush(heads, (nxt, size))
+                sources[size] = (it, bound)
 
     # ------------------------------------------------------------ mechanism
     def _enqueue(self, js: JobState) -> None:
