@@ -108,6 +108,7 @@ def main(argv=None) -> dict:
     trace = load_trace("philly", trace_dir=args.trace_dir, seed=0)
     results = {"machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count()},
                "topology": PHILLY_TOPOLOGY}
+    philly_run(trace, 500)  # warm-up, not recorded: numba compiles (or loads its cache) on first use
     sizes = [10_000] if args.quick else [10_000, 20_000, 40_000, None]
     scaling = []
     for n in sizes:
