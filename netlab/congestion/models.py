@@ -51,6 +51,20 @@ FORMAT = 1
 FLUID_COLUMN = len(DERIVED) + FEATURES.columns.index("fluid_tcp_slowdown")  # in the featuriser's output
 
 
+def _feature_column(est, X: np.ndarray, feature: int | str) -> np.ndarray:
+    """Column ``feature`` of X: a name among the fitted input's names, or an index."""
+    name = type(est).__name__
+    if isinstance(feature, str):
+        names = list(getattr(est, "feature_names_in_", []))
+        if feature not in names:
+            raise ValueError(f"{name}: column {feature!r} not among the input features "
+                             f"{names or '(input had no column names)'}")
+        return X[:, names.index(feature)]
+    if not -X.shape[1] <= int(feature) < X.shape[1]:
+        raise ValueError(f"{name}: feature={feature} but X has {X.shape[1]} columns")
+    return X[:, int(feature)]
+
+
 class MaxMinShareRegressor(RegressorMixin, BaseEstimator):
     """Slowdown from the max-min share formula, ``1 + scale * (estimate - 1)``.
 
@@ -68,13 +82,7 @@ class MaxMinShareRegressor(RegressorMixin, BaseEstimator):
         self.fit_scale = fit_scale
 
     def _column(self, X: np.ndarray) -> np.ndarray:
-        if isinstance(self.feature, str):
-            names = list(getattr(self, "feature_names_in_", []))
-            if self.feature not in names:
-                raise ValueError(f"MaxMinShareRegressor: column {self.feature!r} not among the input features "
-                                 f"{names or '(input had no column names)'}")
-            return X[:, names.index(self.feature)]
-        return X[:, int(self.feature)]
+        return _feature_column(self, X, self.feature)
 
     def fit(self, X, y):
         X, y = validate_data(self, X, y, y_numeric=True)
@@ -118,17 +126,7 @@ class PhysicsResidualRegressor(RegressorMixin, BaseEstimator):
         self.floor = floor
 
     def _estimate(self, X: np.ndarray) -> np.ndarray:
-        if isinstance(self.feature, str):
-            names = list(getattr(self, "feature_names_in_", []))
-            if self.feature not in names:
-                raise ValueError(f"PhysicsResidualRegressor: column {self.feature!r} not among the input features "
-                                 f"{names or '(input had no column names)'}")
-            col = X[:, names.index(self.feature)]
-        else:
-            if not -X.shape[1] <= int(self.feature) < X.shape[1]:
-                raise ValueError(f"PhysicsResidualRegressor: feature={self.feature} but X has {X.shape[1]} columns")
-            col = X[:, int(self.feature)]
-        return np.maximum(col, self.floor)
+        return np.maximum(_feature_column(self, X, self.feature), self.floor)
 
     def fit(self, X, y):
         X, y = validate_data(self, X, y, y_numeric=True)
