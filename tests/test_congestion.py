@@ -402,3 +402,12 @@ def test_save_load_round_trip_and_schema_mismatch(small_df, tmp_path):
     (tmp_path / "junk.pkl").write_bytes(b"\x80\x04K\x01.")  # a pickled int, not a model file
     with pytest.raises(ModelSchemaError, match="not a model saved by"):
         load_model(tmp_path / "junk.pkl")
+
+
+def test_testbed_jobs_run_for_about_the_same_time():
+    from netlab.congestion.testbed_data import _equal_duration_iterations
+
+    # The slowest kind (0.3 s alone) runs 8 iterations = 2.4 s; a 0.04 s kind needs 60 to last as long.
+    assert _equal_duration_iterations(8, 0.3, 0.04) == 60
+    assert _equal_duration_iterations(8, 0.3, 0.3) == 8  # the slowest job itself
+    assert _equal_duration_iterations(8, 0.3, 0.001) == 400  # capped

@@ -3,8 +3,10 @@
 An unattended generator: each experiment draws a rack-uplink rate and one to
 three jobs (a job kind = gradient bytes and compute time at testbed scale),
 places each job's two ranks at random (inside a rack or across racks), runs
-them together with :func:`~netlab.testbed.scenarios.run_scenario`, and writes
-one row per job. Features are computed as for simulator rows, as if the job
+them together with :func:`~netlab.testbed.scenarios.run_scenario` for about
+the same wall time (a fast job runs proportionally more iterations, so the
+window in which iteration times are taken holds steady contention for all),
+and writes one row per job. Features are computed as for simulator rows, as if the job
 were about to start with the others already running, on the topology at the
 experiment's rates (the testbed's rates divided by ``rate_scale``, with the
 gradient bytes divided the same way). The target ``slowdown`` is the job's
@@ -107,8 +109,13 @@ def measure_isolated(ctl, kinds=KINDS, iterations: int = 8) -> dict[str, float]:
     return out
 
 
+def _equal_duration_iterations(iterations: int, longest_s: float, iso_s: float, most: int = 400) -> int:
+    """Iterations that last about as long as ``iterations`` of the slowest job (isolated), at most ``most``."""
+    return int(min(most, max(iterations, np.ceil(iterations * longest_s / iso_s))))
+
+
 def _experiment(ctl, rng: np.random.Generator, e: int, kinds, iso: dict, zoo: ModelZoo, iterations: int,
-                max_jobs: int) -> list[dict]:
+                max_jobs: int, equal_duration: bool = True) -> list[dict]:
     from ..testbed.scenarios import Scenario, ScenarioJob, run_scenario
 
     tb = ctl.testbed
@@ -126,8 +133,14 @@ def _experiment(ctl, rng: np.random.Generator, e: int, kinds, iso: dict, zoo: Mo
         if len(free[ra]) < 1 or len(free[rb]) < (1 if cross else 2):
             continue
         hosts = (free[ra].pop(), free[rb].pop())
-        jobs.append((ScenarioJob(j + 1, tuple(str(h) for h in hosts), kind.grad_bytes, kind.compute_ms, iterations),
-                     kind))
+        jobs.append((j + 1, tuple(str(h) for h in hosts), kind))
+    # Equal duration: each job runs about as long as the slowest kind's ``iterations``, so the common window
+    # in which iteration times are taken sees every job's steady contention. With the same iteration count a
+    # fast job finished in the slow one's compute gaps: 5 repeats of one pair measured a 31% spread, 0.7% so.
+    longest_s = max(iso[kind.name] for _, _, kind in jobs) if jobs else 0.0
+    jobs = [(ScenarioJob(jid, hosts, kind.grad_bytes, kind.compute_ms,
+                         _equal_duration_iterations(iterations, longest_s, iso[kind.name]) if equal_duration
+                         else iterations), kind) for jid, hosts, kind in jobs]
     sc = Scenario(f"exp{e}", tuple(j for j, _ in jobs), rates)
     with _LinkSampler(tb) as sampler:
         tcp0 = ctl.call_all("telemetry_sample")
@@ -207,8 +220,12 @@ def refeaturize(df: pd.DataFrame, topology, rate_scale: float = 0.002, kinds=KIN
 
 
 def testbed_dataset(ctl, n_experiments: int = 20, seed: int = 0, iterations: int = 8, max_jobs: int = 3,
-                    kinds=KINDS, out=None, progress: bool | None = None) -> pd.DataFrame:
+                    kinds=KINDS, out=None, progress: bool | None = None, equal_duration: bool = True) -> pd.DataFrame:
     """Run ``n_experiments`` randomised co-locations on the testbed behind ``ctl``; rows in the dataset schema.
+
+    ``iterations`` is the slowest job's; with ``equal_duration`` faster jobs run
+    proportionally more (by their kinds' measured isolated times), so every
+    job's measured iteration time reflects steady contention.
 
     With ``out``, rows already there are kept and their experiments skipped
     (resume), and the file is rewritten atomically after every experiment.
@@ -226,7 +243,8 @@ def testbed_dataset(ctl, n_experiments: int = 20, seed: int = 0, iterations: int
     for e in tqdm(range(n_experiments), desc="testbed experiments", unit="exp", disable=progress is False):
         if e in have:
             continue
-        rows = _experiment(ctl, np.random.default_rng(streams[e]), e, kinds, iso, zoo, iterations, max_jobs)
+        rows = _experiment(ctl, np.random.default_rng(streams[e]), e, kinds, iso, zoo, iterations, max_jobs,
+                           equal_duration)
         frames.append(pd.DataFrame(rows))
         if out is not None:
             save_dataset(pd.concat(frames, ignore_index=True), out)
