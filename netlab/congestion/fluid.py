@@ -51,6 +51,12 @@ matters: the testbed reports iterations 2 to 8 of jobs started together, and
 simulating that horizon (``ITERATIONS = 8``, ``WARMUP = 2``) scores 0.86
 where a steady state (16 to 32 iterations) scores 0.80 to 0.85: a prediction
 is for the next few iterations, not for the far future.
+
+Those choices were made on a first dataset in which every job ran 8
+iterations; they were kept unchanged for the equal-duration dataset that
+replaced it (same 300 configurations, every job measured under steady
+contention), where the column alone scores R^2 0.92 and the ``fluid`` model
+0.95 out of fold.
 """
 
 from __future__ import annotations
