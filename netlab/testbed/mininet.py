@@ -58,13 +58,12 @@ from .netns import NetnsTestbed, _LinkPlan, _netlink, _new_tid
 
 log = logging.getLogger(__name__)
 
-DEBIAN_MININET = Path("/usr/lib/python3/dist-packages/mininet")
 HTB_QDISC, HTB_CLASS = "5:", "5:1"  # what Mininet's TCIntf creates: root 5:0 htb default 1, class 5:1
 HTB_CLASS_ID = 0x50001
 IFNAMSIZ = 15
 # Programs Mininet runs (it calls exit() when one is missing: checked first, with the package to install).
 TOOLS = {"mnexec": "mininet", "ifconfig": "net-tools", "brctl": "bridge-utils", "tc": "iproute2", "ip": "iproute2"}
-HOW_TO_GET = ("Debian: apt-get install mininet bridge-utils (provides mnexec and, for /usr/bin/python3, the "
+HOW_TO_GET = ("Debian: apt-get install mininet bridge-utils (provides mnexec and, for the system python3, the "
               "mininet library, which netlab also loads into other interpreters); or pip install "
               "mininet==2.3.0.dev6 in this environment (still needs Debian's mnexec)")
 
@@ -88,14 +87,24 @@ class _CaptureFilter(logging.Filter):
         return False
 
 
+def _distro_mininet() -> Path | None:
+    """The distribution's mininet library, found from ``mnexec`` on PATH: Debian installs
+    ``<prefix>/bin/mnexec`` with the library in ``<prefix>/lib/python3/dist-packages/mininet``."""
+    mnexec = shutil.which("mnexec")
+    if mnexec is None:
+        return None
+    return Path(mnexec).resolve().parent.parent / "lib" / "python3" / "dist-packages" / "mininet"
+
+
 def _import_mininet():
     """``mininet`` from this interpreter, else Debian's library loaded as an isolated package."""
     if "mininet" in sys.modules or importlib.util.find_spec("mininet") is not None:
         return importlib.import_module("mininet")
-    init = DEBIAN_MININET / "__init__.py"
-    if not init.is_file():
-        raise ImportError(f"no module named 'mininet' and no {init}")
-    spec = importlib.util.spec_from_file_location("mininet", init, submodule_search_locations=[str(DEBIAN_MININET)])
+    package = _distro_mininet()
+    init = package / "__init__.py" if package is not None else None
+    if init is None or not init.is_file():
+        raise ImportError(f"no module named 'mininet' and no distribution copy beside mnexec ({init})")
+    spec = importlib.util.spec_from_file_location("mininet", init, submodule_search_locations=[str(package)])
     module = importlib.util.module_from_spec(spec)
     sys.modules["mininet"] = module
     try:

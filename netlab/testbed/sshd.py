@@ -19,14 +19,14 @@ from typing import Callable
 
 from .base import TestbedError
 
-SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/local/sbin/sshd")
 
 
-def find_binary(name: str, candidates=()) -> str:
-    """Absolute path of a program (sshd must be started by absolute path: it re-executes itself)."""
-    path = shutil.which(name) or next((c for c in candidates if os.access(c, os.X_OK)), None)
+def find_binary(name: str) -> str:
+    """Absolute path of a program on PATH (sshd must be started by absolute path: it re-executes itself)."""
+    path = shutil.which(name)
     if path is None:
-        raise TestbedError(f"{name} not found (Debian: apt-get install openssh-server openssh-client)")
+        raise TestbedError(f"{name} not found on PATH (Debian: apt-get install openssh-server openssh-client; "
+                           f"sshd lives in an sbin directory, which root's PATH holds)")
     return os.path.abspath(path)
 
 
@@ -92,7 +92,7 @@ def start_sshd(config: Path, netns_name: str, log_path: Path) -> subprocess.Pope
     """Start ``sshd -D -e -f config`` inside ``netns_name`` (the namespace is entered before exec)."""
     from pyroute2 import netns
 
-    sshd = find_binary("sshd", SSHD_CANDIDATES)
+    sshd = find_binary("sshd")
 
     def enter():
         netns.setns(netns_name, flags=0)  # flags=0: never create a namespace that is missing
