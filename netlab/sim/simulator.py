@@ -21,7 +21,6 @@ its GPUs but makes no progress.
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import math
 import time
@@ -113,7 +112,7 @@ class Simulator:
         self._net_version = 0
         self._net_armed = math.inf
         self._round_due = False
-        self._demand_memo: dict = {}
+        self._intra_memo: dict = {}
         self._done = 0
         self._bar = None
         if self.config.progress is not False and len(self.jobs) > 0:
@@ -381,25 +380,15 @@ class Simulator:
                 self.set_phase(jid, phase)
 
     def _demand(self, model, js: JobState, hosts: tuple, gpus: tuple, phase: float):
-        """``build_demand`` for a start, memoised on (model, pattern, placement).
-
-        Most starts repeat a placement seen before, and the demand depends only
-        on it, except for the hashed paths of ``ecmp="hash"`` (keyed by job id),
-        which are never memoised. A memoised demand is copied: ``phase`` is per job.
-        """
-        key = (model.name, js.job.pattern, hosts, gpus)
-        hit = self._demand_memo.get(key)
+        """``build_demand`` for a start. One-host starts (most of them) have no network demand and the
+        same intra-host time for every such start: memoised. Multi-host routes are memoised by the topology."""
+        if len(hosts) > 1:
+            return build_demand(self.topology, model, js.job.pattern, js.job_id, hosts, gpus, js.iso_iter_s, phase)
+        key = (model.name, js.job.pattern, gpus, self.topology.host_intra_gbps[hosts[0]])
+        hit = self._intra_memo.get(key)
         if hit is None:
-            hit = build_demand(self.topology, model, js.job.pattern, js.job_id, hosts, gpus, js.iso_iter_s, phase)
-            if len(hosts) == 1 or self.topology.ecmp != "hash":
-                if len(self._demand_memo) >= 100_000:  # bounded: a trace has far fewer distinct placements
-                    self._demand_memo.clear()
-                self._demand_memo[key] = hit
-            return hit
-        demand, intra_s = hit
-        if demand is not None:
-            demand = dataclasses.replace(demand, job_id=js.job_id, iso_iter_s=js.iso_iter_s, phase=phase)
-        return demand, intra_s
+            hit = self._intra_memo[key] = build_demand(self.topology, model, js.job.pattern, 0, hosts, gpus)
+        return hit
 
     def _retry(self, js: JobState, view: ClusterView) -> None:
         t = self.placement.retry_at(js, view)
