@@ -2,5 +2,6 @@
 
 from .maxmin import MaxMinResult, max_min
 from .model import NETWORKS, CommDemand, NetSolution, NetworkModel, iteration_time
+from . import tcp as _tcp  # noqa: F401  (registers the "tcp" model)
 
 __all__ = ["max_min", "MaxMinResult", "NETWORKS", "CommDemand", "NetSolution", "NetworkModel", "iteration_time"]

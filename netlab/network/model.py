@@ -114,6 +114,10 @@ def _fair(capacity, job, link, weight, caps, flow_bytes, compute, intra, overlap
 
 class NetworkModel:
     name = "base"
+    incremental = False  # True: the fabric re-solves only the changed component (``solve_arrays``), with ``now``
+
+    def forget(self, job_id: int) -> None:
+        """A job left the network (models that keep per-job state drop it)."""
 
     def solve(self, demands: list[CommDemand], capacity_gbps: np.ndarray) -> NetSolution:  # pragma: no cover
         raise NotImplementedError

@@ -46,8 +46,12 @@ class Fabric:
         self.load_gbps = np.zeros(n)  # time-averaged load (what policies read)
         self.overload_gbps = np.zeros(n)  # time-averaged demand above capacity (ECN proxy)
         self.rate_gbps = np.zeros(n)  # fair model: instantaneous sum of flow rates
+        self.offered_gbps = np.zeros(n)  # incremental models: every job at its isolated rate at once
+        self.queue_frac = np.zeros(n)  # incremental models: fraction of time the queue is above the ECN threshold
         self.dirty = False
         self._fair = model.name == "fair"
+        self._incremental = not self._fair and getattr(model, "incremental", False)
+        self._couple_all = np.ones(n, dtype=bool)
         self._touched = np.zeros(n, dtype=bool)  # links whose jobs changed since the last solve
         self._new: set[int] = set()  # jobs waiting for their first rate
         self._slots = _Slots()
@@ -60,7 +64,16 @@ class Fabric:
         self.demands[job_id] = demand
         self.link_count[demand.links] += 1
         slot = self._slots.add(job_id, demand)
-        if self._fair and self._joins_unsaturated(demand):
+        if self._incremental:
+            alone = _adds_nonbinding(self.capacity, self.offered_gbps, demand.links, demand.weights, _cap(demand))
+            self.offered_gbps[demand.links] += demand.weights * _cap(demand)
+            if alone:  # it binds no link: it runs at its isolated rate and nobody else changes
+                rate = _cap(demand)
+                self._slots.rate[slot], self._slots.iter_s[slot] = rate, demand.iter_s(rate)
+                self._set_row_load(np.array([slot]))
+                self._record(now)
+                return rate
+        elif self._fair and self._joins_unsaturated(demand):
             rate = demand.iso_rate_gbps
             self._slots.rate[slot], self._slots.iter_s[slot] = rate, demand.iter_s(rate)
             self._apply(demand, rate, +1, now)
@@ -75,6 +88,23 @@ class Fabric:
         demand = self.demands.pop(job_id, None)
         if demand is None:
             return False
+        if self._incremental:
+            bound = not _adds_nonbinding(self.capacity, self.offered_gbps - 0.0, demand.links,
+                                         np.zeros_like(demand.weights), 0.0)
+            self.offered_gbps[demand.links] -= demand.weights * _cap(demand)
+            self._clear_row_load(self._slots.row[job_id])
+            self._slots.remove(job_id)
+            self.model.forget(job_id)
+            self.link_count[demand.links] -= 1
+            empty = demand.links[self.link_count[demand.links] == 0]
+            self.offered_gbps[empty] = 0.0  # no rounding residue on an empty link
+            if bound or job_id in self._new:
+                self._touched[demand.links] = True
+                self.dirty = True
+            else:
+                self._record(now)
+            self._new.discard(job_id)
+            return True
         rate = self._slots.remove(job_id)
         alone = self._fair and job_id not in self._new and self._leaves_unsaturated(demand)
         self.link_count[demand.links] -= 1
@@ -88,6 +118,7 @@ class Fabric:
 
     def rephase(self, job_id: int, phase: float) -> None:
         self.demands[job_id].phase = phase
+        self._slots.phase[self._slots.row[job_id]] = phase
         self._touched[self.demands[job_id].links] = True
         self.dirty = True
 
@@ -115,7 +146,12 @@ class Fabric:
         (the fair path keeps its own copy in the slots).
         """
         self.dirty = False
-        updates = self._solve_fair() if self._fair else self._solve_all(current_iter_s)
+        if self._fair:
+            updates = self._solve_fair()
+        elif self._incremental:
+            updates = self._solve_component(now)
+        else:
+            updates = self._solve_all(current_iter_s)
         self._new.clear()
         self._touched[:] = False
         self._record(now)
@@ -125,8 +161,55 @@ class Fabric:
         s = self._slots
         self.load_gbps = self.load_gbps.copy()
         rows, it, comm = _resolve(self._touched, s.links, s.weights, s.n_links, s.active, s.params, s.iter_s,
-                                  s.rate, self.capacity, self.load_gbps, self.overload_gbps, self.rate_gbps)
+                                  s.rate, self.capacity, self.load_gbps, self.overload_gbps, self.rate_gbps,
+                                  self._couple_all)
         return list(zip(s.job[rows].tolist(), it.tolist(), comm.tolist()))
+
+    def _solve_component(self, now: float) -> list[tuple[int, float, float]]:
+        """Incremental models (``tcp``): re-solve the jobs on touched links and those joined to them through
+        links that can bind; everyone else keeps their times and phase state.
+
+        A job's time-averaged load on each of its links is its bytes per iteration over its period, whatever
+        the sharing, so loads are kept per row and updated by difference.
+        """
+        s = self._slots
+        couple = self.offered_gbps > self.capacity * (1 + 1e-9)
+        rows, comp_links, job, link, weight = _component(self._touched, s.links, s.weights, s.n_links, s.active,
+                                                         couple)
+        if not len(rows):
+            return []
+        cols = np.column_stack([s.params[rows], s.phase[rows], s.job[rows]])
+        it, comm, _, overload, queue = self.model.solve_arrays(now, self.capacity[comp_links], job, link, weight,
+                                                               cols)
+        self.load_gbps = self.load_gbps.copy()
+        touched = self._touched
+        self.overload_gbps[touched] = self.queue_frac[touched] = 0.0
+        self.overload_gbps[comp_links] = overload
+        self.queue_frac[comp_links] = queue
+        old = s.iter_s[rows]
+        moved = ~(np.abs(it - old) <= 1e-12 * np.maximum(it, 1.0))  # NaN (a new job) counts as moved
+        s.iter_s[rows] = it
+        self._set_row_load(rows)
+        return list(zip(s.job[rows[moved]].tolist(), it[moved].tolist(), comm[moved].tolist()))
+
+    def _set_row_load(self, rows: np.ndarray) -> None:
+        """Set each row's time-averaged load (flows x Gbit per flow per iteration / iteration s) on its links."""
+        s = self._slots
+        gbit = s.params[rows, 0] * 8 / 1e9
+        new = s.weights[rows] * (gbit / s.iter_s[rows])[:, None]
+        new[np.arange(s.weights.shape[1])[None, :] >= s.n_links[rows][:, None]] = 0.0
+        self.load_gbps = self.load_gbps.copy()
+        np.add.at(self.load_gbps, s.links[rows].ravel(), (new - s.row_load[rows]).ravel())
+        s.row_load[rows] = new
+
+    def _clear_row_load(self, row: int) -> None:
+        s = self._slots
+        self.load_gbps = self.load_gbps.copy()
+        np.add.at(self.load_gbps, s.links[row], -s.row_load[row])
+        s.row_load[row] = 0.0
+        k = s.n_links[row]
+        empty = s.links[row, :k][self.link_count[s.links[row, :k]] <= 1]
+        self.load_gbps[empty] = self.overload_gbps[empty] = self.queue_frac[empty] = 0.0
 
     def _solve_all(self, current_iter_s) -> list[tuple[int, float, float]]:
         ids = list(self.demands)
@@ -179,6 +262,8 @@ class _Slots:
         self.params = np.zeros((rows, 6))
         self.iter_s = np.full(rows, np.nan)
         self.rate = np.full(rows, np.nan)
+        self.phase = np.zeros(rows)
+        self.row_load = np.zeros((rows, width))
 
     def add(self, job_id: int, d: CommDemand) -> int:
         if self.free:
@@ -195,6 +280,8 @@ class _Slots:
         self.links[r, :k], self.weights[r, :k] = d.links, d.weights
         self.params[r] = (d.flow_bytes, d.compute_s, d.serial_intra_s, d.overlap, d.rate_cap_gbps, d.iso_rate_gbps)
         self.iter_s[r] = self.rate[r] = np.nan
+        self.phase[r] = d.phase
+        self.row_load[r] = 0.0
         return r
 
     def remove(self, job_id: int) -> float:
@@ -207,7 +294,7 @@ class _Slots:
     def _grow_rows(self) -> None:
         n = len(self.job)
         for name, fill in (("job", -1), ("active", False), ("n_links", 0), ("links", 0), ("weights", 0.0),
-                           ("params", 0.0), ("iter_s", np.nan), ("rate", np.nan)):
+                           ("params", 0.0), ("iter_s", np.nan), ("rate", np.nan), ("phase", 0.0), ("row_load", 0.0)):
             a = getattr(self, name)
             grown = np.full((2 * n, *a.shape[1:]), fill, dtype=a.dtype)
             grown[:n] = a
@@ -215,7 +302,7 @@ class _Slots:
 
     def _grow_width(self, k: int) -> None:
         w = max(k, 2 * self.links.shape[1])
-        for name in ("links", "weights"):
+        for name in ("links", "weights", "row_load"):
             a = getattr(self, name)
             grown = np.zeros((a.shape[0], w), dtype=a.dtype)
             grown[:, :a.shape[1]] = a
@@ -224,14 +311,14 @@ class _Slots:
 
 @njit(cache=True)
 def _resolve(touched, links, weights, n_links, active, params, iter_s, rate, capacity, load, overload,
-             rate_load):  # pragma: no cover  (compiled; tested via the simulator)
+             rate_load, couple):  # pragma: no cover  (compiled; tested via the simulator)
     """Re-solve the component of the ``touched`` links, in place; (rows, iteration s, comm s) that moved.
 
     Writes the component's per-link loads (links a leaving job emptied go to
     0) and each row's new ``iter_s`` and ``rate``. A row whose iteration time
     moves by more than 1e-12 (relative), or that had none yet (NaN), is reported.
     """
-    rows, comp_links, job, link, weight = _component(touched, links, weights, n_links, active)
+    rows, comp_links, job, link, weight = _component(touched, links, weights, n_links, active, couple)
     p = params[rows]
     r, it, comm, comp_rate_load, comp_load, comp_overload = _fair(
         capacity[comp_links], job, link, weight, p[:, 4], p[:, 0], p[:, 1], p[:, 2], p[:, 3], p[:, 5])
@@ -271,14 +358,16 @@ def _leaves_unsaturated(capacity, rate, count, links):  # pragma: no cover  (com
 
 
 @njit(cache=True)
-def _component(touched, links, weights, n_links, active):  # pragma: no cover  (compiled; tested via the simulator)
-    """The rows connected to the ``touched`` links through shared links: (rows, their links, entries).
+def _component(touched, links, weights, n_links, active, couple):  # pragma: no cover  (compiled; tested via the simulator)
+    """The rows on the ``touched`` links and those connected to them through shared ``couple`` links:
+    (rows, their links, entries).
 
     Entries are (index into rows, index into their links, weight), ready for
     :func:`~netlab.network.model._fair` on ``capacity[links]``. ``touched`` is
-    widened in place to every link of the component. Each sweep adds the rows
-    that reach a touched link and touches their links, until a sweep adds
-    nothing (a few sweeps: the component's diameter).
+    widened in place to every coupling link of the component. Each sweep adds
+    the rows that reach a touched link and touches their coupling links, until
+    a sweep adds nothing (a few sweeps: the component's diameter). Under the
+    fair model every link couples; under ``tcp`` only links that can bind.
     """
     n_rows = active.shape[0]
     member = np.zeros(n_rows, dtype=np.bool_)
@@ -295,7 +384,8 @@ def _component(touched, links, weights, n_links, active):  # pragma: no cover  (
             if member[r]:
                 grew = True
                 for k in range(n_links[r]):
-                    touched[links[r, k]] = True
+                    if couple[links[r, k]]:
+                        touched[links[r, k]] = True
     rows = np.flatnonzero(member)
     local = np.full(touched.shape[0], -1, dtype=np.int64)
     comp_links = np.empty(touched.shape[0], dtype=np.int64)
@@ -314,3 +404,17 @@ def _component(touched, links, weights, n_links, active):  # pragma: no cover  (
             job[e], link[e], weight[e] = i, local[g], weights[r, k]
             e += 1
     return rows, comp_links[:n_comp].copy(), job, link, weight
+
+
+def _cap(d: CommDemand) -> float:
+    """A demand's per-flow rate alone: its isolated rate, at most its pattern's cap."""
+    return min(d.iso_rate_gbps, d.rate_cap_gbps)
+
+
+@njit(cache=True)
+def _adds_nonbinding(capacity, offered, links, weights, rate):  # pragma: no cover  (compiled)
+    """True if, with ``weights x rate`` more offered on ``links``, none of them can bind (offered <= capacity)."""
+    for k in range(links.shape[0]):
+        if offered[links[k]] + weights[k] * rate > capacity[links[k]] * (1 + 1e-9):
+            return False
+    return True

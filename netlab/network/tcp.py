@@ -1,0 +1,552 @@
+"""``tcp``: TCP-like, work-conserving link sharing with per-job phase state carried across events.
+
+Why: the testbed (HTB shaping, FIFO queues, TCP) does not share a link the
+way ``fair`` assumes. Jobs alternate compute and all-reduce, so a link is
+shared only while transfers overlap and a job that is computing leaves the
+link to the others; and TCP over one FIFO queue divides the link by bytes in
+flight, not equally: a long transfer keeps more of it than a short one. Time
+shifts (CASSINI) matter only if jobs keep their relative phase from one
+event to the next. This model simulates exactly that, as a fluid:
+
+* every job repeats ``pre`` (the compute that does not overlap the
+  all-reduce, plus the serial intra-host phase), then the all-reduce
+  (``flow_bytes`` per flow), then waits for the overlapped compute, so that
+  alone it runs at :meth:`CommDemand.iter_s` of its isolated rate;
+* while transfers overlap, each link is shared by weighted max-min among the
+  jobs *communicating* on it (progressive filling), weight proportional to
+  the job's flow bytes (``alpha = 1``; ``alpha = 0`` is max-min): transfers
+  that overlap progress at the same fraction of their size;
+* each job's rate is capped by its isolated rate (its path's own bottleneck
+  and the pattern's cap), so only *binding* links, where every job sending
+  at its isolated rate at once would exceed the capacity, couple jobs;
+* compute time jitters per iteration by ``jitter`` (relative standard
+  deviation; a fixed table of normal draws keeps results deterministic), so
+  unstable alignments (exactly in step) can drift apart as on real hosts;
+* every running job keeps an *anchor*, the time one of its iterations
+  started, and its period: at each re-solve its position inside its
+  iteration is taken from there, the component is simulated forward from
+  those positions for ``horizon`` iterations, the mean period after
+  ``warmup`` becomes the job's iteration time, and the anchor moves to the
+  last simulated iteration start. A shift set by a policy (``phase``)
+  re-anchors the job; jobs on other links are not re-solved, so their
+  relative phases persist.
+
+Components with more than ``max_exact_jobs`` jobs, or whose simulation does
+not finish within ``max_events``, are solved by a mean-field fixed point
+instead (:func:`_mean_field`): each job, while communicating, shares every
+binding link with the others' weights times the fraction of time they
+communicate (random relative phases, the state jobs of unequal periods drift
+into). The simulator re-solves components of ~40 jobs about 60,000 times on
+the full Philly trace; simulating each for tens of iterations would take
+minutes, the fixed point takes microseconds. ``benchmarks/bench_tcp_model.py``
+measures how far the two are apart.
+
+Queueing (ECN proxy): on each binding link a fluid queue grows at the rate
+communicating jobs would send at their isolated rates beyond the capacity
+(up to ``buffer_us`` of the link's rate) and drains at the unused capacity;
+``queue_frac`` is the fraction of time it holds more than ``ecn_threshold_us``
+worth of bytes, the time a DCTCP-style switch would mark. Today's
+demand-above-capacity ``overload_gbps`` is reported beside it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .model import GBIT, NETWORKS, NetSolution, NetworkModel, _incidence
+
+JITTER = 0.005  # relative std of compute per iteration (placeholder until measured: see NOTE in TcpNetwork)
+ALPHA = 1.0  # share weight = flow bytes ** ALPHA
+HORIZON = 24  # iterations simulated per job and re-solve ...
+WARMUP = 4  # ... the first of which are left out of the mean period
+MAX_EXACT_JOBS = 8  # larger components use the mean-field fixed point
+MAX_EVENTS = 20_000  # per simulation: beyond it, the mean-field fixed point
+ECN_THRESHOLD_US = 50.0  # queue above this many microseconds of the link's rate counts as marking
+BUFFER_US = 2_000.0  # the queue holds at most this many microseconds of the link's rate
+_NOISE = np.random.default_rng(20261124).standard_normal(4096)  # fixed draws: results are deterministic
+
+# Columns of the per-link statistics a simulation integrates (over its simulated time).
+L_GBIT, L_OVER, L_ABOVE = 0, 1, 2
+
+
+@njit(cache=True, nogil=True)
+def _rates(A, cap_link, cap_job, phi, active, rate, live, resid, s, newly):  # pragma: no cover  (compiled)
+    """Weighted max-min per-flow rates of the ``active`` jobs (rate_i = phi_i x level), by progressive filling.
+
+    ``A[i, l]``: job i's flows on link l. Work arrays are passed in to avoid allocations.
+    """
+    n, m = A.shape
+    for i in range(n):
+        rate[i] = 0.0
+        live[i] = active[i]
+        newly[i] = False
+    for link in range(m):
+        resid[link] = cap_link[link]
+    for _ in range(n):
+        best = np.inf
+        for i in range(n):
+            if live[i] and cap_job[i] / phi[i] < best:
+                best = cap_job[i] / phi[i]
+        for link in range(m):
+            s[link] = 0.0
+            for i in range(n):
+                if live[i]:
+                    s[link] += A[i, link] * phi[i]
+            if s[link] > 0.0 and resid[link] / s[link] < best:
+                best = resid[link] / s[link]
+        if best == np.inf:
+            break
+        thr = best * (1.0 + 1e-12)
+        frozen = 0
+        for i in range(n):
+            if not live[i]:
+                continue
+            hit = cap_job[i] / phi[i] <= thr
+            if not hit:
+                for link in range(m):
+                    if A[i, link] > 0.0 and resid[link] / s[link] <= thr:
+                        hit = True
+                        break
+            if hit:
+                rate[i] = min(phi[i] * best, cap_job[i])
+                newly[i] = True
+                frozen += 1
+        if frozen == 0:
+            break
+        for i in range(n):
+            if newly[i]:
+                newly[i] = False
+                live[i] = False
+                for link in range(m):
+                    resid[link] = max(resid[link] - A[i, link] * rate[i], 0.0)
+
+
+@njit(cache=True, nogil=True)
+def _simulate(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, phase, rem, until, it_start, jitter,
+              noise, noise_at, stop_job, stop_starts, max_events, q_thr, q_buf, starts, n_starts,
+              link_stats):  # pragma: no cover  (compiled)
+    """Run the fluid from the given state (time 0) until ``stop_job`` (or, if -1, every job) has recorded
+    ``stop_starts`` iteration starts, or ``max_events`` events; the time reached.
+
+    Per job the state is ``phase`` (0: pre-communication work, ``rem`` seconds left; 1: all-reduce, ``rem``
+    Gbit left per flow; 2: waiting until ``until``, the start offset or the overlapped compute), and
+    ``it_start``, when its current iteration began. Iteration starts are written to ``starts[i, k]``
+    (``n_starts[i]`` of them, at most ``starts.shape[1]`` kept). ``link_stats[l]`` integrates Gbit carried,
+    demand above capacity (Gbit) and seconds with the queue above ``q_thr[l]`` Gbit (queue capped at
+    ``q_buf[l]``). The arrays ``phase``, ``rem``, ``until`` and ``it_start`` are updated in place.
+    """
+    n, m = A.shape
+    rate = np.zeros(n)
+    active = np.zeros(n, np.bool_)
+    live = np.zeros(n, np.bool_)
+    newly = np.zeros(n, np.bool_)
+    resid = np.zeros(m)
+    s = np.zeros(m)
+    queue = np.zeros(m)
+    cur_compute = compute_s.copy()
+    keep = starts.shape[1]
+    for i in range(n):
+        n_starts[i] = 0
+    t = 0.0
+    dirty = True
+    for _ in range(max_events):
+        if dirty:
+            for i in range(n):
+                active[i] = phase[i] == 1
+            _rates(A, cap_link, cap_job, phi, active, rate, live, resid, s, newly)
+            dirty = False
+        dt = np.inf
+        for i in range(n):
+            if phase[i] == 0:
+                d = rem[i]
+            elif phase[i] == 1:
+                d = rem[i] / rate[i] if rate[i] > 0.0 else np.inf
+            else:
+                d = until[i] - t
+            if d < dt:
+                dt = d
+        if dt == np.inf:
+            break
+        dt = max(dt, 0.0)
+        if dt > 0.0:
+            for link in range(m):
+                served, offered = 0.0, 0.0
+                for i in range(n):
+                    if active[i] and A[i, link] > 0.0:
+                        served += A[i, link] * rate[i]
+                        offered += A[i, link] * cap_job[i]
+                link_stats[link, L_GBIT] += served * dt
+                excess = offered - cap_link[link]
+                if excess > 0.0:
+                    link_stats[link, L_OVER] += excess * dt
+                slope = excess if excess > 0.0 else cap_link[link] - served
+                if excess <= 0.0:
+                    slope = -slope
+                q0 = queue[link]
+                q1 = min(max(q0 + slope * dt, 0.0), q_buf[link])
+                # seconds of this interval with the (linear, clipped) queue above the threshold
+                if q0 > q_thr[link] and q1 > q_thr[link]:
+                    link_stats[link, L_ABOVE] += dt
+                elif slope > 0.0 and q1 > q_thr[link]:
+                    link_stats[link, L_ABOVE] += dt - (q_thr[link] - q0) / slope
+                elif slope < 0.0 and q0 > q_thr[link]:
+                    link_stats[link, L_ABOVE] += (q0 - q_thr[link]) / -slope
+                queue[link] = q1
+        t += dt
+        done = False
+        for i in range(n):
+            if phase[i] == 0:
+                rem[i] -= dt
+                if rem[i] <= 1e-12 * (1.0 + cur_compute[i] + intra_s[i]):
+                    if gbit[i] > 0.0:
+                        phase[i] = 1
+                        rem[i] = gbit[i]
+                        dirty = True
+                    else:
+                        phase[i] = 2
+                        comm = t - it_start[i] - (1.0 - overlap[i]) * cur_compute[i]
+                        until[i] = max(t, it_start[i] + cur_compute[i] + comm
+                                       - overlap[i] * min(cur_compute[i], comm))
+            elif phase[i] == 1:
+                rem[i] -= rate[i] * dt
+                if rem[i] <= 1e-9 * gbit[i]:
+                    # comm = intra + network time of this iteration; the overlapped compute may still run
+                    comm = t - it_start[i] - (1.0 - overlap[i]) * cur_compute[i]
+                    phase[i] = 2
+                    until[i] = max(t, it_start[i] + cur_compute[i] + comm - overlap[i] * min(cur_compute[i], comm))
+                    dirty = True
+            if phase[i] == 2 and until[i] - t <= 1e-12 * (1.0 + t):
+                it_start[i] = t
+                phase[i] = 0
+                k = n_starts[i]
+                c = compute_s[i]
+                if jitter > 0.0:
+                    c = max(0.0, c * (1.0 + jitter * noise[(noise_at[i] + k) % noise.shape[0]]))
+                cur_compute[i] = c
+                rem[i] = (1.0 - overlap[i]) * c + intra_s[i]
+                if k < keep:
+                    starts[i, k] = t
+                n_starts[i] = k + 1
+        if stop_job >= 0:
+            done = n_starts[stop_job] >= stop_starts
+        else:
+            done = True
+            for i in range(n):
+                if n_starts[i] < stop_starts:
+                    done = False
+                    break
+        if done:
+            break
+    return t
+
+
+@njit(cache=True, nogil=True)
+def _mean_field(A, cap_link, cap_job, phi, gbit, pre_s, tail_s, max_iter=60, tol=1e-6):  # pragma: no cover
+    """Per job (mean per-flow rate while communicating, duty) at the random-phase fixed point.
+
+    While job i communicates, job k communicates too with probability equal to its duty ``d_k`` (the
+    fraction of its period spent in the all-reduce); i's share of binding link l is then
+    ``phi_i / (phi_i A_il + sum_k A_kl phi_k d_k)`` of the capacity per flow. Its rate is the smallest share
+    over its links (or, if more, the capacity the others leave on average), at most its cap;
+    ``period = pre + gbit / rate + tail``. Damped iteration to a fixed point.
+    """
+    n, m = A.shape
+    rate = cap_job.copy()
+    duty = np.zeros(n)
+    for i in range(n):
+        net = gbit[i] / rate[i] if rate[i] > 0 else 0.0
+        duty[i] = net / max(pre_s[i] + net + tail_s[i], 1e-300)
+    claim = np.zeros(m)
+    used = np.zeros(m)
+    for _ in range(max_iter):
+        for link in range(m):
+            claim[link] = 0.0
+            used[link] = 0.0
+            for k in range(n):
+                claim[link] += A[k, link] * phi[k] * duty[k]
+                used[link] += A[k, link] * rate[k] * duty[k]
+        change = 0.0
+        for i in range(n):
+            r = cap_job[i]
+            for link in range(m):
+                a = A[i, link]
+                if a > 0.0:
+                    # its weighted share against the others' expected weights, or what the others leave on
+                    # average (work-conserving: a competitor held back elsewhere uses little here)
+                    share = cap_link[link] * phi[i] / (phi[i] * a + claim[link] - a * phi[i] * duty[i])
+                    left = (cap_link[link] - used[link] + a * rate[i] * duty[i]) / a
+                    if left > share:
+                        share = left
+                    if share < r:
+                        r = share
+            net = gbit[i] / r if r > 0 else 0.0
+            d = net / max(pre_s[i] + net + tail_s[i], 1e-300)
+            change = max(change, abs(r - rate[i]) / max(rate[i], 1e-300))
+            rate[i] = 0.5 * rate[i] + 0.5 * r
+            duty[i] = 0.5 * duty[i] + 0.5 * d
+        if change < tol:
+            break
+    return rate, duty
+
+
+@njit(cache=True, nogil=True)
+def _binding_components(job, link, weight, cap_link, cap_job, n_jobs):  # pragma: no cover  (compiled)
+    """(binding mask per link, component label per job): jobs joined through links that can bind.
+
+    A link binds when its jobs, all sending at their isolated (capped) rates at once, would exceed its
+    capacity; only such links couple jobs. Union-find over the binding entries; a job on no binding link is
+    a component of its own.
+    """
+    n_links = cap_link.shape[0]
+    offered = np.zeros(n_links)
+    for e in range(job.shape[0]):
+        offered[link[e]] += weight[e] * cap_job[job[e]]
+    binding = offered > cap_link * (1.0 + 1e-9)
+    parent = np.arange(n_jobs)
+    first = np.full(n_links, -1, np.int64)
+    for e in range(job.shape[0]):
+        if not binding[link[e]]:
+            continue
+        j = job[e]
+        if first[link[e]] < 0:
+            first[link[e]] = j
+            continue
+        a, b = j, first[link[e]]
+        while parent[a] != a:
+            a = parent[a]
+        while parent[b] != b:
+            b = parent[b]
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    label = np.empty(n_jobs, np.int64)
+    for j in range(n_jobs):
+        r = j
+        while parent[r] != r:
+            r = parent[r]
+        label[j] = r
+    return binding, label
+
+
+def _comm_from_period(period, compute, overlap, floor):
+    """Communication seconds (intra + network) that give ``period`` under :func:`iteration_time`; at least
+    ``floor`` (the alone value)."""
+    long_comm = period - (1.0 - overlap) * compute  # comm >= compute
+    short_comm = np.divide(period - compute, 1.0 - overlap, out=np.zeros_like(period), where=overlap < 1.0)
+    comm = np.where(long_comm >= compute, long_comm, short_comm)
+    return np.maximum(comm, floor)
+
+
+def _position(now_s: float, anchor_s: float, period_s: float, pre_s: float, net_s: float):
+    """(phase, rem, until, it_start) of a job whose iterations start at ``anchor + k period``, at ``now``.
+
+    Inside the iteration: ``pre`` seconds of work, then the all-reduce taking ``net`` seconds at the last
+    solved rate (its Gbit left is proportional to the time left), then waiting to the period's end.
+    Times are relative to ``now`` (the simulation starts at 0).
+    """
+    if not period_s > 0:
+        return 0, pre_s, 0.0, 0.0
+    e = (now_s - anchor_s) % period_s
+    if e < pre_s:
+        return 0, pre_s - e, 0.0, -e
+    if e < pre_s + net_s:
+        return 1, 1.0 - (e - pre_s) / net_s, 0.0, -e  # rem as a fraction of the job's Gbit (scaled by caller)
+    return 2, 0.0, period_s - e, -e
+
+
+@NETWORKS.register("tcp")
+class TcpNetwork(NetworkModel):
+    """TCP-like sharing by bytes in flight, work-conserving, with per-job phase kept across events (fluid)."""
+
+    name = "tcp"
+    incremental = True  # re-solve only the component that changed: others keep their phases
+
+    def __init__(self, alpha: float = ALPHA, jitter: float = JITTER, horizon: int = HORIZON, warmup: int = WARMUP,
+                 max_exact_jobs: int = MAX_EXACT_JOBS, max_events: int = MAX_EVENTS,
+                 ecn_threshold_us: float = ECN_THRESHOLD_US, buffer_us: float = BUFFER_US):
+        if not (alpha >= 0 and jitter >= 0 and horizon > warmup + 1 and warmup >= 0 and max_exact_jobs >= 1
+                and max_events > 0 and 0 <= ecn_threshold_us <= buffer_us):
+            raise ValueError("tcp network: need alpha >= 0, jitter >= 0, horizon > warmup + 1 >= 1, "
+                             "max_exact_jobs >= 1, max_events > 0, 0 <= ecn_threshold_us <= buffer_us")
+        self.alpha, self.jitter, self.horizon, self.warmup = float(alpha), float(jitter), int(horizon), int(warmup)
+        self.max_exact_jobs, self.max_events = int(max_exact_jobs), int(max_events)
+        self.ecn_threshold_us, self.buffer_us = float(ecn_threshold_us), float(buffer_us)
+        # job id -> [anchor s, period s, network s of the last solve, phase the policy last set]
+        self.state: dict[int, list] = {}
+        self.exact_solves = self.mean_field_solves = 0
+
+    def simulate_starts(self, demands, capacity_gbps, start_s: dict, iterations: dict) -> dict:
+        """Iteration start times per job from given start times (see :func:`simulate_starts`)."""
+        return simulate_starts(self, demands, capacity_gbps, start_s, iterations)
+
+    def forget(self, job_id: int) -> None:
+        """The job left the network: drop its phase state."""
+        self.state.pop(job_id, None)
+
+    # ----------------------------------------------------------------- solve
+    def solve(self, demands, capacity_gbps, now_s: float = 0.0) -> NetSolution:
+        if not demands:
+            return NetSolution({}, {})
+        job, link, weight, links = _incidence(demands)
+        cap_link = np.ascontiguousarray(capacity_gbps[links], dtype=np.float64)
+        cols = np.array([(d.flow_bytes, d.compute_s, d.serial_intra_s, d.overlap, d.rate_cap_gbps,
+                          d.iso_rate_gbps, d.phase, d.job_id) for d in demands], dtype=float).reshape(-1, 8)
+        it, comm, load, overload, queue = self.solve_arrays(now_s, cap_link, job, link, weight.astype(float), cols)
+        ids = [d.job_id for d in demands]
+        sol = NetSolution(dict(zip(ids, it.tolist())), dict(zip(ids, comm.tolist())), links, load, overload)
+        sol.queue_frac = queue
+        return sol
+
+    def solve_arrays(self, now_s, cap_link, job, link, weight, cols):
+        """Iteration s, comm s per job and load, overload (Gbit/s, time-averaged) and queue_frac per link.
+
+        ``cols`` per job: flow bytes, compute s, serial intra s, overlap, rate cap, isolated rate, phase
+        (fraction of the period, as set by policies), job id.
+        """
+        n = cols.shape[0]
+        flow_bytes, compute, intra, overlap, rate_cap, iso, phase, ids = cols.T
+        cap_job = np.minimum(rate_cap, iso)
+        gbit = flow_bytes * 8 / GBIT
+        pre = (1.0 - overlap) * compute + intra
+        alone_net = np.divide(gbit, cap_job, out=np.zeros(n), where=cap_job > 0)
+        alone_comm = alone_net + intra
+        alone_it = compute + alone_comm - overlap * np.minimum(compute, alone_comm)
+        binding, label = _binding_components(job, link, weight, cap_link, cap_job, n)
+        it, comm = alone_it.copy(), alone_comm.copy()
+        net = alone_net.copy()
+        m = len(cap_link)
+        load, overload, queue = np.zeros(m), np.zeros(m), np.zeros(m)
+        tail = alone_it - pre - alone_net  # overlapped compute still running after the all-reduce (alone)
+        for comp in np.unique(label):
+            members = np.flatnonzero(label == comp)
+            sel = np.isin(job, members) & binding[link]
+            if not sel.any():
+                continue  # alone: isolated speed
+            local = -np.ones(n, dtype=np.int64)
+            local[members] = np.arange(len(members))
+            blinks, bl = np.unique(link[sel], return_inverse=True)
+            A = np.zeros((len(members), len(blinks)))
+            np.add.at(A, (local[job[sel]], bl), weight[sel])
+            res = None
+            if len(members) <= self.max_exact_jobs:
+                res = self._exact(now_s, members, A, cap_link[blinks], cap_job, gbit, pre, compute, intra, overlap,
+                                  phase, ids, alone_it, alone_net)
+            if res is None:
+                res = self._mean_field(A, cap_link[blinks], cap_job[members], gbit[members], pre[members],
+                                       tail[members])
+                self.mean_field_solves += 1
+            else:
+                self.exact_solves += 1
+            p_it, l_gbps, l_over, l_queue = res[:4]
+            p_comm = _comm_from_period(p_it, compute[members], overlap[members], alone_comm[members])
+            p_net = np.maximum(p_comm - intra[members], 0.0)
+            it[members], net[members], comm[members] = p_it, p_net, p_comm
+            load[blinks] += l_gbps
+            overload[blinks] += l_over
+            queue[blinks] = l_queue
+            for k, i in enumerate(members):
+                self._store(int(ids[i]), now_s, p_it[k], p_net[k], phase[i], anchor=res[4][k] if len(res) > 4 else None)
+        # Non-binding links carry each job's duty-weighted rate (nobody is slowed there).
+        free = ~binding[link]
+        if free.any():
+            j = job[free]
+            rate = np.divide(gbit[j], net[j], out=np.zeros(len(j)), where=net[j] > 0)
+            np.add.at(load, link[free], weight[free] * rate * net[j] / np.maximum(it[j], 1e-300))
+        for i in range(n):
+            if int(ids[i]) not in self.state:
+                self._store(int(ids[i]), now_s, it[i], net[i], phase[i])
+        return it, comm, load, overload, queue
+
+    def _store(self, jid, now_s, period, net, phase, anchor=None):
+        st = self.state.get(jid)
+        if anchor is None:
+            if st is None or st[3] != phase:  # new, or a policy moved it: iterations start at phase x period
+                anchor = phase * period
+            else:  # keep its position: re-anchor at its current iteration start, same fraction of the new period
+                old_anchor, old_period = st[0], st[1]
+                frac = ((now_s - old_anchor) % old_period) / old_period if old_period > 0 else 0.0
+                anchor = now_s - frac * period
+        self.state[jid] = [anchor, period, net, phase]
+
+    def _exact(self, now_s, members, A, cap_link, cap_job, gbit, pre, compute, intra, overlap, phase, ids,
+               alone_it, alone_net):
+        k = len(members)
+        st_phase = np.zeros(k, np.int64)
+        rem, until, it_start = np.zeros(k), np.zeros(k), np.zeros(k)
+        for a, i in enumerate(members):
+            st = self.state.get(int(ids[i]))
+            if st is None or st[3] != phase[i]:
+                period, net_s = alone_it[i], alone_net[i]
+                anchor = phase[i] * period
+            else:
+                anchor, period, net_s = st[0], st[1], st[2]
+            p, r, u, s0 = _position(now_s, anchor, period, pre[i], net_s)
+            st_phase[a], until[a], it_start[a] = p, u, s0
+            rem[a] = r * gbit[i] if p == 1 else r
+        top = gbit[members].max()
+        phi = (np.maximum(gbit[members], 1e-300) / top) ** self.alpha if top > 0 else np.ones(k)
+        starts = np.zeros((k, self.horizon + 1))
+        n_starts = np.zeros(k, np.int64)
+        stats = np.zeros((len(cap_link), 3))
+        noise_at = (ids[members].astype(np.int64) * 977) % len(_NOISE)
+        t_end = _simulate(A, cap_link, cap_job[members].copy(), phi, gbit[members].copy(), intra[members].copy(),
+                          compute[members].copy(), overlap[members].copy(), st_phase, rem, until, it_start,
+                          self.jitter, _NOISE, noise_at, -1, self.horizon + 1, self.max_events,
+                          cap_link * self.ecn_threshold_us * 1e-6, cap_link * self.buffer_us * 1e-6, starts, n_starts,
+                          stats)
+        if n_starts.min() < 3 or not t_end > 0:
+            return None
+        w = np.minimum(self.warmup, n_starts - 3)
+        last = np.minimum(n_starts, self.horizon + 1) - 1
+        period = (starts[np.arange(k), last] - starts[np.arange(k), w]) / (last - w)
+        anchor = now_s + starts[np.arange(k), last]
+        return period, stats[:, L_GBIT] / t_end, stats[:, L_OVER] / t_end, stats[:, L_ABOVE] / t_end, anchor
+
+    def _mean_field(self, A, cap_link, cap_job, gbit, pre, tail):
+        top = gbit.max()
+        phi = (np.maximum(gbit, 1e-300) / top) ** self.alpha if top > 0 else np.ones(len(gbit))
+        rate, duty = _mean_field(A, cap_link, cap_job, phi, gbit, pre, tail)
+        net = np.divide(gbit, rate, out=np.zeros(len(gbit)), where=rate > 0)
+        period = pre + net + tail  # tail: the overlapped compute left after the all-reduce, as alone
+        load = (A * (rate * duty)[:, None]).sum(axis=0)
+        over = (A * (np.maximum(cap_job - rate, 0) * duty)[:, None]).sum(axis=0)
+        # queue above threshold: while the duty-weighted offered load exceeds the capacity (a crude proxy)
+        offered = (A * (cap_job * duty)[:, None]).sum(axis=0)
+        queue = np.clip((offered - cap_link) / np.maximum(offered, 1e-300), 0.0, 1.0)
+        return period, load, over, queue
+
+
+def simulate_starts(model: TcpNetwork, demands, capacity_gbps, start_s: dict, iterations: dict) -> dict:
+    """Every job's iteration start times (s) when each starts at ``start_s[job]`` and all run together.
+
+    What a testbed scenario does: jobs launched at a common time (plus their offsets), each running
+    ``iterations[job]`` iterations. The fluid is simulated until every job has started its last iteration
+    plus one (that start marks the end of the previous one), jobs going on past their own count; a caller
+    measuring a window where all run (as :func:`netlab.testbed.scenarios.summarise_logs` does) sees the same
+    contention as on the testbed. Deterministic: jitter draws come from a fixed table.
+    """
+    if not demands:
+        return {}
+    job, link, weight, links = _incidence(demands)
+    n = len(demands)
+    A = np.zeros((n, len(links)))
+    np.add.at(A, (job, link), weight)
+    cap_link = np.ascontiguousarray(capacity_gbps[links], dtype=np.float64)
+    cols = np.array([(d.flow_bytes, d.compute_s, d.serial_intra_s, d.overlap, d.rate_cap_gbps, d.iso_rate_gbps)
+                     for d in demands], dtype=float).reshape(-1, 6)
+    gbit = cols[:, 0] * 8 / GBIT
+    top = gbit.max()
+    phi = (np.maximum(gbit, 1e-300) / top) ** model.alpha if top > 0 else np.ones(n)
+    most = max(int(iterations[d.job_id]) for d in demands) + 1
+    starts = np.zeros((n, most + 1))
+    n_starts = np.zeros(n, np.int64)
+    ids = np.array([d.job_id for d in demands], dtype=np.int64)
+    _simulate(A, cap_link, np.minimum(cols[:, 4], cols[:, 5]), phi, gbit, cols[:, 2].copy(), cols[:, 1].copy(),
+              cols[:, 3].copy(), np.full(n, 2, np.int64), np.zeros(n), np.array([float(start_s[d.job_id])
+                                                                                   for d in demands]),
+              np.zeros(n), model.jitter, _NOISE, (ids * 977) % len(_NOISE), -1, most, max(model.max_events, 40 * n * most),
+              cap_link * model.ecn_threshold_us * 1e-6, cap_link * model.buffer_us * 1e-6, starts, n_starts,
+              np.zeros((len(links), 3)))
+    return {d.job_id: starts[i, :min(n_starts[i], most + 1)].copy() for i, d in enumerate(demands)}
