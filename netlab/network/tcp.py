@@ -244,48 +244,50 @@ def _simulate(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, phas
 
 
 @njit(cache=True, nogil=True)
-def _mean_field(A, cap_link, cap_job, phi, gbit, pre_s, tail_s, max_iter=60, tol=1e-6):  # pragma: no cover
+def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, rate0, max_iter=40,
+                tol=1e-4):  # pragma: no cover  (compiled)
     """Per job (mean per-flow rate while communicating, duty) at the random-phase fixed point.
 
     While job i communicates, job k communicates too with probability equal to its duty ``d_k`` (the
     fraction of its period spent in the all-reduce); i's share of binding link l is then
     ``phi_i / (phi_i A_il + sum_k A_kl phi_k d_k)`` of the capacity per flow. Its rate is the smallest share
     over its links (or, if more, the capacity the others leave on average), at most its cap;
-    ``period = pre + gbit / rate + tail``. Damped iteration to a fixed point.
+    ``period = pre + gbit / rate + tail``. Damped iteration to a fixed point from ``rate0``. The incidence is given by its
+    non-zeros (``job``, ``link``, ``weight``): the work per iteration is O(entries).
     """
-    n, m = A.shape
-    rate = cap_job.copy()
+    n, m = cap_job.shape[0], cap_link.shape[0]
+    rate = rate0.copy()  # a warm start (the last solve's rates) converges in a few iterations
     duty = np.zeros(n)
     for i in range(n):
         net = gbit[i] / rate[i] if rate[i] > 0 else 0.0
         duty[i] = net / max(pre_s[i] + net + tail_s[i], 1e-300)
     claim = np.zeros(m)
     used = np.zeros(m)
+    r = np.empty(n)
     for _ in range(max_iter):
-        for link in range(m):
-            claim[link] = 0.0
-            used[link] = 0.0
-            for k in range(n):
-                claim[link] += A[k, link] * phi[k] * duty[k]
-                used[link] += A[k, link] * rate[k] * duty[k]
+        claim[:] = 0.0
+        used[:] = 0.0
+        for e in range(job.shape[0]):
+            k = job[e]
+            claim[link[e]] += weight[e] * phi[k] * duty[k]
+            used[link[e]] += weight[e] * rate[k] * duty[k]
+        r[:] = cap_job
+        for e in range(job.shape[0]):
+            i, g, a = job[e], link[e], weight[e]
+            # its weighted share against the others' expected weights, or what the others leave on average
+            # (work-conserving: a competitor held back elsewhere uses little here)
+            share = cap_link[g] * phi[i] / (phi[i] * a + claim[g] - a * phi[i] * duty[i])
+            left = (cap_link[g] - used[g] + a * rate[i] * duty[i]) / a
+            if left > share:
+                share = left
+            if share < r[i]:
+                r[i] = share
         change = 0.0
         for i in range(n):
-            r = cap_job[i]
-            for link in range(m):
-                a = A[i, link]
-                if a > 0.0:
-                    # its weighted share against the others' expected weights, or what the others leave on
-                    # average (work-conserving: a competitor held back elsewhere uses little here)
-                    share = cap_link[link] * phi[i] / (phi[i] * a + claim[link] - a * phi[i] * duty[i])
-                    left = (cap_link[link] - used[link] + a * rate[i] * duty[i]) / a
-                    if left > share:
-                        share = left
-                    if share < r:
-                        r = share
-            net = gbit[i] / r if r > 0 else 0.0
+            net = gbit[i] / r[i] if r[i] > 0 else 0.0
             d = net / max(pre_s[i] + net + tail_s[i], 1e-300)
-            change = max(change, abs(r - rate[i]) / max(rate[i], 1e-300))
-            rate[i] = 0.5 * rate[i] + 0.5 * r
+            change = max(change, abs(r[i] - rate[i]) / max(rate[i], 1e-300))
+            rate[i] = 0.5 * rate[i] + 0.5 * r[i]
             duty[i] = 0.5 * duty[i] + 0.5 * d
         if change < tol:
             break
@@ -373,7 +375,7 @@ class TcpNetwork(NetworkModel):
         self.alpha, self.jitter, self.horizon, self.warmup = float(alpha), float(jitter), int(horizon), int(warmup)
         self.max_exact_jobs, self.max_events = int(max_exact_jobs), int(max_events)
         self.ecn_threshold_us, self.buffer_us = float(ecn_threshold_us), float(buffer_us)
-        # job id -> [anchor s, period s, network s of the last solve, phase the policy last set]
+        # job id -> [anchor s, period s, phase the policy last set]
         self.state: dict[int, list] = {}
         self.exact_solves = self.mean_field_solves = 0
 
@@ -403,10 +405,12 @@ class TcpNetwork(NetworkModel):
         """Iteration s, comm s per job and load, overload (Gbit/s, time-averaged) and queue_frac per link.
 
         ``cols`` per job: flow bytes, compute s, serial intra s, overlap, rate cap, isolated rate, phase
-        (fraction of the period, as set by policies), job id.
+        (fraction of the period, as set by policies), job id, and optionally the job's last solved
+        iteration s (NaN if none: a warm start for the fixed point).
         """
         n = cols.shape[0]
-        flow_bytes, compute, intra, overlap, rate_cap, iso, phase, ids = cols.T
+        flow_bytes, compute, intra, overlap, rate_cap, iso, phase, ids = cols.T[:8]
+        last_it = cols[:, 8] if cols.shape[1] > 8 else np.full(n, np.nan)
         cap_job = np.minimum(rate_cap, iso)
         gbit = flow_bytes * 8 / GBIT
         pre = (1.0 - overlap) * compute + intra
@@ -419,56 +423,70 @@ class TcpNetwork(NetworkModel):
         m = len(cap_link)
         load, overload, queue = np.zeros(m), np.zeros(m), np.zeros(m)
         tail = alone_it - pre - alone_net  # overlapped compute still running after the all-reduce (alone)
-        for comp in np.unique(label):
+        bind_e = binding[link]
+        contended = np.zeros(n, dtype=bool)
+        contended[job[bind_e]] = True
+        size = np.bincount(label[contended], minlength=n)
+        large = contended & (size[label] > self.max_exact_jobs)
+        for comp in np.flatnonzero((size > 0) & (size <= self.max_exact_jobs)):
             members = np.flatnonzero(label == comp)
-            sel = np.isin(job, members) & binding[link]
-            if not sel.any():
-                continue  # alone: isolated speed
+            sel = (label[job] == comp) & bind_e
             local = -np.ones(n, dtype=np.int64)
             local[members] = np.arange(len(members))
             blinks, bl = np.unique(link[sel], return_inverse=True)
             A = np.zeros((len(members), len(blinks)))
             np.add.at(A, (local[job[sel]], bl), weight[sel])
-            res = None
-            if len(members) <= self.max_exact_jobs:
-                res = self._exact(now_s, members, A, cap_link[blinks], cap_job, gbit, pre, compute, intra, overlap,
-                                  phase, ids, alone_it, alone_net)
-            if res is None:
-                res = self._mean_field(A, cap_link[blinks], cap_job[members], gbit[members], pre[members],
-                                       tail[members])
-                self.mean_field_solves += 1
-            else:
-                self.exact_solves += 1
-            p_it, l_gbps, l_over, l_queue = res[:4]
-            p_comm = _comm_from_period(p_it, compute[members], overlap[members], alone_comm[members])
-            p_net = np.maximum(p_comm - intra[members], 0.0)
-            it[members], net[members], comm[members] = p_it, p_net, p_comm
-            load[blinks] += l_gbps
+            res = self._exact(now_s, members, A, cap_link[blinks], cap_job, gbit, pre, compute, intra, overlap,
+                              phase, ids, alone_it, alone_net)
+            if res is None:  # the simulation did not finish: solve it with the others by the fixed point
+                large[members] = True
+                continue
+            self.exact_solves += 1
+            p_it, l_gbps, l_over, l_queue, anchor = res
+            it[members] = p_it
             overload[blinks] += l_over
             queue[blinks] = l_queue
-            for k, i in enumerate(members):
-                self._store(int(ids[i]), now_s, p_it[k], p_net[k], phase[i], anchor=res[4][k] if len(res) > 4 else None)
-        # Non-binding links carry each job's duty-weighted rate (nobody is slowed there).
-        free = ~binding[link]
-        if free.any():
-            j = job[free]
-            rate = np.divide(gbit[j], net[j], out=np.zeros(len(j)), where=net[j] > 0)
-            np.add.at(load, link[free], weight[free] * rate * net[j] / np.maximum(it[j], 1e-300))
-        for i in range(n):
-            if int(ids[i]) not in self.state:
-                self._store(int(ids[i]), now_s, it[i], net[i], phase[i])
+            self._store(ids[members], now_s, p_it, phase[members], anchor)
+        if large.any():
+            self.mean_field_solves += 1
+            members = np.flatnonzero(large)
+            sel = large[job] & bind_e
+            local = -np.ones(n, dtype=np.int64)
+            local[members] = np.arange(len(members))
+            blinks, bl = np.unique(link[sel], return_inverse=True)
+            # warm start: the rate that gave each job its last iteration time (its cap if new or unslowed)
+            net0 = last_it[members] - pre[members] - tail[members]
+            rate0 = np.where(np.isfinite(net0) & (net0 > alone_net[members]),
+                             gbit[members] / np.where(net0 > 0, net0, 1.0), cap_job[members])
+            p_it, l_over, l_queue = self._mean_field(local[job[sel]], bl, weight[sel], cap_link[blinks],
+                                                     cap_job[members], gbit[members], pre[members], tail[members],
+                                                     rate0)
+            it[members] = p_it
+            overload[blinks] += l_over
+            queue[blinks] = l_queue
+            self._store(ids[members], now_s, p_it, phase[members])
+        p_comm = _comm_from_period(it[contended], compute[contended], overlap[contended], alone_comm[contended])
+        comm[contended] = p_comm
+        net[contended] = np.maximum(p_comm - intra[contended], 0.0)
+        # Time-averaged load: every job moves its Gbit per flow once per iteration, whatever the sharing.
+        load = np.bincount(link, weights=weight * gbit[job] / np.maximum(it[job], 1e-300), minlength=m)
+        alone = np.array([i for i in np.flatnonzero(~contended).tolist() if int(ids[i]) not in self.state], dtype=np.int64)
+        if len(alone):
+            self._store(ids[alone], now_s, it[alone], phase[alone])
         return it, comm, load, overload, queue
 
-    def _store(self, jid, now_s, period, net, phase, anchor=None):
-        st = self.state.get(jid)
+    def _store(self, ids, now_s, period, phase, anchor=None):
+        """Record new periods (and anchors). Without an anchor a job keeps its position: it is re-anchored
+        at the same fraction of its iteration under the new period; a new job, or one a policy moved, starts
+        its iterations at ``phase x period``."""
+        keys = ids.astype(np.int64).tolist()
         if anchor is None:
-            if st is None or st[3] != phase:  # new, or a policy moved it: iterations start at phase x period
-                anchor = phase * period
-            else:  # keep its position: re-anchor at its current iteration start, same fraction of the new period
-                old_anchor, old_period = st[0], st[1]
-                frac = ((now_s - old_anchor) % old_period) / old_period if old_period > 0 else 0.0
-                anchor = now_s - frac * period
-        self.state[jid] = [anchor, period, net, phase]
+            old = np.array([self.state.get(j, (np.nan, np.nan, np.nan)) for j in keys], dtype=float).reshape(-1, 3)
+            fresh = np.isnan(old[:, 0]) | (old[:, 2] != phase)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                frac = np.where(old[:, 1] > 0, np.mod(now_s - old[:, 0], old[:, 1]) / old[:, 1], 0.0)
+            anchor = np.where(fresh, phase * period, now_s - frac * period)
+        self.state.update(zip(keys, zip(anchor.tolist(), period.tolist(), phase.tolist())))
 
     def _exact(self, now_s, members, A, cap_link, cap_job, gbit, pre, compute, intra, overlap, phase, ids,
                alone_it, alone_net):
@@ -477,11 +495,12 @@ class TcpNetwork(NetworkModel):
         rem, until, it_start = np.zeros(k), np.zeros(k), np.zeros(k)
         for a, i in enumerate(members):
             st = self.state.get(int(ids[i]))
-            if st is None or st[3] != phase[i]:
-                period, net_s = alone_it[i], alone_net[i]
-                anchor = phase[i] * period
+            if st is None or st[2] != phase[i]:
+                anchor, period = phase[i] * alone_it[i], alone_it[i]
             else:
-                anchor, period, net_s = st[0], st[1], st[2]
+                anchor, period = st[0], st[1]
+            # the all-reduce stretched by the same factor as the period (its last solve)
+            net_s = alone_net[i] + max(period - alone_it[i], 0.0)
             p, r, u, s0 = _position(now_s, anchor, period, pre[i], net_s)
             st_phase[a], until[a], it_start[a] = p, u, s0
             rem[a] = r * gbit[i] if p == 1 else r
@@ -504,18 +523,18 @@ class TcpNetwork(NetworkModel):
         anchor = now_s + starts[np.arange(k), last]
         return period, stats[:, L_GBIT] / t_end, stats[:, L_OVER] / t_end, stats[:, L_ABOVE] / t_end, anchor
 
-    def _mean_field(self, A, cap_link, cap_job, gbit, pre, tail):
+    def _mean_field(self, job, link, weight, cap_link, cap_job, gbit, pre, tail, rate0):
         top = gbit.max()
         phi = (np.maximum(gbit, 1e-300) / top) ** self.alpha if top > 0 else np.ones(len(gbit))
-        rate, duty = _mean_field(A, cap_link, cap_job, phi, gbit, pre, tail)
+        rate, duty = _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre, tail, rate0)
         net = np.divide(gbit, rate, out=np.zeros(len(gbit)), where=rate > 0)
         period = pre + net + tail  # tail: the overlapped compute left after the all-reduce, as alone
-        load = (A * (rate * duty)[:, None]).sum(axis=0)
-        over = (A * (np.maximum(cap_job - rate, 0) * duty)[:, None]).sum(axis=0)
-        # queue above threshold: while the duty-weighted offered load exceeds the capacity (a crude proxy)
-        offered = (A * (cap_job * duty)[:, None]).sum(axis=0)
+        over = np.bincount(link, weights=weight * np.maximum(cap_job - rate, 0)[job] * duty[job],
+                           minlength=len(cap_link))
+        # queue above threshold: a crude proxy, the share of the duty-weighted offered load beyond capacity
+        offered = np.bincount(link, weights=weight * (cap_job * duty)[job], minlength=len(cap_link))
         queue = np.clip((offered - cap_link) / np.maximum(offered, 1e-300), 0.0, 1.0)
-        return period, load, over, queue
+        return period, over, queue
 
 
 def simulate_starts(model: TcpNetwork, demands, capacity_gbps, start_s: dict, iterations: dict) -> dict:
@@ -543,10 +562,10 @@ def simulate_starts(model: TcpNetwork, demands, capacity_gbps, start_s: dict, it
     starts = np.zeros((n, most + 1))
     n_starts = np.zeros(n, np.int64)
     ids = np.array([d.job_id for d in demands], dtype=np.int64)
+    until = np.array([float(start_s[d.job_id]) for d in demands])
     _simulate(A, cap_link, np.minimum(cols[:, 4], cols[:, 5]), phi, gbit, cols[:, 2].copy(), cols[:, 1].copy(),
-              cols[:, 3].copy(), np.full(n, 2, np.int64), np.zeros(n), np.array([float(start_s[d.job_id])
-                                                                                   for d in demands]),
-              np.zeros(n), model.jitter, _NOISE, (ids * 977) % len(_NOISE), -1, most, max(model.max_events, 40 * n * most),
+              cols[:, 3].copy(), np.full(n, 2, np.int64), np.zeros(n), until, np.zeros(n), model.jitter, _NOISE,
+              (ids * 977) % len(_NOISE), -1, most, max(model.max_events, 40 * n * most),
               cap_link * model.ecn_threshold_us * 1e-6, cap_link * model.buffer_us * 1e-6, starts, n_starts,
               np.zeros((len(links), 3)))
     return {d.job_id: starts[i, :min(n_starts[i], most + 1)].copy() for i, d in enumerate(demands)}

@@ -1,0 +1,125 @@
+"""Hand-computed cases of the ``tcp`` network model (TCP-like, work-conserving sharing with phase state).
+
+Every case uses one link of 100 Gbit/s and jobs that move 10 Gbit per flow
+per iteration (0.1 s alone), so expectations follow from arithmetic.
+"""
+
+import numpy as np
+import pytest
+
+from netlab.network import NETWORKS, CommDemand
+from netlab.policies.base import Placement, PlacementPolicy
+from netlab.sim import SimConfig, Simulator
+from netlab.topology import load_topology
+from netlab.workload.job import Job
+from netlab.workload.zoo import JobModel, ModelZoo
+
+CAP = np.array([100.0])
+BYTES = 1.25e9  # 10 Gbit per flow per iteration: 0.1 s alone at 100 Gbit/s
+
+
+def demand(job_id, compute_s, phase=0.0, flow_bytes=BYTES):
+    return CommDemand(job_id, np.array([0]), np.array([1.0]), flow_bytes, compute_s, iso_rate_gbps=100.0,
+                      phase=phase)
+
+
+def tcp(**kw):
+    return NETWORKS.create("tcp", **{"jitter": 0.0, **kw})
+
+
+def test_two_identical_jobs_in_step_share_the_link_equally():
+    # Both communicate at once for the whole all-reduce: 50 Gbit/s each, 0.2 s; iteration 0.1 + 0.2.
+    sol = tcp().solve([demand(1, 0.1), demand(2, 0.1)], CAP)
+    assert sol.iter_s[1] == pytest.approx(0.3, rel=1e-6)
+    assert sol.iter_s[2] == pytest.approx(0.3, rel=1e-6)
+    assert sol.comm_s[1] == pytest.approx(0.2, rel=1e-6)
+    # time-averaged load: 10 Gbit per job per 0.3 s
+    assert sol.load_gbps.sum() == pytest.approx(2 * 10 / 0.3, rel=1e-6)
+    assert sol.overload_gbps.sum() > 0  # both would send at 100 while sharing 100
+
+
+def test_half_shifted_jobs_interleave_without_slowdown():
+    # Communication is half the iteration (0.1 of 0.2 s): shifted by half a period they never overlap.
+    sol = tcp().solve([demand(1, 0.1, phase=0.0), demand(2, 0.1, phase=0.5)], CAP)
+    assert sol.iter_s[1] == pytest.approx(0.2, rel=1e-6)
+    assert sol.iter_s[2] == pytest.approx(0.2, rel=1e-6)
+    assert sol.overload_gbps.sum() == pytest.approx(0.0, abs=1e-9)
+    assert sol.queue_frac.sum() == pytest.approx(0.0, abs=1e-12)
+    # the max-min model cannot see the shift
+    assert NETWORKS.create("fair").solve([demand(1, 0.1, 0.0), demand(2, 0.1, 0.5)], CAP).iter_s[1] == \
+        pytest.approx(0.3)
+
+
+def test_a_computing_job_leaves_its_share_to_a_communicating_one():
+    # Job 1 communicates almost all the time (0.01 s compute, 0.1 s all-reduce alone); job 2 computes 1 s per
+    # 0.1 s of all-reduce. Max-min halves job 1's rate for good: 0.01 + 0.2 = 0.21 s. Work-conserving, job 1
+    # has the link alone while job 2 computes: over one period of job 2 (1 s + at most 0.2 s of shared
+    # all-reduce) the link carries job 2's 0.1 s of bytes and job 1's for the rest, so job 1 slows by at most
+    # 1.2 / 1.1 of its alone time (0.11 s): below 0.12 s, and above its alone time.
+    jobs = [demand(1, 0.01), demand(2, 1.0, phase=0.5)]
+    sol = tcp().solve(jobs, CAP)
+    assert 0.11 < sol.iter_s[1] <= 0.11 * 1.2 / 1.1 + 1e-9
+    assert NETWORKS.create("fair").solve(jobs, CAP).iter_s[1] == pytest.approx(0.21)
+
+
+def test_sharing_follows_bytes_in_flight_not_max_min():
+    # In step, job 1 moves 10 Gbit and job 2 5 Gbit per flow: weights 1 : 0.5, so both finish together at
+    # 0.15 s (100 Gbit/s x 0.15 s = 15 Gbit) and start the next iteration together: they stay locked at
+    # 1.15 s. Max-min (alpha 0) gives each 50 Gbit/s: job 2 is done at 0.1 s, job 1 at 0.15 s, so their next
+    # iterations start apart and they overlap less and less: job 2's mean iteration is below 1.15 s.
+    jobs = [demand(1, 1.0), demand(2, 1.0, flow_bytes=BYTES / 2)]
+    sol = tcp().solve(jobs, CAP)
+    assert sol.iter_s[1] == pytest.approx(1.15, rel=1e-6)
+    assert sol.iter_s[2] == pytest.approx(1.15, rel=1e-6)
+    assert tcp(alpha=0.0).solve(jobs, CAP).iter_s[2] < 1.12
+
+
+def test_jitter_is_deterministic():
+    a = NETWORKS.create("tcp", jitter=0.02).solve([demand(1, 0.1), demand(2, 0.1)], CAP).iter_s
+    b = NETWORKS.create("tcp", jitter=0.02).solve([demand(1, 0.1), demand(2, 0.1)], CAP).iter_s
+    assert a == b
+
+
+def test_mean_field_agrees_with_the_fluid_on_random_phases():
+    # Two identical jobs whose periods differ by 7% drift through every relative phase; the fixed point
+    # assumes random phases. Over a long horizon the two must agree within a few percent.
+    jobs = [demand(1, 0.1), demand(2, 0.107)]
+    exact = tcp(horizon=400, warmup=20).solve(jobs, CAP).iter_s
+    mean_field = tcp(max_exact_jobs=1).solve(jobs, CAP).iter_s
+    for j in (1, 2):
+        assert mean_field[j] == pytest.approx(exact[j], rel=0.06)
+
+
+class Fixed(PlacementPolicy):
+    """Places job i exactly where the test says."""
+
+    name = "fixed"
+
+    def __init__(self, where):
+        self.where = where
+
+    def place(self, job, view):
+        return Placement(*self.where[job.job_id])
+
+
+def test_a_shift_survives_later_arrivals_on_other_links():
+    # Jobs 1 and 2 share the dumbbell's bottleneck; job 2 starts half an iteration after job 1, so they
+    # interleave (communication is half of an iteration). Job 3 arrives later between two other hosts of
+    # the left side: it shares no link with them. The pair must keep its interleaving (its phase
+    # state), finishing at exactly the isolated time; under max-min the pair would be slowed 1.5x.
+    topo = load_topology("dumbbell,hosts_per_side=4,gpus_per_host=1,host_gbps=100,bottleneck_gbps=100")
+    h = topo.host_index
+    model = JobModel("half", compute_s=0.1, grad_bytes=BYTES)  # a ring of 2 sends 2(n-1)/n x S = S per flow
+    zoo = ModelZoo.default().with_model(model)
+    iterations = 1000
+    jobs = [Job(1, 0.0, 2, "half", iterations), Job(2, 0.1, 2, "half", iterations), Job(3, 30.0, 2, "half", 500)]
+    where = {1: ((h["l0"], h["r0"]), (1, 1)), 2: ((h["l1"], h["r1"]), (1, 1)), 3: ((h["l2"], h["l3"]), (1, 1))}
+    ends = {}
+    for net in ("tcp", "fair"):
+        cfg = SimConfig(network=net, network_kwargs={"jitter": 0.0} if net == "tcp" else {})
+        res = Simulator(topo, jobs, "fifo", Fixed(where), config=cfg, zoo=zoo).run()
+        ends[net] = res.jobs.set_index("job_id").end_s
+    alone = 0.2  # 0.1 s compute + 10 Gbit at 100 Gbit/s
+    assert ends["tcp"][1] == pytest.approx(iterations * alone, rel=1e-6)
+    assert ends["tcp"][2] == pytest.approx(0.1 + iterations * alone, rel=1e-6)
+    assert ends["fair"][1] > 1.3 * iterations * alone
