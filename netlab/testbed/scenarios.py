@@ -48,7 +48,20 @@ def run_scenario(ctl: Controller, sc: Scenario, start_delay_s: float = 6.0, time
 
     Iteration times are medians over the iterations after ``warmup`` that lie
     inside the window where every job of the scenario was running, so a job
-    that finishes first does not flatter the others.
+    that finishes first does not flatter the others. The raw per-iteration
+    timestamps are what :func:`run_scenario_logs` returns.
+    """
+    return summarise_logs(sc, split_logs(run_scenario_logs(ctl, sc, start_delay_s, timeout_s)))
+
+
+def run_scenario_logs(ctl: Controller, sc: Scenario, start_delay_s: float = 6.0,
+                      timeout_s: float = 300.0) -> pd.DataFrame:
+    """Run every job of ``sc`` at once; every rank's raw per-iteration log, one row per (job, rank, iteration).
+
+    Columns: ``job_id`` (the scenario's id), ``testbed_job_id`` (the controller's), ``host``, ``rank``,
+    ``iter``, the unix timestamps ``compute_start``, ``allreduce_start`` and ``allreduce_end`` (every
+    host of a testbed on one machine shares the clock) and ``start_at``, the common start time the ranks
+    waited for (a job's ``offset_ms`` runs after it). Nothing is summarised or dropped.
     """
     tb = ctl.testbed
     before = tb.link_rates().set_index(["src", "dst"]).rate_mbit.to_dict() if sc.rates_mbit else {}
@@ -66,7 +79,29 @@ def run_scenario(ctl: Controller, sc: Scenario, start_delay_s: float = 6.0, time
     finally:
         if before:
             _set_rates(tb, {k: before[k] for k in sc.rates_mbit})
-    return summarise_logs(sc, logs)
+    frames = []
+    for jid, df in logs.items():
+        df = df[[c for c in ("host", "rank", "iter", "compute_start", "allreduce_start", "allreduce_end")
+                 if c in df.columns]].copy()
+        df.insert(0, "testbed_job_id", ids[jid])
+        df.insert(0, "job_id", jid)
+        frames.append(df)
+    out = pd.concat(frames, ignore_index=True)
+    out["start_at"] = start_at
+    return out
+
+
+def split_logs(raw: pd.DataFrame) -> dict[int, pd.DataFrame]:
+    """Raw logs (as :func:`run_scenario_logs` returns them) per scenario job id, with the durations
+    :meth:`Controller.job_log` adds (``compute_s``, ``allreduce_s``, ``iter_s``)."""
+    out = {}
+    for jid, df in raw.groupby("job_id", sort=False):
+        df = df.sort_values(["rank", "iter"]).reset_index(drop=True)
+        df["compute_s"] = df.allreduce_start - df.compute_start
+        df["allreduce_s"] = df.allreduce_end - df.allreduce_start
+        df["iter_s"] = df.groupby("rank").compute_start.diff().shift(-1)
+        out[int(jid)] = df
+    return out
 
 
 def summarise_logs(sc: Scenario, logs: dict[int, pd.DataFrame]) -> pd.DataFrame:
