@@ -42,16 +42,16 @@ PHILLY_TOPOLOGY = "leafspine,racks=16,hosts_per_rack=4,gpus_per_host=8,oversub=4
 BIG_TOPOLOGY = "leafspine,racks=40,hosts_per_rack=32,gpus_per_host=8,oversub=4,spines=8"
 
 
-def philly_run(trace, n_jobs: int | None, policy: str = "tiresias") -> dict:
+def philly_run(trace, n_jobs: int | None, policy: str = "tiresias", network: str = "fair") -> dict:
     topo = load_topology(PHILLY_TOPOLOGY)
     df = trace if n_jobs is None else trace.iloc[:n_jobs]
     t0 = time.perf_counter()
     jobs = jobs_from_frame(df, topo)
     bind_s = time.perf_counter() - t0
     placement = "consolidated" if policy == "tiresias" else None  # other schedulers bring their own
-    res = Simulator(topo, jobs, policy, placement, None, SimConfig(network="fair", record_links=True)).run()
+    res = Simulator(topo, jobs, policy, placement, None, SimConfig(network=network, record_links=True)).run()
     s = res.summary
-    return dict(jobs=len(jobs), policy=policy, wall_s=s["wall_s"], bind_s=bind_s, events=s["events"],
+    return dict(jobs=len(jobs), policy=policy, network=network, wall_s=s["wall_s"], bind_s=bind_s, events=s["events"],
                 events_per_s=s["events"] / s["wall_s"], avg_jct_s=s["avg_jct_s"], p99_jct_s=s["p99_jct_s"],
                 makespan_s=s["makespan_s"], preemptions=s["preemptions"], finished=s["finished"])
 

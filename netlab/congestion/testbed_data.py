@@ -250,3 +250,46 @@ def testbed_dataset(ctl, n_experiments: int = 20, seed: int = 0, iterations: int
             save_dataset(pd.concat(frames, ignore_index=True), out)
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(COLUMNS))
     return check_frame(df)
+
+
+def simulator_prediction(df: pd.DataFrame, topology, network: str = "tcp", rate_scale: float = 0.002,
+                         kinds=KINDS, wire_overhead: float = 1.047, iterations: int = 8,
+                         **network_kwargs) -> pd.Series:
+    """The slowdown a network model predicts for every row of a testbed dataset, with no learned correction.
+
+    Each experiment is rebuilt as the testbed ran it (its jobs, placements and
+    uplink rate; every job from the common start for as many iterations as
+    the equal-duration rule gave it, from the stored measured isolated times)
+    and predicted with :func:`~netlab.testbed.scenarios.predict_on`; the
+    slowdown is that prediction over the same model's prediction of the kind
+    alone on two hosts of one rack, as the measured target is defined.
+    """
+    from ..testbed.scenarios import Scenario, ScenarioJob, both_ways, predict_on, topology_at
+    from ..topology import load_topology
+
+    topo0 = load_topology(topology) if isinstance(topology, str) or hasattr(topology, "__fspath__") else topology
+    by_name = {k.name: k for k in kinds}
+    rack = rack_hosts(topo0)[0]
+    iso: dict[str, float] = {}
+
+    def alone(kind: str) -> float:
+        if kind not in iso:
+            k = by_name[kind]
+            sc = Scenario("iso", (ScenarioJob(1, (str(rack[0]), str(rack[1])), k.grad_bytes, k.compute_ms, iterations),))
+            iso[kind] = float(predict_on(topology_at(topo0, rate_scale, {}), rate_scale, sc, network, wire_overhead,
+                                         **network_kwargs).predicted_iter_s.iloc[0])
+        return iso[kind]
+
+    out = pd.Series(np.nan, index=df.index, name=f"{network}_slowdown")
+    for e, exp in df.groupby("experiment_id", sort=False):
+        rates = {u: float(exp.uplink_mbit.iloc[0]) for u in uplink_cables(topo0)}
+        measured_iso = dict(zip(exp.model, exp.isolated_measured_s))
+        longest = max(measured_iso.values())
+        jobs = tuple(ScenarioJob(int(r.job_id), tuple(r.hosts.split(",")), by_name[r.model].grad_bytes,
+                                 by_name[r.model].compute_ms,
+                                 _equal_duration_iterations(iterations, longest, measured_iso[r.model]))
+                     for r in exp.itertuples())
+        pred = predict_on(topology_at(topo0, rate_scale, both_ways(rates)), rate_scale, Scenario(f"exp{e}", jobs),
+                          network, wire_overhead, **network_kwargs).set_index("job_id").predicted_iter_s
+        out.loc[exp.index] = [pred[int(j)] / alone(m) for j, m in zip(exp.job_id, exp.model)]
+    return out

@@ -1,0 +1,57 @@
+"""Full Philly under the ``tcp`` network model next to ``fair``, in the same process: writes
+benchmarks/results/network_speed.json.
+
+Tiresias + consolidated placement on the 512-GPU 4:1 leaf-spine, one core,
+as in ``bench_core.py``. Runs alternate (fair, tcp, fair, tcp, ...) so that
+load from elsewhere on the machine hits both alike; medians are reported.
+
+Target (issue "Faithful simulator"): tcp at most 30 s and at most 1.5x the
+fair time of the same run.
+
+Usage: python benchmarks/bench_network_speed.py [--repeats 2] [--jobs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_core import PHILLY_TOPOLOGY, philly_run  # noqa: E402
+
+from netlab.sim.metrics import write_json  # noqa: E402
+from netlab.traces import load_trace  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trace-dir", default=None)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--jobs", type=int, default=None, help="first N jobs (default: the full trace)")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "network_speed.json"))
+    args = ap.parse_args(argv)
+    trace = load_trace("philly", trace_dir=args.trace_dir, seed=0)
+    for net in ("fair", "tcp"):
+        philly_run(trace, 500, network=net)  # warm-up: numba compiles or loads its cache
+    runs = {"fair": [], "tcp": []}
+    for _ in range(args.repeats):
+        for net in ("fair", "tcp"):
+            r = philly_run(trace, args.jobs, network=net)
+            runs[net].append(r)
+            print(f"{net}: {r['jobs']} jobs {r['wall_s']:.2f} s, avg JCT {r['avg_jct_s']:.0f} s", flush=True)
+    med = {net: statistics.median(r["wall_s"] for r in rs) for net, rs in runs.items()}
+    ratio = med["tcp"] / med["fair"]
+    out = dict(machine=dict(python=platform.python_version(), cpus=os.cpu_count()), topology=PHILLY_TOPOLOGY,
+               policy="tiresias", placement="consolidated", runs=runs, median_wall_s=med, tcp_over_fair=ratio,
+               target_wall_s=30.0, target_ratio=1.5, meets_target=bool(med["tcp"] <= 30.0 and ratio <= 1.5))
+    print(f"median fair {med['fair']:.2f} s, tcp {med['tcp']:.2f} s, ratio {ratio:.2f}")
+    print("wrote", write_json(args.out, out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
