@@ -31,9 +31,12 @@ def test_simulate_writes_all_outputs(tmp_path):
 def test_policies_and_traces_list_what_is_registered():
     result = runner.invoke(app, ["policies"])
     assert result.exit_code == 0
-    for name in ("fifo", "sjf", "srtf", "tiresias", "themis", "consolidated", "first-fit", "random", "gandiva",
-                 "k8s-netoverhead", "fair", "phase", "ideal"):
+    for name in ("fifo", "fjf", "sjf", "srtf", "tiresias", "themis", "consolidated", "first-fit", "random",
+                 "gandiva", "k8s-netoverhead", "fair", "phase", "ideal"):
         assert name in result.output
+    lines = {line.split()[0]: line for line in result.output.splitlines() if line.startswith("  ")}
+    assert "head-of-line" in lines["fifo"].lower() or "strict" in lines["fifo"].lower()
+    assert "backfill" in lines["fjf"].lower()
     result = runner.invoke(app, ["traces"])
     assert result.exit_code == 0
     for name in ("philly", "philly-sample", "gavel", "itp", "pollux", "sia", "alibaba", "synthetic"):

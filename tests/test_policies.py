@@ -26,6 +26,11 @@ def one_gpu():
 
 
 @pytest.fixture(scope="module")
+def two_gpus():
+    return load_topology("leafspine,racks=1,hosts_per_rack=1,gpus_per_host=2,oversub=1,spines=1")
+
+
+@pytest.fixture(scope="module")
 def two_racks():
     return load_topology(TWO_RACKS)
 
@@ -53,6 +58,23 @@ def test_fifo_starts_in_submit_order():
     assert list(r.sort_values("start_s").index) == [7, 3, 9, 1]
     assert r.start_s[3] == approx(300) and r.start_s[9] == approx(400) and r.start_s[1] == approx(450)
     assert r.end_s[1] == approx(650)
+
+
+def test_fifo_is_strict_and_fjf_backfills():
+    # 8 GPUs. A (6 GPUs, 1100 s) at 0; B (4 GPUs, 100 s) at 1 does not fit (2 free); C (1 GPU, 10 s) at 2 would.
+    # Strict FIFO: C waits behind B (head-of-line blocking); both start when A ends. FJF: C starts at once.
+    topo = load_topology("leafspine,racks=1,hosts_per_rack=1,gpus_per_host=8,oversub=1,spines=1")
+    jobs = [job(topo, 0, 0, 1100, 6), job(topo, 1, 1, 100, 4), job(topo, 2, 2, 10, 1)]
+    assert ORDERING.create("fifo").backfill is False and ORDERING.create("fjf").backfill is True
+    f = simulate(topo, jobs, ordering="fifo", network="ideal")
+    assert f.config["backfill"] is False
+    f = by_id(f)
+    assert f.start_s[1] == approx(1100) and f.start_s[2] == approx(1100) and f.end_s[2] == approx(1110)
+    b = by_id(simulate(topo, jobs, ordering="fjf", network="ideal"))
+    assert b.start_s[2] == approx(2) and b.end_s[2] == approx(12) and b.start_s[1] == approx(1100)
+    # SimConfig.backfill overrides the policy's own choice both ways.
+    assert by_id(simulate(topo, jobs, ordering="fifo", network="ideal", backfill=True)).start_s[2] == approx(2)
+    assert by_id(simulate(topo, jobs, ordering="fjf", network="ideal", backfill=False)).start_s[2] == approx(1100)
 
 
 def test_sjf_picks_shortest_waiting_job(one_gpu):
@@ -106,7 +128,7 @@ def test_tiresias_demotes_at_threshold_and_is_preempted(one_gpu, restart_s, a_en
 
 
 def test_tiresias_key_changes_from_queue_0_to_1():
-    pol = ORDERING.create("tiresias", thresholds_gpu_s=(100.0, 1000.0))
+    pol = ORDERING.create("tiresias", thresholds_gpu_s=(100.0, 1000.0), within_queue="submit")
     js = JobState(Job(4, 7.0, 2, "resnet50", 1e6), iso_iter_s=1.0)
     js.status, js.last_update_s, js.attained_gpu_s = "running", 10.0, 20.0
     # 2 GPUs, 20 GPU-s attained at t=10: crosses 100 GPU-s at t = 10 + 80/2 = 50.
@@ -118,7 +140,71 @@ def test_tiresias_key_changes_from_queue_0_to_1():
     assert pol.next_key_change(js, 50.0) == approx(500.0)
     assert pol.key(js, 500.0) == (2, 7.0, 4)
     assert pol.next_key_change(js, 500.0) is None
-    assert ORDERING.create("tiresias").thresholds_gpu_s == (3600.0, 36000.0)
+    default = ORDERING.create("tiresias")
+    assert default.thresholds_gpu_s == (3250.0, 7200.0) and default.within_queue == "running-first"
+
+
+def test_tiresias_running_first_keys_follow_the_queue_line():
+    # Tiresias' queue lists, as keys: (queue, tier, ...) with running jobs (tier 0) ahead of pending ones (tier 1).
+    pol = ORDERING.create("tiresias", thresholds_gpu_s=(100.0,))
+    a, b, c = (JobState(Job(i, float(i), 1, "resnet50", 1e6), iso_iter_s=1.0) for i in range(3))
+    for js in (a, b, c):
+        js.status = "waiting"
+    ka, kb, kc = pol.key(a, 0.0), pol.key(b, 1.0), pol.key(c, 2.0)
+    assert ka < kb < kc and ka[:2] == (0, 1)  # arrivals join the end of queue 0, in arrival order
+    assert pol.key(b, 5.0) == kb  # nothing happened to it: same key (keys are recomputed freely)
+    c.status, c.last_update_s = "running", 3.0  # c starts first (e.g. backfill): it joins the running jobs,
+    kc = pol.key(c, 3.0)
+    assert kc[:2] == (0, 0) and kc < ka  # ahead of every pending job of its queue
+    a.status, a.last_update_s = "running", 4.0
+    assert kc < pol.key(a, 4.0)  # running jobs in the order they started
+    # c is preempted at t=10 (by a job of queue 0? no: only from a higher queue; here just the transition):
+    c.status, c.attained_gpu_s = "waiting", 7.0
+    kc = pol.key(c, 10.0)
+    assert kc == (0, 1, -10.0, kc[3]) and kc < kb  # preempted: ahead of the older pending jobs
+    # a runs on past 100 GPU-s: demoted at t=104 to the end of queue 1, behind its pending jobs, for that
+    # instant's pass; an instant later it joins queue 1's running jobs.
+    a.attained_gpu_s = 0.0
+    assert pol.next_key_change(a, 4.0) == approx(104.0)
+    k1 = pol.key(a, 104.0)
+    assert k1[:3] == (1, 1, 1.0)
+    t = pol.next_key_change(a, 104.0)
+    assert 104.0 < t < 104.0 + 1e-9
+    k2 = pol.key(a, t)
+    assert k2[:2] == (1, 0) and pol.key(a, t + 1.0) == k2
+    assert pol.next_key_change(a, t) is None  # last queue
+
+
+def test_tiresias_running_jobs_stay_ahead_of_older_pending_jobs(two_gpus):
+    # X (1 GPU, 300 s) at 0; P (2 GPUs, 100 s) at 1 waits (1 GPU free); R (1 GPU, 1000 s) at 2 fits and starts.
+    # t=300, X ends: P, older, is pending behind the running R in queue 0: it waits for R (ends 1002) and
+    # runs 1002-1102. Submit order inside a queue instead lets P preempt R at 300 (R resumes at 400, 702 s left).
+    jobs = [job(two_gpus, 0, 0, 300), job(two_gpus, 1, 1, 100, gpus=2), job(two_gpus, 2, 2, 1000)]
+    r = by_id(simulate(two_gpus, jobs, ordering="tiresias", network="ideal", **NO_RESTART))
+    assert r.start_s[1] == approx(1002) and r.end_s[1] == approx(1102) and r.end_s[2] == approx(1002)
+    assert r.preemptions.sum() == 0
+    pol = ORDERING.create("tiresias", within_queue="submit")
+    s = by_id(simulate(two_gpus, jobs, ordering=pol, network="ideal", **NO_RESTART))
+    assert s.start_s[1] == approx(300) and s.end_s[1] == approx(400) and s.end_s[2] == approx(1102)
+    assert list(s.preemptions) == [0, 0, 1]
+
+
+def test_tiresias_demoted_job_goes_behind_pending_jobs_of_its_new_queue(two_gpus):
+    # Threshold 100 GPU-s, 2 GPUs. Z (1 GPU, 100 s) at 0; D (2 GPUs, 1000 s) at 1 waits; P (1 GPU, 1000 s)
+    # at 2 fits and starts. t=102: P reaches 100 GPU-s, moves to queue 1; D (queue 0) preempts it.
+    # t=152: D reaches 100 GPU-s (2 GPUs x 50 s) and is appended to queue 1 behind the pending P, which
+    # therefore preempts it (P needs 1 GPU, D frees 2): P runs 152-1052 (900 s left), D 1052-2002 (950 s left).
+    jobs = [job(two_gpus, 0, 0, 100), job(two_gpus, 1, 1, 1000, gpus=2), job(two_gpus, 2, 2, 1000)]
+    pol = ORDERING.create("tiresias", thresholds_gpu_s=(100.0,))
+    r = by_id(simulate(two_gpus, jobs, ordering=pol, network="ideal", **NO_RESTART))
+    assert r.start_s[1] == approx(102) and r.end_s[2] == approx(1052) and r.end_s[1] == approx(2002)
+    assert list(r.preemptions) == [0, 1, 1]
+    # In submit order D, submitted first, preempts P at 100 (Z ends); at 150 D moves down and P (queue 0)
+    # takes one GPU back; at 152 P moves down too, behind D (older), which runs 152-1102; P ends at 2002.
+    pol = ORDERING.create("tiresias", thresholds_gpu_s=(100.0,), within_queue="submit")
+    s = by_id(simulate(two_gpus, jobs, ordering=pol, network="ideal", **NO_RESTART))
+    assert s.start_s[1] == approx(100) and s.end_s[1] == approx(1102) and s.end_s[2] == approx(2002)
+    assert list(s.preemptions) == [0, 1, 2]
 
 
 def test_tiresias_starvation_guard_promotes_waiting_job():

@@ -10,7 +10,7 @@ from netlab.policies.base import OrderingPolicy, Placement, PlacementPolicy, Pol
 from netlab.sim import Kernel, RealtimeClock, simulate
 from netlab.sim.metrics import SUMMARY_KEYS
 from netlab.topology import load_topology
-from netlab.workload.job import Job
+from netlab.workload.job import Job, isolated_iter_s
 from netlab.workload.zoo import ModelZoo
 
 ZOO = ModelZoo.default()
@@ -192,3 +192,19 @@ def test_bucket_parked_after_a_failed_preemption_resumes_when_a_later_preemption
     # 14 free; R (the parked bucket's next job) then fits in the same pass: best fit puts it on host 0 (6 free).
     # P starts in the next pass, on host 1. Without resuming the bucket P would have been placed first, on host 0.
     assert at_10[:3] == [(2, (0,)), (3, (0,)), (1, (1,))]
+
+
+def test_backfill_off_stops_at_a_head_job_too_big_for_the_free_gpus():
+    # The pass merges waiting jobs by size bucket; with backfill off it must stop at the first job in
+    # priority order over ALL sizes that cannot start, even one whose bucket is larger than the free GPUs.
+    # 8 GPUs: A (6 GPUs) runs 0-1100; B (4 GPUs) at 1 cannot start; C (1 GPU) at 2 must wait behind it.
+    topo = load_topology("leafspine,racks=1,hosts_per_rack=1,gpus_per_host=8,oversub=1,spines=1")
+    def job(i, submit_s, gpus, duration_s):
+        return Job(i, submit_s, gpus, "resnet50", duration_s / isolated_iter_s(ZOO["resnet50"], "ring", gpus, topo))
+
+    jobs = [job(0, 0.0, 6, 1100), job(1, 1.0, 4, 100), job(2, 2.0, 1, 10)]
+    for ordering in ("fifo", "fjf"):  # B is ahead of C in both
+        res = simulate(topo, jobs, ordering, network="ideal", backfill=False).jobs.set_index("job_id")
+        assert res.start_s[1] == pytest.approx(1100) and res.start_s[2] == pytest.approx(1100), ordering
+        on = simulate(topo, jobs, ordering, network="ideal", backfill=True).jobs.set_index("job_id")
+        assert on.start_s[2] == pytest.approx(2) and on.start_s[1] == pytest.approx(1100), ordering

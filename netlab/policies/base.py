@@ -6,10 +6,13 @@ decision. It never advances time, starts or stops anything itself; the
 simulator (or the live testbed) carries decisions out.
 
 * :class:`OrderingPolicy`: who goes first. ``key(job, now)`` sorts jobs
-  (smaller first); ``preemptive`` lets a better waiting job displace worse
-  running ones; ``next_key_change`` tells when a running job's key changes
-  (e.g. a Tiresias demotion) so the scheduler can look again then;
-  ``round_s`` asks for a full re-evaluation every so often (Themis leases).
+  (smaller first); ``backfill`` says whether a job that cannot start blocks
+  the jobs behind it (False: strict order, head-of-line blocking, as strict
+  ``fifo``) or is walked past (True: ``fjf`` and most others);
+  ``preemptive`` lets a better waiting job displace worse running ones;
+  ``next_key_change`` tells when a running job's key changes (e.g. a
+  Tiresias demotion) so the scheduler can look again then; ``round_s`` asks
+  for a full re-evaluation every so often (Themis leases).
 * :class:`PlacementPolicy`: where a job goes. ``place(job, view)`` returns a
   :class:`Placement` or None (not now: wait).
 * :class:`PreemptionPolicy`: which running jobs to displace for a waiting
@@ -80,6 +83,10 @@ class Policy:
 
 
 class OrderingPolicy(Policy):
+    # A scheduling pass walks the waiting jobs in key order. backfill=True: a job that cannot start
+    # (too few GPUs, or the placement declined) is skipped and later ones may start (no reservations).
+    # backfill=False: the pass stops there; nothing behind it starts first. SimConfig.backfill overrides.
+    backfill: bool = True
     preemptive: bool = False
     preempt_on_events: bool = True  # False: preempt only at round boundaries (leases)
     round_s: float | None = None

@@ -143,8 +143,9 @@ def build_result(sim, wall_s: float) -> SimResult:
     config = dict(
         ordering=sim.ordering.describe(), placement=sim.placement.describe(), preemption=sim.preemption.describe(),
         network=sim.config.network, seed=sim.config.seed, checkpoint_s=sim.config.checkpoint_s,
-        restore_s=sim.config.restore_s, backfill=sim.config.backfill, topology=topo.params | {"name": topo.name},
-        jobs=len(jobs),
+        restore_s=sim.config.restore_s, topology=topo.params | {"name": topo.name}, jobs=len(jobs),
+        # the backfill rule in force: SimConfig's override, else the ordering policy's own
+        backfill=sim.ordering.backfill if sim.config.backfill is None else sim.config.backfill,
     )
     return SimResult(jobs, links, summary, config)
 

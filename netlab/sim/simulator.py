@@ -48,7 +48,9 @@ class SimConfig:
     seed: int = 0
     checkpoint_s: float = 10.0
     restore_s: float = 20.0  # Pollux's 30 s restart penalty, split
-    backfill: bool = True  # walk past a job that does not fit (no reservations)
+    # Walk past a waiting job that cannot start (no reservations)? None: the ordering policy's own
+    # choice (OrderingPolicy.backfill: False for strict fifo, True for fjf and the others).
+    backfill: bool | None = None
     record_links: bool = True
     progress: bool | None = False  # tqdm bar over finished jobs (None: auto)
     network_kwargs: dict = field(default_factory=dict)
@@ -220,17 +222,20 @@ class Simulator:
         if order.dynamic_keys or round_pass:
             self._refresh_keys(now)
         may_preempt = order.preemptive and (order.preempt_on_events or round_pass)
+        backfill = order.backfill if self.config.backfill is None else self.config.backfill
         started, victims_all = [], []
         view = self.view(now)
         worst = self.run_order[-1][0] if self.run_order else None
         # A k-way merge of the size buckets in priority order (heap of (next item, size)), by hand rather
         # than heapq.merge so that a bucket whose jobs can no longer start this pass is dropped ("parked")
-        # instead of yielding each of its jobs only to skip it.
+        # instead of yielding each of its jobs only to skip it. Without backfill every bucket takes part:
+        # the pass stops at the first job, in priority order over all sizes, that cannot start, and that
+        # job may be one too big for the free GPUs.
         heads, sources = [], {}
         for size, items in self.waiting_by_size.items():
             if not items:
                 continue
-            if size <= self.free_total:
+            if size <= self.free_total or not backfill:
                 bound = None
             elif may_preempt and worst is not None and items[0] < (worst,):
                 bound = (worst,)
@@ -285,8 +290,8 @@ class Simulator:
                         stale = True
                         self._unpark(parked, sources, heads, item)
                         continue
-            if not self.config.backfill:
-                break
+            if not backfill:
+                break  # strict order: nothing behind a job that cannot start may start before it
             if size > self.free_total and size >= no_victims_from and nxt is not None:
                 # Every later job of this bucket is skipped unless free GPUs grow (no_victims_from only falls).
                 heads.remove((nxt, size))

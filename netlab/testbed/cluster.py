@@ -109,6 +109,8 @@ class TestbedCluster:
                     view = ClusterView(topo, free, running, now, None, waiting, self.zoo, "testbed")
                     p = self.placement.place(js, view)
                     if p is None:
+                        if not self.ordering.backfill:
+                            break  # strict order (fifo): nothing behind a job that cannot start starts first
                         continue
                     self._check(js, p, free)
                     free[list(p.hosts)] -= p.gpus

@@ -2,17 +2,22 @@
 Gavel job types and step counts.
 
 Tab-separated, no header, 7 fields: job_type, command, num_steps_arg,
-needs_data_dir, total_steps, arrival_time (s), scale_factor (GPUs). The job
-type ``"<Model> (batch size <b>)"`` maps to a zoo model (:data:`MODELS`);
+needs_data_dir, total_steps, arrival_time (s), scale_factor (GPUs). GPUs =
+scale_factor; the submit time is arrival_time truncated to whole seconds
+(the traces hold whole seconds already). The job type
+``"<Model> (batch size <b>)"`` maps to a zoo model (:data:`MODELS`);
 ``batch_size`` is kept; ``total_steps`` is kept as ``trace_iterations``.
 
 Gavel made ``total_steps`` from the Philly duration at *its* V100 throughput,
 which differs from the zoo's iteration time (e.g. ResNet-18 batch 16 runs 32
 steps/s in Gavel, 0.64 s per iteration in the zoo). So ``duration_s`` is filled
 with Gavel's own estimate, ``total_steps / v100 throughput`` for the job's type
-and GPU count (``simulation_throughputs.json`` beside ``seed0/``). The table
-has 1, 2, 4 and 8 GPUs (some types only 1), so a job uses the largest GPU
-count in the table not above its own (an estimate, longer than Gavel's).
+and GPU count: the V100 ``null`` (running alone) entry of
+``simulation_throughputs.json`` beside ``seed0/``. The table has 1, 2, 4 and
+8 GPUs (some types only 1), so a job uses the largest GPU count in the table
+not above its own (an estimate, longer than Gavel's). These are the input
+rules of the cross-validation against Tiresias' simulator
+(``shared/reference/cross-validation.md``, ``tests/test_reference.py``).
 
 Default ``use="duration"``: the job runs that duration on the zoo model
 (``iterations`` NaN), so a Gavel job lasts about as long as Gavel meant and
@@ -70,7 +75,7 @@ def read_gavel(path, *, skip_bad: bool = False, use: str = "duration", source: s
     gpus = t.number("scale_factor", integer=True, positive=True)
     df = pd.DataFrame({
         "job_id": f"{source}-{path.stem}-" + t.frame["line"].astype(str),
-        "submit_s": t.number("arrival_time", nonnegative=True),
+        "submit_s": np.floor(t.number("arrival_time", nonnegative=True)),  # truncated to whole seconds
         "gpus": gpus,
         "model": model,
         "iterations": steps,

@@ -2,7 +2,7 @@
 
 Why this ordering: Dally's contribution is where jobs go and when they wait
 or displace others, not who goes first. Keeping Tiresias' keys (least
-attained GPU-time first, a few FIFO queues, preemptive) makes a comparison
+attained GPU-time first, a few queues, preemptive) makes a comparison
 with Tiresias + consolidated placement isolate exactly the placement,
 delay and preemption parts.
 
