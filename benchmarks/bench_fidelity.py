@@ -39,7 +39,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from netlab.congestion import fidelity as fid
@@ -52,14 +51,30 @@ TOPOLOGY = ROOT / "testbed" / "topologies" / "leafspine-2rack.yaml"
 RESULTS = ROOT / "benchmarks" / "results"
 
 
-def collect(runs_path: Path, repeats: int, iterations: int) -> pd.DataFrame:
+def boost_priority(tb, nice: int) -> int:
+    """Renice the testbed's own sshd listeners (it started them; their pids are in its records) before the
+    agents are deployed: every agent and training rank forked below them inherits the priority, so other
+    CPU-bound work on a shared 2-core machine delays their sleeps' wake-ups and packet handling less.
+    The ranks use ~10% of a core each, so they take little from anyone. Returns the niceness set."""
+    for proc in list(getattr(tb, "_procs", [])):
+        try:
+            os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
+        except (OSError, AttributeError) as exc:
+            print(f"could not renice testbed process {proc.pid}: {exc}", file=sys.stderr)
+            return 0
+    return nice
+
+
+def collect(runs_path: Path, repeats: int, iterations: int, nice: int = -10) -> pd.DataFrame:
     from netlab.testbed.controller import Controller
 
     t0 = time.time()
-    with NetnsTestbed(load_topology(TOPOLOGY)) as tb, Controller(tb, progress=False) as ctl:
-        scenarios = fid.fidelity_scenarios(tb, iterations=iterations)
-        runs = fid.collect_runs(ctl, scenarios, repeats=repeats, out=runs_path, progress=False,
-                                log=lambda msg: print(msg, flush=True))
+    with NetnsTestbed(load_topology(TOPOLOGY)) as tb:
+        niceness = boost_priority(tb, nice) if nice else 0
+        with Controller(tb, progress=False) as ctl:
+            scenarios = fid.fidelity_scenarios(tb, iterations=iterations)
+            runs = fid.collect_runs(ctl, scenarios, repeats=repeats, out=runs_path, progress=False,
+                                    log=lambda msg: print(msg, flush=True), extra=dict(rank_nice=niceness))
     print(f"collection: {time.time() - t0:.0f} s; {len(runs)} rows in {runs_path}")
     return runs
 
@@ -84,7 +99,7 @@ def score(runs_path: Path, out: Path, sim_r2_second_collection: float | None = N
     jobs_per_run = runs.groupby(list(fid.RUN_KEYS)).job_id.nunique().rename("n_jobs").reset_index()
     jitter = jitter.merge(jobs_per_run, on=list(fid.RUN_KEYS))
     jitter = jitter.merge(rows[["scenario", "repeat", "job_id", "contended"]], on=["scenario", "repeat", "job_id"])
-    alone = jitter[jitter.n_jobs == 1]
+    alone = jitter[jitter.n_jobs == 1]  # the one-job scenarios
     uncontended = jitter[~jitter.contended]
     walls = runs.groupby(list(fid.RUN_KEYS)).run_wall_s.first() if "run_wall_s" in runs.columns else None
 
@@ -96,8 +111,13 @@ def score(runs_path: Path, out: Path, sim_r2_second_collection: float | None = N
         except (ValueError, OSError):
             sim_r2_second_collection = None
 
-    fair_like = [m for m in models if m in ("fair", "phase", "link_bound", "tcp")]
-    best = min(fair_like, key=lambda m: overall[m]["contended_median_ape"] or np.inf) if fair_like else None
+    def best_of(names):
+        names = [m for m in names if m in overall and overall[m]["contended_median_ape"] is not None]
+        return min(names, key=lambda m: overall[m]["contended_median_ape"]) if names else None
+
+    best = best_of(models)
+    # "met": judged on the simulator's own network models (link_bound is an analytic bound, not one of them)
+    best_sim = best_of([m for m in models if m != "link_bound"])
     report = dict(
         machine=dict(python=platform.python_version(), cpus=os.cpu_count()), topology=TOPOLOGY.name,
         runs_file=str(runs_path.relative_to(ROOT)) if runs_path.is_relative_to(ROOT) else str(runs_path),
@@ -105,8 +125,8 @@ def score(runs_path: Path, out: Path, sim_r2_second_collection: float | None = N
         collection_wall_s_per_repeat={int(r): float(w.sum()) for r, w in walls.groupby(level=1)}
         if walls is not None else None,
         target="per job: mean period over the steady window (after warm-up, while every job of the scenario runs)",
-        calibration=("wire_overhead fitted per repeat on the one-job scenarios whose job crosses a rack uplink "
-                     "(the contended jobs' bottleneck): median of measured / predicted (iteration - nominal "
+        calibration=("wire_overhead fitted per repeat on the one-job scenarios whose 2-rank job crosses a rack "
+                     "uplink (the contended jobs' bottleneck): median of measured / predicted (iteration - nominal "
                      "compute); applied to every model; fair_raw is fair without it. wire_overhead_all_solo: the "
                      "first report's fit on every one-job scenario, for reference"),
         wire_overhead_fitted=rows.attrs["wire_overhead"],
@@ -120,15 +140,20 @@ def score(runs_path: Path, out: Path, sim_r2_second_collection: float | None = N
         jitter_alone=dict(
             compute_cv_median=float(alone.compute_cv.median()), compute_cv_max=float(alone.compute_cv.max()),
             iter_cv_median=float(alone.iter_cv.median()), iter_cv_max=float(alone.iter_cv.max()),
+            compute_rcv_median=float(alone.compute_rcv.median()), iter_rcv_median=float(alone.iter_rcv.median()),
+            allreduce_cv_median=float(alone.allreduce_cv.median()),
+            allreduce_rcv_median=float(alone.allreduce_rcv.median()),
             compute_overshoot_ms_median=float(alone.compute_overshoot_ms.median()),
             uncontended_compute_cv_median=float(uncontended.compute_cv.median()),
             uncontended_iter_cv_median=float(uncontended.iter_cv.median()),
             per_job=_records(jitter[["scenario", "repeat", "job_id", "n_jobs", "contended", "compute_mean_ms",
-                                     "compute_std_ms", "compute_cv", "iter_mean_ms", "iter_std_ms", "iter_cv"]], 5)),
+                                     "compute_std_ms", "compute_cv", "compute_rcv", "allreduce_mean_ms",
+                                     "allreduce_cv", "iter_mean_ms", "iter_std_ms", "iter_cv", "iter_rcv"]], 5)),
         # ---- hook: filled in by the other side of issue 12 (not computed here) ----
         sim_r2_second_collection=sim_r2_second_collection,
         target_contended_median_ape=0.10,
-        best_model=best, met=bool(best is not None and overall[best]["contended_median_ape"] <= 0.10),
+        best_model=best, best_simulator_model=best_sim,
+        met=bool(best_sim is not None and overall[best_sim]["contended_median_ape"] <= 0.10),
         # per job and repeat (the notebook reads these)
         rows=_records(rows.drop(columns=["window"])),
         summary=_records(fid.fidelity_summary(rows)),
@@ -149,6 +174,8 @@ def main(argv=None) -> int:
     ap.add_argument("--collect", action="store_true", help="run the testbed first (root, sshd, torch)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--iterations", type=int, default=fid.ITERATIONS, help="iterations of each scenario's slowest job")
+    ap.add_argument("--nice", type=int, default=-10,
+                    help="niceness of the testbed's processes while collecting (0: leave as is)")
     ap.add_argument("--runs", default=str(RESULTS / "fidelity_runs.parquet"))
     ap.add_argument("--out", default=str(RESULTS / "fidelity.json"))
     ap.add_argument("--sim-r2-second-collection", type=float, default=None,
@@ -159,7 +186,7 @@ def main(argv=None) -> int:
         if os.geteuid() != 0:
             print("bench_fidelity --collect needs root (network namespaces)", file=sys.stderr)
             return 2
-        collect(runs_path, args.repeats, args.iterations)
+        collect(runs_path, args.repeats, args.iterations, args.nice)
     if not runs_path.exists():
         print(f"no runs at {runs_path}; run with --collect first", file=sys.stderr)
         return 2

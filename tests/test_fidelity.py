@@ -167,6 +167,16 @@ def test_phase_is_circular():
     s = phase_summary(ph, window=6, skip=0).iloc[0]
     assert min(s.phase_end, 1 - s.phase_end) < 0.02 and s.offset_ms_end < 2.0 and s.lock_end > 0.98
     assert abs(s.drift) < 0.01
+    assert s.frac_in_step == 1.0 and s.left_step_iter == -1
+
+
+def test_when_a_pair_leaves_step():
+    # in step for iterations 0-4 (a blip to 0.15 at 2), then half a period apart from iteration 5 on
+    phase = [0.01, 0.99, 0.15, 0.02, 0.0, 0.3, 0.45, 0.5, 0.5, 0.49]
+    ph = pd.DataFrame(dict(ref_job=1, job_id=2, iter=range(10), ref_period_s=0.1, phase=phase))
+    ph["dist"] = np.minimum(ph.phase, 1 - ph.phase)
+    s = phase_summary(ph, window=3, skip=0, hold=3).iloc[0]
+    assert s.left_step_iter == 5 and s.frac_in_step == pytest.approx(0.4) and s.first_iter_near_half == 6
 
 
 def test_iteration_series_and_steady_window():
@@ -197,6 +207,10 @@ def test_compute_jitter_by_hand():
     assert j.compute_std_ms == pytest.approx(np.std(np.array(compute) * 1000, ddof=1))
     assert j.compute_cv == pytest.approx(j.compute_std_ms / 20.0)
     assert j.iter_cv == pytest.approx(0.0, abs=1e-9) and j.compute_overshoot_ms == pytest.approx(0.0, abs=1e-9)
+    # robust: deviations from the median 20 ms are 0, 1, 1, 2, 2 ms (x4): MAD 1 ms
+    assert j.compute_rcv == pytest.approx(1.4826 * 1.0 / 20.0)
+    # all-reduce = 50 ms - compute
+    assert j.allreduce_mean_ms == pytest.approx(30.0) and j.allreduce_std_ms == pytest.approx(j.compute_std_ms)
 
 
 def test_contended_and_alone_jobs():
@@ -220,7 +234,7 @@ def test_contention_follows_the_topology(tb2):
 
 def test_the_scenarios_of_part_two(tb2):
     scs = {s.name: s for s in fidelity_scenarios(tb2)}
-    assert len(scs) == 13
+    assert len(scs) == 14
     for s in scs.values():
         assert all(j.iterations >= 300 for j in s.jobs), s.name
         assert s.rates_mbit == {("tor0", "spine0"): 100.0, ("tor1", "spine0"): 100.0}
@@ -241,7 +255,7 @@ def test_the_scenarios_of_part_two(tb2):
     # cross-rack vs in-rack: the same jobs as "2 jobs in step", job 2 inside rack 0
     inrack = scs["in-rack pair beside a cross-rack job"].jobs
     assert inrack[0] == j1 and inrack[1].hosts == ("r0h1", "r0h2") and inrack[1].compute_ms == j2.compute_ms
-    assert len({scenario_key(s) for s in scs.values()}) == 13
+    assert len({scenario_key(s) for s in scs.values()}) == 14
 
 
 def test_ape_summary_splits_contended_from_alone():

@@ -217,3 +217,23 @@ def _cut_and_check(testbed, socket, Controller, TrainSpec):
     assert all(gone(p) for p in everything), {p: gone(p) for p in everything}
     assert htb_rate_mbit(testbed, host) == pytest.approx(before, rel=0.01)
     c.agents.clear()
+
+
+@needs_torch
+def test_scenario_raw_logs_keep_every_rank_and_iteration(ctl, testbed):
+    from netlab.testbed.scenarios import Scenario, ScenarioJob, run_scenario_logs, split_logs, summarise_logs
+
+    sc = Scenario("raw", (ScenarioJob(1, ("l0", "r0"), 200_000, 5.0, iterations=4),
+                          ScenarioJob(2, ("l1", "r1"), 200_000, 5.0, iterations=3, offset_ms=10.0)), warmup=1)
+    raw = run_scenario_logs(ctl, sc, start_delay_s=4)
+    assert {"job_id", "testbed_job_id", "host", "rank", "iter", "compute_start", "allreduce_start", "allreduce_end",
+            "start_at"} <= set(raw.columns)
+    # every rank of every job, every iteration, under the scenario's own job ids
+    assert sorted(map(tuple, raw[["job_id", "rank", "iter"]].drop_duplicates().to_numpy().tolist())) == \
+        [(1, r, i) for r in (0, 1) for i in range(4)] + [(2, r, i) for r in (0, 1) for i in range(3)]
+    assert raw.testbed_job_id.nunique() == 2 and raw.start_at.nunique() == 1
+    # one clock: timestamps are ordered within an iteration and after the common start
+    assert (raw.compute_start <= raw.allreduce_start).all() and (raw.allreduce_start <= raw.allreduce_end).all()
+    assert (raw.compute_start >= raw.start_at.iloc[0] - 0.05).all()
+    summary = summarise_logs(sc, split_logs(raw))
+    assert summary.job_id.tolist() == [1, 2] and summary.iter_s.notna().all()
