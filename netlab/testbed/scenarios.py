@@ -15,6 +15,7 @@ import copy
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from .controller import Controller, TrainSpec
@@ -135,23 +136,51 @@ def predict_scenario(testbed, sc: Scenario, network: str = "fair", wire_overhead
     ``wire_overhead`` multiplies the bytes on the wire (1.047 for TCP/IP
     headers at MTU 1500); 1.0 is the simulator's payload-only model.
     """
+    topo = topology_at(testbed.topology, testbed.rate_scale, scenario_rates(testbed, sc))
+    return predict_on(topo, testbed.rate_scale, sc, network, wire_overhead)
+
+
+def predict_on(topo, rate_scale: float, sc: Scenario, network: str = "fair", wire_overhead: float = 1.0,
+               **network_kwargs) -> pd.DataFrame:
+    """:func:`predict_scenario` on a topology already at the scenario's rates (simulator units).
+
+    Steady-state models (``fair``, ``phase``, ``ideal``) solve once. A model
+    that simulates time (``tcp``: it has ``simulate_starts``) runs the
+    scenario as the testbed does, every job from the common start plus its
+    offset for its own iterations, and its iteration times are taken from
+    the simulated logs by :func:`summarise_logs`, the testbed's own rule.
+    """
     from ..network.demand import build_demand
     from ..network.model import NETWORKS
     from ..workload.zoo import JobModel
 
-    topo = topology_at(testbed.topology, testbed.rate_scale, scenario_rates(testbed, sc))
     index = {h.name: i for i, h in enumerate(topo.hosts)}
     demands = []
     for j in sc.jobs:
-        model = JobModel(f"job{j.job_id}", j.compute_ms / 1000.0, j.grad_bytes / testbed.rate_scale * wire_overhead)
+        model = JobModel(f"job{j.job_id}", j.compute_ms / 1000.0, j.grad_bytes / rate_scale * wire_overhead)
         hosts = [index[h] for h in j.hosts]
         iso_d, _ = build_demand(topo, model, "ring", j.job_id, hosts, [1] * len(hosts))
         iso = iso_d.iter_s(iso_d.iso_rate_gbps) if iso_d is not None else model.compute_s
         phase = (j.offset_ms / 1000.0 / iso) % 1.0 if iso > 0 else 0.0
         d, _ = build_demand(topo, model, "ring", j.job_id, hosts, [1] * len(hosts), iso, phase)
         demands.append((j, d, model))
-    net = NETWORKS.create(network)
+    net = NETWORKS.create(network, **network_kwargs)
     active = [d for _, d, _ in demands if d is not None]
+    if hasattr(net, "simulate_starts"):
+        starts = net.simulate_starts(active, topo.link_capacity_gbps, {j.job_id: j.offset_ms / 1000.0 for j in sc.jobs},
+                                     {j.job_id: j.iterations for j in sc.jobs}) if active else {}
+        logs = {}
+        for j, d, model in demands:
+            s = starts.get(j.job_id)
+            if s is None:  # inside one host: compute only
+                s = j.offset_ms / 1000.0 + model.compute_s * np.arange(j.iterations + 1)
+            k = np.arange(len(s) - 1)
+            logs[j.job_id] = pd.DataFrame(dict(rank=0, iter=k, compute_start=s[:-1],
+                                               allreduce_start=s[:-1] + model.compute_s, allreduce_end=s[1:],
+                                               compute_s=model.compute_s, allreduce_s=s[1:] - s[:-1] - model.compute_s))
+        out = summarise_logs(sc, logs)
+        return pd.DataFrame(dict(scenario=sc.name, job_id=out.job_id, predicted_iter_s=out.iter_s,
+                                 predicted_allreduce_s=out.iter_s - [m.compute_s for _, _, m in demands]))
     sol = net.solve(active, topo.link_capacity_gbps) if active else None
     rows = []
     for j, d, model in demands:
