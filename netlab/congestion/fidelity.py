@@ -540,15 +540,14 @@ def _link_counters(testbed) -> pd.DataFrame | None:
         return None
 
 
-def _cpu_busy() -> tuple[float, float] | None:
-    """(busy, total) jiffies of the whole machine so far (Linux), to tell runs that shared the CPU."""
-    try:
-        with open("/proc/stat") as f:
-            v = [float(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = v[3] + (v[4] if len(v) > 4 else 0.0)
-    return sum(v) - idle, sum(v)
+def _cpu_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far (psutil), to tell runs that shared the CPU."""
+    import psutil
+
+    t = psutil.cpu_times()
+    idle = t.idle + getattr(t, "iowait", 0.0)
+    total = sum(t)
+    return total - idle, total
 
 
 def collect_runs(ctl, scenarios: list[Scenario] | None = None, repeats: int = 1, out=None,
@@ -583,7 +582,7 @@ def collect_runs(ctl, scenarios: list[Scenario] | None = None, repeats: int = 1,
         raw = run_scenario_logs(ctl, sc, start_delay_s=4.0 + 1.0 * ranks)
         wall = time.time() - t
         cpu1 = _cpu_busy()
-        busy = (cpu1[0] - cpu0[0]) / max(cpu1[1] - cpu0[1], 1.0) if cpu0 and cpu1 else float("nan")
+        busy = (cpu1[0] - cpu0[0]) / max(cpu1[1] - cpu0[1], 1e-9) if cpu0 and cpu1 else float("nan")
         after = _link_counters(tb)
         counters = "[]"
         if before is not None and after is not None:
