@@ -235,7 +235,7 @@ def _period(gbit, compute_s, start_s, alpha=1.0, capacity=10.0, A=None):
     A = np.ones((n, 1)) if A is None else np.asarray(A, float)
     compute_s = np.asarray(compute_s, float)
     return fluid._period(A, np.full(A.shape[1], capacity), np.full(n, 1e9), (gbit / gbit.max()) ** alpha, gbit,
-                         compute_s, compute_s, np.zeros(n), np.asarray(start_s, float), 8, 2, 10_000)
+                         np.zeros(n), compute_s, np.zeros(n), np.asarray(start_s, float), 8, 2, 10_000)
 
 
 def test_fluid_shares_in_proportion_to_bytes():

@@ -65,6 +65,7 @@ import numpy as np
 from numba import njit
 
 from ..network.model import GBIT, iteration_time
+from ..network.tcp import _NOISE, _simulate
 
 ALPHA = 1.0  # share weight = flow bytes ** ALPHA (0: max-min)
 DRAW_BUDGET = 32  # draws of the running jobs' offsets x jobs simulated (averaged over the draws) ...
@@ -95,141 +96,29 @@ OFFSETS = _offset_tables(MAX_DRAWS, MAX_NEIGHBOURS + 1)
 
 
 @njit(cache=True, nogil=True)
-def _rates(A, cap_link, cap_job, phi, active, rate, live, resid, s, newly):  # pragma: no cover  (compiled)
-    """Weighted max-min per-flow rates of the ``active`` jobs (rate_i = phi_i x level), by progressive filling.
-
-    ``A[i, l]``: job i's flows on link l. Work arrays are passed in to avoid allocations.
-    """
-    n, m = A.shape
-    for i in range(n):
-        rate[i] = 0.0
-        live[i] = active[i]
-        newly[i] = False
-    for link in range(m):
-        resid[link] = cap_link[link]
-    for _ in range(n):
-        best = np.inf
-        for i in range(n):
-            if live[i] and cap_job[i] / phi[i] < best:
-                best = cap_job[i] / phi[i]
-        for link in range(m):
-            s[link] = 0.0
-            for i in range(n):
-                if live[i]:
-                    s[link] += A[i, link] * phi[i]
-            if s[link] > 0.0 and resid[link] / s[link] < best:
-                best = resid[link] / s[link]
-        if best == np.inf:
-            break
-        thr = best * (1.0 + 1e-12)
-        frozen = 0
-        for i in range(n):
-            if not live[i]:
-                continue
-            hit = cap_job[i] / phi[i] <= thr
-            if not hit:
-                for link in range(m):
-                    if A[i, link] > 0.0 and resid[link] / s[link] <= thr:
-                        hit = True
-                        break
-            if hit:
-                rate[i] = min(phi[i] * best, cap_job[i])
-                newly[i] = True
-                frozen += 1
-        if frozen == 0:
-            break
-        for i in range(n):
-            if newly[i]:
-                newly[i] = False
-                live[i] = False
-                for link in range(m):
-                    resid[link] = max(resid[link] - A[i, link] * rate[i], 0.0)
-
-
-@njit(cache=True, nogil=True)
-def _period(A, cap_link, cap_job, phi, gbit, pre_s, compute_s, overlap, start_s, iterations, warmup,
+def _period(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, start_s, iterations, warmup,
             max_events):  # pragma: no cover  (compiled)
     """Job 0's mean period over its iterations ``warmup`` .. ``iterations`` (NaN if fewer than 2 completed).
 
-    Phases: 0 pre-communication work (seconds left), 1 all-reduce (Gbit left per flow), 2 waiting until
-    ``until`` (the start offset, or the overlapped compute still running after the all-reduce).
+    The fluid itself is the ``tcp`` network model's (:func:`netlab.network.tcp._simulate`), run without
+    jitter from every job waiting for its start offset.
     """
     n, m = A.shape
-    phase = np.full(n, 2, np.int64)
-    rem = np.zeros(n)
-    until = start_s.copy()
-    it_start = start_s.copy()
-    rate = np.zeros(n)
-    active = np.zeros(n, np.bool_)
-    live = np.zeros(n, np.bool_)
-    newly = np.zeros(n, np.bool_)
-    resid = np.zeros(m)
-    s = np.zeros(m)
-    starts = np.zeros(iterations + 1)
-    k0 = 0
-    t = 0.0
-    dirty = True
-    for _ in range(max_events):
-        if dirty:
-            for i in range(n):
-                active[i] = phase[i] == 1
-            _rates(A, cap_link, cap_job, phi, active, rate, live, resid, s, newly)
-            dirty = False
-        dt = np.inf
-        for i in range(n):
-            if phase[i] == 0:
-                d = rem[i]
-            elif phase[i] == 1:
-                d = rem[i] / rate[i] if rate[i] > 0.0 else np.inf
-            else:
-                d = until[i] - t
-            if d < dt:
-                dt = d
-        if dt == np.inf:
-            break
-        dt = max(dt, 0.0)
-        t += dt
-        done = False
-        for i in range(n):
-            if phase[i] == 0:
-                rem[i] -= dt
-                if rem[i] <= 1e-12 * (1.0 + pre_s[i]):
-                    if gbit[i] > 0.0:
-                        phase[i] = 1
-                        rem[i] = gbit[i]
-                        dirty = True
-                    else:
-                        phase[i] = 2
-                        comm = t - it_start[i] - (1.0 - overlap[i]) * compute_s[i]
-                        until[i] = max(t, it_start[i] + compute_s[i] + comm - overlap[i] * min(compute_s[i], comm))
-            elif phase[i] == 1:
-                rem[i] -= rate[i] * dt
-                if rem[i] <= 1e-9 * gbit[i]:
-                    # comm = intra + network time of this iteration; the overlapped compute may still run
-                    comm = t - it_start[i] - (1.0 - overlap[i]) * compute_s[i]
-                    phase[i] = 2
-                    until[i] = max(t, it_start[i] + compute_s[i] + comm - overlap[i] * min(compute_s[i], comm))
-                    dirty = True
-            if phase[i] == 2 and until[i] - t <= 1e-12 * (1.0 + t):
-                it_start[i] = t
-                phase[i] = 0
-                rem[i] = pre_s[i]
-                if i == 0:
-                    starts[k0] = t
-                    k0 += 1
-                    if k0 > iterations:
-                        done = True
-        if done:
-            break
+    starts = np.zeros((n, iterations + 1))
+    n_starts = np.zeros(n, np.int64)
+    _simulate(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, np.full(n, 2, np.int64), np.zeros(n),
+              start_s.copy(), start_s.copy(), 0.0, _NOISE, np.zeros(n, np.int64), 0, iterations + 1, max_events,
+              np.full(m, np.inf), np.full(m, np.inf), starts, n_starts, np.zeros((m, 3)))
+    k0 = n_starts[0]
     if k0 < 3:
         return np.nan
     k = min(k0, iterations + 1)
     w = min(warmup, k - 3)
-    return (starts[k - 1] - starts[w]) / (k - 1 - w)
+    return (starts[0, k - 1] - starts[0, w]) / (k - 1 - w)
 
 
 @njit(cache=True, nogil=True)
-def _mean_period(A, cap_link, cap_job, phi, gbit, pre_s, compute_s, overlap, iso_s, offsets, iterations, warmup,
+def _mean_period(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, iso_s, offsets, iterations, warmup,
                  max_events):  # pragma: no cover  (compiled)
     """Job 0's mean period averaged over the offset draws (job 0 starts at 0, job i at offsets[d, i] x iso_s[i])."""
     n = A.shape[0]
@@ -238,7 +127,7 @@ def _mean_period(A, cap_link, cap_job, phi, gbit, pre_s, compute_s, overlap, iso
     for d in range(offsets.shape[0]):
         for i in range(1, n):
             start[i] = offsets[d, i] * iso_s[i]
-        p = _period(A, cap_link, cap_job, phi, gbit, pre_s, compute_s, overlap, start, iterations, warmup,
+        p = _period(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, start, iterations, warmup,
                     max_events)
         if p == p:
             acc += p
@@ -343,21 +232,21 @@ def _local_period(cand_w, capacity, seg, e_weight, e_job, gbit_j, compute_j, ove
     gbit = np.empty(n)
     compute = np.empty(n)
     overlap = np.empty(n)
-    pre = np.empty(n)
+    intra = np.empty(n)
     cap = np.empty(n)
     iso = np.empty(n)
     gbit[0], compute[0], overlap[0], cap[0], iso[0] = gbit0, compute0, overlap0, cap0, alone0
-    pre[0] = (1.0 - overlap0) * compute0 + intra0
+    intra[0] = intra0
     for i in range(1, n):
         j = ids[i - 1]
         gbit[i], compute[i], overlap[i], cap[i], iso[i] = gbit_j[j], compute_j[j], overlap_j[j], cap_j[j], iso_j[j]
-        pre[i] = (1.0 - overlap_j[j]) * compute_j[j] + intra_j[j]
+        intra[i] = intra_j[j]
     top = gbit.max()
     phi = np.empty(n)
     for i in range(n):
         phi[i] = (max(gbit[i], 1e-300) / top) ** alpha if top > 0.0 else 1.0
     draws = min(offsets.shape[0] - 1, max(min_draws, draw_budget // n))
-    return _mean_period(A, cl, cap, phi, gbit, pre, compute, overlap, iso, offsets[draws, :draws], iterations,
+    return _mean_period(A, cl, cap, phi, gbit, intra, compute, overlap, iso, offsets[draws, :draws], iterations,
                         warmup, max_events)
 
 
