@@ -69,7 +69,7 @@ BUFFER_US = 2_000.0  # the queue holds at most this many microseconds of the lin
 _NOISE = np.random.default_rng(20261124).standard_normal(4096)  # fixed draws: results are deterministic
 
 # Columns of the per-link statistics a simulation integrates (over its simulated time).
-L_GBIT, L_OVER, L_ABOVE = 0, 1, 2
+L_GBIT, L_OVER, L_ABOVE = 0, 1, 2  # Gbit carried is integrated for callers of _simulate; solves use the others
 
 
 @njit(cache=True, nogil=True)
@@ -332,6 +332,12 @@ def _binding_components(job, link, weight, cap_link, cap_job, n_jobs):  # pragma
     return binding, label
 
 
+def _weights(gbit: np.ndarray, alpha: float) -> np.ndarray:
+    """Share weights by bytes in flight: each job's Gbit per flow over the largest, to the power ``alpha``."""
+    top = gbit.max()
+    return (np.maximum(gbit, 1e-300) / top) ** alpha if top > 0 else np.ones(len(gbit))
+
+
 def _comm_from_period(period, compute, overlap, floor):
     """Communication seconds (intra + network) that give ``period`` under :func:`iteration_time`; at least
     ``floor`` (the alone value)."""
@@ -419,9 +425,8 @@ class TcpNetwork(NetworkModel):
         alone_it = compute + alone_comm - overlap * np.minimum(compute, alone_comm)
         binding, label = _binding_components(job, link, weight, cap_link, cap_job, n)
         it, comm = alone_it.copy(), alone_comm.copy()
-        net = alone_net.copy()
         m = len(cap_link)
-        load, overload, queue = np.zeros(m), np.zeros(m), np.zeros(m)
+        overload, queue = np.zeros(m), np.zeros(m)
         tail = alone_it - pre - alone_net  # overlapped compute still running after the all-reduce (alone)
         bind_e = binding[link]
         contended = np.zeros(n, dtype=bool)
@@ -442,7 +447,7 @@ class TcpNetwork(NetworkModel):
                 large[members] = True
                 continue
             self.exact_solves += 1
-            p_it, l_gbps, l_over, l_queue, anchor = res
+            p_it, l_over, l_queue, anchor = res
             it[members] = p_it
             overload[blinks] += l_over
             queue[blinks] = l_queue
@@ -465,9 +470,8 @@ class TcpNetwork(NetworkModel):
             overload[blinks] += l_over
             queue[blinks] = l_queue
             self._store(ids[members], now_s, p_it, phase[members])
-        p_comm = _comm_from_period(it[contended], compute[contended], overlap[contended], alone_comm[contended])
-        comm[contended] = p_comm
-        net[contended] = np.maximum(p_comm - intra[contended], 0.0)
+        comm[contended] = _comm_from_period(it[contended], compute[contended], overlap[contended],
+                                            alone_comm[contended])
         # Time-averaged load: every job moves its Gbit per flow once per iteration, whatever the sharing.
         load = np.bincount(link, weights=weight * gbit[job] / np.maximum(it[job], 1e-300), minlength=m)
         alone = np.array([i for i in np.flatnonzero(~contended).tolist() if int(ids[i]) not in self.state], dtype=np.int64)
@@ -504,8 +508,7 @@ class TcpNetwork(NetworkModel):
             p, r, u, s0 = _position(now_s, anchor, period, pre[i], net_s)
             st_phase[a], until[a], it_start[a] = p, u, s0
             rem[a] = r * gbit[i] if p == 1 else r
-        top = gbit[members].max()
-        phi = (np.maximum(gbit[members], 1e-300) / top) ** self.alpha if top > 0 else np.ones(k)
+        phi = _weights(gbit[members], self.alpha)
         starts = np.zeros((k, self.horizon + 1))
         n_starts = np.zeros(k, np.int64)
         stats = np.zeros((len(cap_link), 3))
@@ -521,11 +524,10 @@ class TcpNetwork(NetworkModel):
         last = np.minimum(n_starts, self.horizon + 1) - 1
         period = (starts[np.arange(k), last] - starts[np.arange(k), w]) / (last - w)
         anchor = now_s + starts[np.arange(k), last]
-        return period, stats[:, L_GBIT] / t_end, stats[:, L_OVER] / t_end, stats[:, L_ABOVE] / t_end, anchor
+        return period, stats[:, L_OVER] / t_end, stats[:, L_ABOVE] / t_end, anchor
 
     def _mean_field(self, job, link, weight, cap_link, cap_job, gbit, pre, tail, rate0):
-        top = gbit.max()
-        phi = (np.maximum(gbit, 1e-300) / top) ** self.alpha if top > 0 else np.ones(len(gbit))
+        phi = _weights(gbit, self.alpha)
         rate, duty = _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre, tail, rate0)
         net = np.divide(gbit, rate, out=np.zeros(len(gbit)), where=rate > 0)
         period = pre + net + tail  # tail: the overlapped compute left after the all-reduce, as alone
@@ -556,8 +558,7 @@ def simulate_starts(model: TcpNetwork, demands, capacity_gbps, start_s: dict, it
     cols = np.array([(d.flow_bytes, d.compute_s, d.serial_intra_s, d.overlap, d.rate_cap_gbps, d.iso_rate_gbps)
                      for d in demands], dtype=float).reshape(-1, 6)
     gbit = cols[:, 0] * 8 / GBIT
-    top = gbit.max()
-    phi = (np.maximum(gbit, 1e-300) / top) ** model.alpha if top > 0 else np.ones(n)
+    phi = _weights(gbit, model.alpha)
     most = max(int(iterations[d.job_id]) for d in demands) + 1
     starts = np.zeros((n, most + 1))
     n_starts = np.zeros(n, np.int64)

@@ -92,8 +92,7 @@ class Fabric:
         if demand is None:
             return False
         if self._incremental:
-            bound = not _adds_nonbinding(self.capacity, self.offered_gbps - 0.0, demand.links,
-                                         np.zeros_like(demand.weights), 0.0)
+            bound = not _adds_nonbinding(self.capacity, self.offered_gbps, demand.links, demand.weights, 0.0)
             self.offered_gbps[demand.links] -= demand.weights * _cap(demand)
             self._clear_row_load(self._slots.row[job_id])
             self._slots.remove(job_id)
@@ -419,7 +418,8 @@ def _cap(d: CommDemand) -> float:
 
 @njit(cache=True)
 def _adds_nonbinding(capacity, offered, links, weights, rate):  # pragma: no cover  (compiled)
-    """True if, with ``weights x rate`` more offered on ``links``, none of them can bind (offered <= capacity)."""
+    """True if, with ``weights x rate`` more offered on ``links``, none of them can bind (offered <= capacity);
+    with ``rate`` 0: none of them binds now."""
     for k in range(links.shape[0]):
         if offered[links[k]] + weights[k] * rate > capacity[links[k]] * (1 + 1e-9):
             return False
