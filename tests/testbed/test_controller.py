@@ -129,10 +129,13 @@ def test_two_jobs_sharing_the_bottleneck_slow_each_other(ctl, testbed):
 
     # All links 100 Mbit; both jobs cross swL-swR. A 2-rank ring sends the whole gradient each way.
     rates = {(a, b): 100 for a, b, _, _ in testbed.topology.cables}
-    j1 = ScenarioJob(1, ("l0", "r0"), 1_000_000, 0.0, iterations=6)
-    j2 = ScenarioJob(2, ("l1", "r1"), 1_000_000, 0.0, iterations=6)
-    alone = run_scenario(ctl, Scenario("alone", (j1,), rates, warmup=1), start_delay_s=4)
-    shared = run_scenario(ctl, Scenario("shared", (j1, j2), rates, warmup=1), start_delay_s=4)
+    # 20 iterations (about 3.4 s shared) and 10 s for the ranks to start: on a loaded 2-core machine a rank's
+    # import can outlast a short start delay, and 6 iterations then barely overlapped (the jobs ran one
+    # after the other and looked unslowed).
+    j1 = ScenarioJob(1, ("l0", "r0"), 1_000_000, 0.0, iterations=20)
+    j2 = ScenarioJob(2, ("l1", "r1"), 1_000_000, 0.0, iterations=20)
+    alone = run_scenario(ctl, Scenario("alone", (j1,), rates, warmup=1), start_delay_s=10)
+    shared = run_scenario(ctl, Scenario("shared", (j1, j2), rates, warmup=1), start_delay_s=10)
     t_alone = float(alone.iter_s.iloc[0])
     # 1 MB at 100 Mbit x 0.955 goodput is about 84 ms; measured facts: 82-93 Mbit algbw.
     assert 0.07 < t_alone < 0.15
