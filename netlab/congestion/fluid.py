@@ -107,7 +107,7 @@ def _period(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, start_
     starts = np.zeros((n, iterations + 1))
     n_starts = np.zeros(n, np.int64)
     _simulate(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, np.full(n, 2, np.int64), np.zeros(n),
-              start_s.copy(), start_s.copy(), 0.0, _NOISE, np.zeros(n, np.int64), 0, iterations + 1, max_events,
+              start_s.copy(), start_s.copy(), 0.0, 0.0, _NOISE, np.zeros(n, np.int64), 0, iterations + 1, max_events,
               np.full(m, np.inf), np.full(m, np.inf), starts, n_starts, np.zeros((m, 3)))
     k0 = n_starts[0]
     if k0 < 3:

@@ -19,6 +19,15 @@ event to the next. This model simulates exactly that, as a fluid:
 * each job's rate is capped by its isolated rate (its path's own bottleneck
   and the pattern's cap), so only *binding* links, where every job sending
   at its isolated rate at once would exceed the capacity, couple jobs;
+* a transfer already in flight holds more of the link than one that just
+  joined (TCP: its window has grown with the bytes it has sent, a newcomer
+  starts small): its weight is ``phi x (1 + lead x fraction sent)``,
+  evaluated whenever a transfer starts or ends. Two jobs in step then push
+  each other apart into taking turns, and a slightly faster job that catches
+  up with a slower one is held back behind it, locking to its period: what
+  the testbed's long runs show (``benchmarks/results/fidelity.json``;
+  ``lead = 0`` is plain weighted sharing, under which offsets neither grow
+  nor shrink and such jobs drift through each other);
 * compute time jitters per iteration by ``jitter`` (relative standard
   deviation; a fixed table of normal draws keeps results deterministic), so
   unstable alignments (exactly in step) can drift apart as on real hosts;
@@ -58,13 +67,15 @@ from numba import njit
 
 from .model import GBIT, NETWORKS, NetSolution, NetworkModel, _incidence
 
-JITTER = 0.005  # relative std of compute per iteration (placeholder until measured: see NOTE in TcpNetwork)
+JITTER = 0.0125  # relative std of compute per iteration: median compute CV of the one-job testbed runs (fidelity.json)
 ALPHA = 1.0  # share weight = flow bytes ** ALPHA
+LEAD = 2.0  # a transfer's weight grows by LEAD x the fraction of it already sent (leader advantage; calibrated)
 HORIZON = 24  # iterations simulated per job and re-solve ...
 WARMUP = 4  # ... the first of which are left out of the mean period
 MAX_EXACT_JOBS = 8  # larger components use the mean-field fixed point
 MAX_EVENTS = 20_000  # per simulation: beyond it, the mean-field fixed point
 ECN_THRESHOLD_US = 50.0  # queue above this many microseconds of the link's rate counts as marking
+DRAWS = 1  # scenario predictions: jitter draws averaged
 BUFFER_US = 2_000.0  # the queue holds at most this many microseconds of the link's rate
 _NOISE = np.random.default_rng(20261124).standard_normal(4096)  # fixed draws: results are deterministic
 
@@ -126,10 +137,14 @@ def _rates(A, cap_link, cap_job, phi, active, rate, live, resid, s, newly):  # p
 
 @njit(cache=True, nogil=True)
 def _simulate(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, phase, rem, until, it_start, jitter,
-              noise, noise_at, stop_job, stop_starts, max_events, q_thr, q_buf, starts, n_starts,
+              lead, noise, noise_at, stop_job, stop_starts, max_events, q_thr, q_buf, starts, n_starts,
               link_stats):  # pragma: no cover  (compiled)
     """Run the fluid from the given state (time 0) until ``stop_job`` (or, if -1, every job) has recorded
     ``stop_starts`` iteration starts, or ``max_events`` events; the time reached.
+
+    ``lead``: a transfer's weight grows with the fraction of it already sent, ``phi x (1 + lead x sent)``,
+    evaluated whenever the set of communicating jobs changes: a flow already in flight holds a larger window
+    than one that just joined (see the module docstring).
 
     Per job the state is ``phase`` (0: pre-communication work, ``rem`` seconds left; 1: all-reduce, ``rem``
     Gbit left per flow; 2: waiting until ``until``, the start offset or the overlapped compute), and
@@ -147,6 +162,7 @@ def _simulate(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, phas
     s = np.zeros(m)
     queue = np.zeros(m)
     cur_compute = compute_s.copy()
+    weight = phi.copy()
     keep = starts.shape[1]
     for i in range(n):
         n_starts[i] = 0
@@ -156,7 +172,10 @@ def _simulate(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, phas
         if dirty:
             for i in range(n):
                 active[i] = phase[i] == 1
-            _rates(A, cap_link, cap_job, phi, active, rate, live, resid, s, newly)
+                weight[i] = phi[i]
+                if active[i] and lead > 0.0 and gbit[i] > 0.0:
+                    weight[i] = phi[i] * (1.0 + lead * max(1.0 - rem[i] / gbit[i], 0.0))
+            _rates(A, cap_link, cap_job, weight, active, rate, live, resid, s, newly)
             dirty = False
         dt = np.inf
         for i in range(n):
@@ -371,23 +390,25 @@ class TcpNetwork(NetworkModel):
     name = "tcp"
     incremental = True  # re-solve only the component that changed: others keep their phases
 
-    def __init__(self, alpha: float = ALPHA, jitter: float = JITTER, horizon: int = HORIZON, warmup: int = WARMUP,
+    def __init__(self, alpha: float = ALPHA, jitter: float = JITTER, lead: float = LEAD, horizon: int = HORIZON, warmup: int = WARMUP,
                  max_exact_jobs: int = MAX_EXACT_JOBS, max_events: int = MAX_EVENTS,
-                 ecn_threshold_us: float = ECN_THRESHOLD_US, buffer_us: float = BUFFER_US):
-        if not (alpha >= 0 and jitter >= 0 and horizon > warmup + 1 and warmup >= 0 and max_exact_jobs >= 1
-                and max_events > 0 and 0 <= ecn_threshold_us <= buffer_us):
-            raise ValueError("tcp network: need alpha >= 0, jitter >= 0, horizon > warmup + 1 >= 1, "
-                             "max_exact_jobs >= 1, max_events > 0, 0 <= ecn_threshold_us <= buffer_us")
-        self.alpha, self.jitter, self.horizon, self.warmup = float(alpha), float(jitter), int(horizon), int(warmup)
+                 ecn_threshold_us: float = ECN_THRESHOLD_US, buffer_us: float = BUFFER_US, draws: int = DRAWS):
+        if not (alpha >= 0 and jitter >= 0 and lead >= 0 and horizon > warmup + 1 and warmup >= 0 and max_exact_jobs >= 1
+                and max_events > 0 and 0 <= ecn_threshold_us <= buffer_us and draws >= 1):
+            raise ValueError("tcp network: need alpha >= 0, jitter >= 0, lead >= 0, horizon > warmup + 1 >= 1, "
+                             "max_exact_jobs >= 1, max_events > 0, 0 <= ecn_threshold_us <= buffer_us, draws >= 1")
+        self.alpha, self.jitter, self.lead = float(alpha), float(jitter), float(lead)
+        self.horizon, self.warmup = int(horizon), int(warmup)
         self.max_exact_jobs, self.max_events = int(max_exact_jobs), int(max_events)
         self.ecn_threshold_us, self.buffer_us = float(ecn_threshold_us), float(buffer_us)
+        self.draws = int(draws)  # jitter draws a scenario prediction averages over (simulate_starts' ``draw``)
         # job id -> [anchor s, period s, phase the policy last set]
         self.state: dict[int, list] = {}
         self.exact_solves = self.mean_field_solves = 0
 
-    def simulate_starts(self, demands, capacity_gbps, start_s: dict, iterations: dict) -> dict:
+    def simulate_starts(self, demands, capacity_gbps, start_s: dict, iterations: dict, draw: int = 0) -> dict:
         """Iteration start times per job from given start times (see :func:`simulate_starts`)."""
-        return simulate_starts(self, demands, capacity_gbps, start_s, iterations)
+        return simulate_starts(self, demands, capacity_gbps, start_s, iterations, draw)
 
     def forget(self, job_id: int) -> None:
         """The job left the network: drop its phase state."""
@@ -515,7 +536,7 @@ class TcpNetwork(NetworkModel):
         noise_at = (ids[members].astype(np.int64) * 977) % len(_NOISE)
         t_end = _simulate(A, cap_link, cap_job[members].copy(), phi, gbit[members].copy(), intra[members].copy(),
                           compute[members].copy(), overlap[members].copy(), st_phase, rem, until, it_start,
-                          self.jitter, _NOISE, noise_at, -1, self.horizon + 1, self.max_events,
+                          self.jitter, self.lead, _NOISE, noise_at, -1, self.horizon + 1, self.max_events,
                           cap_link * self.ecn_threshold_us * 1e-6, cap_link * self.buffer_us * 1e-6, starts, n_starts,
                           stats)
         if n_starts.min() < 3 or not t_end > 0:
@@ -539,14 +560,15 @@ class TcpNetwork(NetworkModel):
         return period, over, queue
 
 
-def simulate_starts(model: TcpNetwork, demands, capacity_gbps, start_s: dict, iterations: dict) -> dict:
+def simulate_starts(model: TcpNetwork, demands, capacity_gbps, start_s: dict, iterations: dict, draw: int = 0) -> dict:
     """Every job's iteration start times (s) when each starts at ``start_s[job]`` and all run together.
 
     What a testbed scenario does: jobs launched at a common time (plus their offsets), each running
     ``iterations[job]`` iterations. The fluid is simulated until every job has started its last iteration
     plus one (that start marks the end of the previous one), jobs going on past their own count; a caller
     measuring a window where all run (as :func:`netlab.testbed.scenarios.summarise_logs` does) sees the same
-    contention as on the testbed. Deterministic: jitter draws come from a fixed table.
+    contention as on the testbed. Deterministic: jitter draws come from a fixed table; ``draw`` picks
+    another set of them (another run of the same experiment).
     """
     if not demands:
         return {}
@@ -565,8 +587,8 @@ def simulate_starts(model: TcpNetwork, demands, capacity_gbps, start_s: dict, it
     ids = np.array([d.job_id for d in demands], dtype=np.int64)
     until = np.array([float(start_s[d.job_id]) for d in demands])
     _simulate(A, cap_link, np.minimum(cols[:, 4], cols[:, 5]), phi, gbit, cols[:, 2].copy(), cols[:, 1].copy(),
-              cols[:, 3].copy(), np.full(n, 2, np.int64), np.zeros(n), until, np.zeros(n), model.jitter, _NOISE,
-              (ids * 977) % len(_NOISE), -1, most, max(model.max_events, 40 * n * most),
+              cols[:, 3].copy(), np.full(n, 2, np.int64), np.zeros(n), until, np.zeros(n), model.jitter, model.lead, _NOISE,
+              (ids * 977 + draw * 1543) % len(_NOISE), -1, most, max(model.max_events, 40 * n * most),
               cap_link * model.ecn_threshold_us * 1e-6, cap_link * model.buffer_us * 1e-6, starts, n_starts,
               np.zeros((len(links), 3)))
     return {d.job_id: starts[i, :min(n_starts[i], most + 1)].copy() for i, d in enumerate(demands)}
