@@ -83,6 +83,23 @@ def _records(df: pd.DataFrame, digits: int = 5) -> list[dict]:
     return json.loads(df.round(digits).to_json(orient="records"))
 
 
+def phase_vs_model(runs: pd.DataFrame, tb, wire_overhead: dict) -> dict:
+    """The tcp model's relative-phase series beside the testbed's, per pair of jobs (each pair once): where
+    the phase ended, how locked it was, when the pair left being in step, and the errors."""
+    cmp = fid.phase_comparison(runs, fid.simulated_runs(runs, tb, "tcp", wire_overhead))
+    cmp = cmp[cmp.ref_job < cmp.job_id]
+    cols = ["scenario", "repeat", "ref_job", "job_id", "phase_end_measured", "phase_end_model", "lock_end_measured",
+            "lock_end_model", "left_step_iter_measured", "left_step_iter_model", "drift_measured", "drift_model",
+            "phase_end_error", "spacing_end_error"]
+    per_scenario = cmp.groupby("scenario", sort=False).agg(
+        spacing_end_error_median=("spacing_end_error", "median"), lock_end_measured=("lock_end_measured", "median"),
+        lock_end_model=("lock_end_model", "median"), left_step_iter_measured=("left_step_iter_measured", "median"),
+        left_step_iter_model=("left_step_iter_model", "median")).reset_index()
+    return dict(pairs=_records(cmp[cols], 4), per_scenario=_records(per_scenario, 4),
+                spacing_end_error_median=float(cmp.spacing_end_error.median()),
+                spacing_end_error_p90=float(cmp.spacing_end_error.quantile(0.9)))
+
+
 def score(runs_path: Path, out: Path, sim_r2_second_collection: float | None = None) -> dict:
     runs = pd.read_parquet(runs_path)
     rate_scale = float(runs.rate_scale.iloc[0])
@@ -102,6 +119,7 @@ def score(runs_path: Path, out: Path, sim_r2_second_collection: float | None = N
     alone = jitter[jitter.n_jobs == 1]  # the one-job scenarios
     uncontended = jitter[~jitter.contended]
     walls = runs.groupby(list(fid.RUN_KEYS)).run_wall_s.first() if "run_wall_s" in runs.columns else None
+    phase_model = phase_vs_model(runs, tb, rows.attrs["wire_overhead"]) if "tcp" in models else None
 
     # Hook: sim_r2_second_collection is computed by the simulator's network-model work elsewhere; it is only
     # accepted here (argument) or carried over from an existing fidelity.json, never computed.
@@ -137,6 +155,7 @@ def score(runs_path: Path, out: Path, sim_r2_second_collection: float | None = N
         contended_jobs=_records(rows[rows.contended][["scenario", "repeat", "job_id", "hosts"]]),
         alone_jobs=_records(rows[~rows.contended][["scenario", "repeat", "job_id", "hosts"]]),
         phase_dynamics=_records(phases, 4),
+        phase_vs_tcp=phase_model,
         jitter_alone=dict(
             compute_cv_median=float(alone.compute_cv.median()), compute_cv_max=float(alone.compute_cv.max()),
             iter_cv_median=float(alone.iter_cv.median()), iter_cv_max=float(alone.iter_cv.max()),
@@ -151,9 +170,10 @@ def score(runs_path: Path, out: Path, sim_r2_second_collection: float | None = N
                                      "allreduce_cv", "iter_mean_ms", "iter_std_ms", "iter_cv", "iter_rcv"]], 5)),
         # ---- hook: filled in by the other side of issue 12 (not computed here) ----
         sim_r2_second_collection=sim_r2_second_collection,
-        target_contended_median_ape=0.10,
+        target_contended_median_ape=0.05, target_contended_p90_ape=0.15,
         best_model=best, best_simulator_model=best_sim,
-        met=bool(best_sim is not None and overall[best_sim]["contended_median_ape"] <= 0.10),
+        met=bool(best_sim is not None and overall[best_sim]["contended_median_ape"] <= 0.05
+                 and overall[best_sim]["contended_p90_ape"] <= 0.15),
         # per job and repeat (the notebook reads these)
         rows=_records(rows.drop(columns=["window"])),
         summary=_records(fid.fidelity_summary(rows)),

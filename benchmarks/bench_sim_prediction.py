@@ -3,14 +3,15 @@ benchmarks/results/sim_prediction.json.
 
 For every row of ``benchmarks/results/testbed_dataset.parquet`` (300 testbed
 experiments, 543 job rows), each network model predicts the job's slowdown
-(:func:`netlab.congestion.testbed_data.simulator_prediction`). The ``tcp``
-model's constants were chosen on the first collection (experiments 0-149)
-only: the ``--calibrate`` grid (alpha x jitter) is scored there and the
-second collection (150-299) is the held-out score, ``sim_r2_second_collection``.
+(:func:`netlab.congestion.testbed_data.simulator_prediction`), with the
+model's defaults. The ``tcp`` model's fitted constants were chosen on the
+first collection (experiments 0-149) and repeat 0 of the fidelity runs only
+(``benchmarks/bench_tcp_calibration.py``); the second collection (150-299)
+is the held-out score, ``sim_r2_second_collection``.
 
 Target: R^2 0.9 or more on the second collection (max-min: 0.687 on all rows).
 
-Usage: python benchmarks/bench_sim_prediction.py [--calibrate]
+Usage: python benchmarks/bench_sim_prediction.py
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ DATA = ROOT / "benchmarks" / "results" / "testbed_dataset.parquet"
 TOPOLOGY = ROOT / "testbed" / "topologies" / "leafspine-2rack.yaml"
 FIRST_COLLECTION = 150
 MODELS = ("fair", "phase", "tcp")
-GRID = dict(alpha=(0.5, 0.75, 1.0, 1.25), jitter=(0.0, 0.005, 0.02))
 
 
 def scores(df: pd.DataFrame, pred: pd.Series) -> dict:
@@ -55,7 +55,6 @@ def scores(df: pd.DataFrame, pred: pd.Series) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--calibrate", action="store_true", help="score the alpha x jitter grid on the first collection")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "sim_prediction.json"))
     args = ap.parse_args(argv)
     df = pd.read_parquet(DATA)
@@ -66,16 +65,6 @@ def main(argv=None) -> int:
         pred = simulator_prediction(df, TOPOLOGY, net)
         result["models"][net] = scores(df, pred) | {"wall_s": time.perf_counter() - t0}
         print(net, {k: round(v["r2"], 3) for k, v in result["models"][net].items() if isinstance(v, dict)})
-    if args.calibrate:
-        grid = []
-        first = df[df.experiment_id < FIRST_COLLECTION]
-        for a in GRID["alpha"]:
-            for j in GRID["jitter"]:
-                s = scores(first, simulator_prediction(first, TOPOLOGY, "tcp", alpha=a, jitter=j))["all"]
-                grid.append(dict(alpha=a, jitter=j, first_collection_r2=s["r2"], first_collection_median_ape=s["median_ape"]))
-                print(grid[-1])
-        result["calibration_grid_first_collection"] = grid
-        result["calibration_choice"] = max(grid, key=lambda g: g["first_collection_r2"])
     tcp = result["models"]["tcp"]
     result["sim_r2_second_collection"] = tcp["second_collection"]["r2"]
     result["target_r2"] = 0.9

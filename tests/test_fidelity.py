@@ -8,8 +8,9 @@ import pytest
 from netlab.congestion.fidelity import (HEADER_OVERHEAD, alone_period_ms, ape_summary, circular_mean, compute_jitter,
                                         contended_jobs, crosses_uplink, fidelity_scenarios, fidelity_summary,
                                         fit_wire_overhead, iteration_series, link_bound, phase_locking, phase_series,
-                                        phase_summary, relative_phase, ring_link_bytes, runs_frame,
+                                        phase_comparison, phase_summary, relative_phase, ring_link_bytes, runs_frame,
                                         scenario_contention, scenario_key, scenarios_from_runs, score_runs,
+                                        simulated_runs,
                                         steady_iterations, write_runs)
 from netlab.testbed.netns import NetnsTestbed
 from netlab.testbed.scenarios import Scenario, ScenarioJob, predict_scenario, ring_busbw_mbit, scenario_rates
@@ -287,3 +288,36 @@ def test_runs_round_trip_and_score_offline(tb2, tmp_path):
     assert rows.link_bound_ape.max() == pytest.approx(0.0, abs=1e-9)
     assert not rows.contended.any() and "no-such-model" in rows.attrs["notes"]
     assert rows.iter_s.tolist() == pytest.approx([period, period])
+
+
+def test_phase_comparison_by_hand():
+    # Testbed: job 2 a quarter of job 1's 100 ms period behind; model: three quarters. The phases end half a
+    # period apart, but both pairs sit a quarter period from being in step: spacing error 0.
+    s1 = np.arange(0, 12) * 0.1
+
+    def run(offset, scenario="pair"):
+        raw = pd.concat([synthetic_log(1, s1, [0.05] * 11), synthetic_log(2, offset + s1, [0.05] * 11)],
+                        ignore_index=True)
+        return raw.assign(scenario=scenario, repeat=0, start_at=0.0)
+
+    got = phase_comparison(run(0.025), run(0.075), window=5).set_index(["ref_job", "job_id"]).loc[(1, 2)]
+    assert got.phase_end_measured == pytest.approx(0.25) and got.phase_end_model == pytest.approx(0.75)
+    assert got.phase_end_error == pytest.approx(0.5)
+    assert got.spacing_end_error == pytest.approx(0.0, abs=1e-9)
+    got = phase_comparison(run(0.025), run(0.04), window=5).set_index(["ref_job", "job_id"]).loc[(1, 2)]
+    assert got.phase_end_error == pytest.approx(0.15) and got.spacing_end_error == pytest.approx(0.15)
+
+
+def test_the_tcp_models_runs_separate_jobs_in_step_into_turns(tb2):
+    # The model's own run of "2 jobs in step" (stored as the testbed would log it): with its leader
+    # advantage and jitter the pair leaves being in step and ends half a period apart, where the testbed's
+    # pairs end (fidelity.json: 0.50 in all three repeats).
+    scs = {s.name: s for s in fidelity_scenarios(tb2, iterations=120)}
+    sc = scs["2 jobs in step (no shift)"]
+    logs = pd.concat([synthetic_log(j, [0.0, 1.0], [0.5]) for j in (1, 2)], ignore_index=True)  # parameters only
+    runs = runs_frame(tb2, sc, 0, logs)
+    sim = simulated_runs(runs, tb2, "tcp")
+    assert set(sim.job_id) == {1, 2} and (sim["rank"] == 0).all()
+    s = phase_summary(phase_series(sim), window=20).set_index(["ref_job", "job_id"]).loc[(1, 2)]
+    assert abs(s.phase_end - 0.5) < 0.02 and s.lock_end > 0.99
+    assert s.left_step_iter >= 0

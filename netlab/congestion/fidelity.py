@@ -61,7 +61,8 @@ import numpy as np
 import pandas as pd
 
 from ..testbed.experiments import racks, uplink_cables
-from ..testbed.scenarios import Scenario, ScenarioJob, predict_scenario, run_scenario_logs, scenario_rates
+from ..testbed.scenarios import (Scenario, ScenarioJob, predict_scenario, run_scenario_logs, scenario_rates,
+                                 simulated_logs)
 
 # A 1514-byte frame (as HTB counts it) carries 1448 payload bytes (TCP/IP with timestamps): 1.046; measured 1.047.
 HEADER_OVERHEAD = 1.047
@@ -240,11 +241,11 @@ def available_models(models=MODELS) -> tuple[list[str], dict[str, str]]:
     return ok, notes
 
 
-def predict_iter_s(testbed, sc: Scenario, model: str, wire_overhead: float) -> pd.Series:
+def predict_iter_s(testbed, sc: Scenario, model: str, wire_overhead: float, **network_kwargs) -> pd.Series:
     """Per job id, ``model``'s iteration time (s) for ``sc``."""
     if model == "link_bound":
         return link_bound(testbed, sc, wire_overhead)
-    p = predict_scenario(testbed, sc, model, wire_overhead)
+    p = predict_scenario(testbed, sc, model, wire_overhead, **network_kwargs)
     return pd.Series(p.predicted_iter_s.to_numpy(), index=p.job_id.to_numpy())
 
 
@@ -418,6 +419,36 @@ def phase_summary(phases: pd.DataFrame, window: int = 50, skip: int = 1, hold: i
                          first_iter_near_half=int(near["iter"].iloc[0]) if len(near) else -1,
                          frac_in_step=float((d.dist < 0.1).mean()), left_step_iter=left))
     return pd.DataFrame(rows)
+
+
+def simulated_runs(runs: pd.DataFrame, testbed, model: str = "tcp", wire_overhead: dict | None = None,
+                   **network_kwargs) -> pd.DataFrame:
+    """The model's own run of every scenario and repeat of ``runs``, in the raw runs' columns (rank 0, times
+    from the common start): the logs :func:`phase_series` reads, so the model's relative phases can be set
+    beside the testbed's. ``wire_overhead``: per repeat (``score_runs``' fit), else the header overhead."""
+    frames = []
+    for (name, rep), sc in scenarios_from_runs(runs).items():
+        overhead = (wire_overhead or {}).get(int(rep), HEADER_OVERHEAD)
+        for jid, log in simulated_logs(testbed, sc, model, overhead, **network_kwargs).items():
+            frames.append(log.assign(scenario=name, repeat=rep, job_id=int(jid), start_at=0.0))
+    return pd.concat(frames, ignore_index=True)
+
+
+def phase_comparison(measured: pd.DataFrame, simulated: pd.DataFrame, **summary_kw) -> pd.DataFrame:
+    """Per run and ordered pair of jobs, :func:`phase_summary` of the testbed's runs beside the model's
+    (suffixes ``_measured``, ``_model``), with ``phase_end_error``: the circular distance (fraction of a
+    period, 0..0.5) between where the two relative phases ended, and ``spacing_end_error``: the same for
+    their distances from being in step, which does not depend on the order jobs fell into (three jobs
+    locked at thirds may take 1-2-3 or 1-3-2). Pairs the model's run lacks are dropped."""
+    keys = [*RUN_KEYS, "ref_job", "job_id"]
+    m = phase_summary(phase_series(measured), **summary_kw)
+    s = phase_summary(phase_series(simulated), **summary_kw)
+    both = m.merge(s, on=keys, suffixes=("_measured", "_model"))
+    d = (both.phase_end_measured - both.phase_end_model) % 1.0
+    both["phase_end_error"] = np.minimum(d, 1.0 - d)
+    spacing = {k: np.minimum(both[f"phase_end_{k}"], 1.0 - both[f"phase_end_{k}"]) for k in ("measured", "model")}
+    both["spacing_end_error"] = (spacing["measured"] - spacing["model"]).abs()
+    return both
 
 
 def steady_window(run: pd.DataFrame, warmup: int, rank: int = 0) -> tuple[float, float]:
@@ -615,15 +646,17 @@ def _ape(pred, meas):
     return abs(pred - meas) / meas
 
 
-def score_runs(runs: pd.DataFrame, testbed, models=MODELS) -> pd.DataFrame:
+def score_runs(runs: pd.DataFrame, testbed, models=MODELS, network_kwargs: dict | None = None) -> pd.DataFrame:
     """Per (scenario, repeat, job): measured steady iteration time, each available model's calibrated
     prediction (``<model>_s``) and APE (``<model>_ape``), the raw ``fair`` prediction, and whether the
     job is ``contended``. ``attrs``: ``wire_overhead`` per repeat, ``models`` scored, ``notes``.
 
     ``testbed`` only supplies the topology, ``rate_scale`` and default rates (a :class:`NetnsTestbed`
-    that is never brought up will do); scenarios come from the runs.
+    that is never brought up will do); scenarios come from the runs. ``network_kwargs``: per model, the
+    constructor arguments to use instead of its defaults (calibration grids).
     """
     ok, notes = available_models(models)
+    kwargs_of = network_kwargs or {}
     scen = scenarios_from_runs(runs)
     meas = steady_iterations(runs).set_index(list(RUN_KEYS) + ["job_id"])
     rows = []
@@ -643,7 +676,7 @@ def score_runs(runs: pd.DataFrame, testbed, models=MODELS) -> pd.DataFrame:
         """``model``'s prediction for every row; ``overhead_of(repeat)`` is the calibration."""
         got = {}
         for (name, rep), sc in scen.items():
-            p = predict_iter_s(testbed, sc, model, overhead_of(int(rep)))
+            p = predict_iter_s(testbed, sc, model, overhead_of(int(rep)), **kwargs_of.get(model, {}))
             got.update({(name, rep, int(jid)): float(v) for jid, v in p.items()})
         return np.array([got.get(k, np.nan) for k in keys])
 

@@ -130,28 +130,20 @@ def ring_busbw_mbit(grad_bytes: float, allreduce_s: float, ranks: int) -> float:
     return grad_bytes * 8 / allreduce_s / 1e6 * 2 * (ranks - 1) / ranks
 
 
-def predict_scenario(testbed, sc: Scenario, network: str = "fair", wire_overhead: float = 1.0) -> pd.DataFrame:
+def predict_scenario(testbed, sc: Scenario, network: str = "fair", wire_overhead: float = 1.0,
+                     **network_kwargs) -> pd.DataFrame:
     """The simulator's iteration times for ``sc`` (seconds), on the testbed's topology and rates.
 
     ``wire_overhead`` multiplies the bytes on the wire (1.047 for TCP/IP
     headers at MTU 1500); 1.0 is the simulator's payload-only model.
     """
     topo = topology_at(testbed.topology, testbed.rate_scale, scenario_rates(testbed, sc))
-    return predict_on(topo, testbed.rate_scale, sc, network, wire_overhead)
+    return predict_on(topo, testbed.rate_scale, sc, network, wire_overhead, **network_kwargs)
 
 
-def predict_on(topo, rate_scale: float, sc: Scenario, network: str = "fair", wire_overhead: float = 1.0,
-               **network_kwargs) -> pd.DataFrame:
-    """:func:`predict_scenario` on a topology already at the scenario's rates (simulator units).
-
-    Steady-state models (``fair``, ``phase``, ``ideal``) solve once. A model
-    that simulates time (``tcp``: it has ``simulate_starts``) runs the
-    scenario as the testbed does, every job from the common start plus its
-    offset for its own iterations, and its iteration times are taken from
-    the simulated logs by :func:`summarise_logs`, the testbed's own rule.
-    """
+def _demands(topo, rate_scale: float, sc: Scenario, wire_overhead: float) -> list:
+    """(scenario job, its demand or None inside one host, its job model) per job of ``sc``."""
     from ..network.demand import build_demand
-    from ..network.model import NETWORKS
     from ..workload.zoo import JobModel
 
     index = {h.name: i for i, h in enumerate(topo.hosts)}
@@ -164,15 +156,31 @@ def predict_on(topo, rate_scale: float, sc: Scenario, network: str = "fair", wir
         phase = (j.offset_ms / 1000.0 / iso) % 1.0 if iso > 0 else 0.0
         d, _ = build_demand(topo, model, "ring", j.job_id, hosts, [1] * len(hosts), iso, phase)
         demands.append((j, d, model))
+    return demands
+
+
+def predict_on(topo, rate_scale: float, sc: Scenario, network: str = "fair", wire_overhead: float = 1.0,
+               **network_kwargs) -> pd.DataFrame:
+    """:func:`predict_scenario` on a topology already at the scenario's rates (simulator units).
+
+    Steady-state models (``fair``, ``phase``, ``ideal``) solve once. A model
+    that simulates time (``tcp``: it has ``simulate_starts``) runs the
+    scenario as the testbed does (:func:`simulated_logs`) and its iteration
+    times are taken from the simulated logs by :func:`summarise_logs`, the
+    testbed's own rule; with jitter, averaged over the model's ``draws``.
+    """
+    from ..network.model import NETWORKS
+
+    demands = _demands(topo, rate_scale, sc, wire_overhead)
     net = NETWORKS.create(network, **network_kwargs)
-    active = [d for _, d, _ in demands if d is not None]
     if hasattr(net, "simulate_starts"):
-        # a model with jitter predicts the mean over ``draws`` runs of the experiment (other jitter draws)
-        per_draw = [_simulated_iter_s(net, sc, demands, topo, draw) for draw in range(getattr(net, "draws", 1))]
+        per_draw = [summarise_logs(sc, _logs(net, sc, demands, topo, draw))[["job_id", "iter_s"]]
+                    for draw in range(getattr(net, "draws", 1))]
         out = pd.concat(per_draw).groupby("job_id", sort=False).iter_s.mean()
         compute = pd.Series({j.job_id: m.compute_s for j, _, m in demands})
         return pd.DataFrame(dict(scenario=sc.name, job_id=out.index, predicted_iter_s=out.to_numpy(),
                                  predicted_allreduce_s=(out - compute[out.index]).to_numpy()))
+    active = [d for _, d, _ in demands if d is not None]
     sol = net.solve(active, topo.link_capacity_gbps) if active else None
     rows = []
     for j, d, model in demands:
@@ -186,8 +194,22 @@ def predict_on(topo, rate_scale: float, sc: Scenario, network: str = "fair", wir
     return pd.DataFrame(rows)
 
 
-def _simulated_iter_s(net, sc: Scenario, demands, topo, draw: int) -> pd.DataFrame:
-    """One simulated run of the scenario from its common start, summarised by the testbed's rule."""
+def simulated_logs(testbed, sc: Scenario, network: str = "tcp", wire_overhead: float = 1.0, draw: int = 0,
+                   **network_kwargs) -> dict:
+    """Per job id, the iteration log (rank 0, the testbed's columns, times from the common start) of one
+    simulated run of ``sc`` by a model that simulates time: what the testbed's agents would have logged."""
+    from ..network.model import NETWORKS
+
+    topo = topology_at(testbed.topology, testbed.rate_scale, scenario_rates(testbed, sc))
+    net = NETWORKS.create(network, **network_kwargs)
+    if not hasattr(net, "simulate_starts"):
+        raise ValueError(f"network model {network!r} does not simulate time; it has no iteration logs")
+    return _logs(net, sc, _demands(topo, testbed.rate_scale, sc, wire_overhead), topo, draw)
+
+
+def _logs(net, sc: Scenario, demands, topo, draw: int) -> dict:
+    """One simulated run of the scenario: every job from the common start plus its offset, for its own
+    iterations (:meth:`~netlab.network.tcp.TcpNetwork.simulate_starts`), as per-job iteration logs."""
     active = [d for _, d, _ in demands if d is not None]
     starts = net.simulate_starts(active, topo.link_capacity_gbps, {j.job_id: j.offset_ms / 1000.0 for j in sc.jobs},
                                  {j.job_id: j.iterations for j in sc.jobs}, draw) if active else {}
@@ -200,7 +222,7 @@ def _simulated_iter_s(net, sc: Scenario, demands, topo, draw: int) -> pd.DataFra
         logs[j.job_id] = pd.DataFrame(dict(rank=0, iter=k, compute_start=s[:-1],
                                            allreduce_start=s[:-1] + model.compute_s, allreduce_end=s[1:],
                                            compute_s=model.compute_s, allreduce_s=s[1:] - s[:-1] - model.compute_s))
-    return summarise_logs(sc, logs)[["job_id", "iter_s"]]
+    return logs
 
 
 def both_ways(rates_mbit: dict) -> dict:
