@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from netlab.network.demand import build_demand
-from netlab.policies.base import Placement, PlacementPolicy
+from netlab.policies.base import PlacementPolicy
 from netlab.policies.cassini import Cassini, Wave, affinity_graph, assign_phases, evaluate, optimise, unified_circle
-from netlab.sim import ClusterView, JobState, simulate
+from netlab.sched import ClusterView, JobState, Placement
+from netlab.sim import simulate
 from netlab.topology import load_topology
 from netlab.workload.job import Job
 from netlab.workload.zoo import JobModel, ModelZoo

@@ -17,8 +17,7 @@ from netlab.congestion import (FEATURES, Background, FeatureSchema, MaxMinShareR
                                make_model, placement_features, save_dataset, save_model, simulator_dataset)
 from netlab.network.demand import build_demand
 from netlab.network.model import NETWORKS, CommDemand
-from netlab.policies.base import Placement
-from netlab.sim import ClusterView, JobState
+from netlab.sched import ClusterView, JobState, Placement
 from netlab.topology import load_topology
 from netlab.workload.job import Job, isolated_iter_s
 from netlab.workload.zoo import ModelZoo

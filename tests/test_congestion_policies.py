@@ -8,8 +8,9 @@ import pytest
 from netlab.congestion import make_model, save_model, simulator_dataset
 from netlab.network.demand import build_demand
 from netlab.network.model import NETWORKS
-from netlab.policies.base import PLACEMENT
-from netlab.sim import ClusterView, JobState, simulate
+from netlab.policies import PLACEMENT
+from netlab.sched import ClusterView, JobState
+from netlab.sim import simulate
 from netlab.sim.fixtures import fair_view, scatter
 from netlab.topology import load_topology
 from netlab.workload.job import Job, isolated_iter_s

@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from netlab.policies.base import ORDERING, PLACEMENT
+from netlab.policies import ORDERING, PLACEMENT
 from netlab.policies.dally import VARIANTS, AutoTuner, DallyOrdering, DallyPlacement, NetworkPreemption
 from netlab.policies.dally.placement import RETRY, WAIT
-from netlab.sim import ClusterView, JobState, Simulator, simulate
+from netlab.sched import ClusterView, JobState
+from netlab.sim import Simulator, simulate
 from netlab.sim.simulator import SimConfig
 from netlab.topology import load_topology
 from netlab.workload.job import Job, isolated_iter_s

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netlab.network import NETWORKS, CommDemand, max_min
-from netlab.policies.base import Placement, PlacementPolicy
+from netlab.policies.base import PlacementPolicy
+from netlab.sched import Placement
 from netlab.sim import simulate
 from netlab.topology import load_topology
 from netlab.workload.job import Job

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netlab.policies.base import ORDERING, PLACEMENT, PREEMPTION, Placement
-from netlab.sim import ClusterView, JobState, Simulator, simulate
+from netlab.policies import ORDERING, PLACEMENT, PREEMPTION
+from netlab.sched import ClusterView, JobState, Placement
+from netlab.sim import Simulator, simulate
 from netlab.sim.simulator import SimConfig
 from netlab.topology import load_topology
 from netlab.workload.job import Job, isolated_iter_s

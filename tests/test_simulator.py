@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from netlab.policies.base import OrderingPolicy, Placement, PlacementPolicy, PolicyError
+from netlab.policies.base import OrderingPolicy, PlacementPolicy
+from netlab.sched import Placement, PolicyError
 from netlab.sim import Kernel, RealtimeClock, simulate
 from netlab.sim.metrics import SUMMARY_KEYS
 from netlab.topology import load_topology

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from netlab.network import NETWORKS, CommDemand
-from netlab.policies.base import Placement, PlacementPolicy
+from netlab.policies.base import PlacementPolicy
+from netlab.sched import Placement
 from netlab.sim import SimConfig, Simulator
 from netlab.topology import load_topology
 from netlab.workload.job import Job

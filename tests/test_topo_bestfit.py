@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from netlab.policies.base import PLACEMENT, Placement
+from netlab.policies import PLACEMENT
 from netlab.policies.placement.topo_bestfit import ANY, HOST, RACK, cross_tier_cost, level_of, topo_info
-from netlab.sim import ClusterView, JobState
+from netlab.sched import ClusterView, JobState, Placement
 from netlab.sim.fixtures import scatter
 from netlab.topology import load_topology
 from netlab.workload.job import Job

@@ -23,10 +23,10 @@ import pandas as pd
 
 from ..network.demand import build_demand
 from ..network.model import NETWORKS, iteration_time
-from ..policies.base import PLACEMENT
+from ..policies import PLACEMENT
+from ..sched import ClusterView, JobState
 from ..sim.fixtures import scatter
 from ..sim.metrics import atomic_write
-from ..sim.state import ClusterView, JobState
 from ..workload.job import Job, isolated_iter_s
 from ..workload.zoo import ModelZoo
 from .features import FEATURES, TARGET, Background, feature_rows

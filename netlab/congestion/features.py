@@ -4,7 +4,7 @@ Why: a network-aware placement must know how much slower a job will run in
 a placement given what already runs there. The simulator can answer exactly;
 a real cluster has only the topology, the running jobs and telemetry. This
 module turns that knowledge into one row of numbers, computed the same way
-from a simulator :class:`~netlab.sim.state.ClusterView`, from a synthetic
+from a simulator :class:`~netlab.sched.ClusterView`, from a synthetic
 experiment (:mod:`netlab.congestion.dataset`) or from the live testbed.
 
 Raw columns (``FEATURES.columns``, the stored schema; units in the names):
@@ -248,7 +248,7 @@ def placement_features(background, job, placement, zoo: ModelZoo | None = None) 
 
     ``background`` is a :class:`Background` or a cluster view (from which one
     is built: build it once and pass it when scoring several candidates).
-    ``job`` is a :class:`~netlab.sim.state.JobState`.
+    ``job`` is a :class:`~netlab.sched.JobState`.
     """
     if not isinstance(background, Background):
         zoo = zoo or background.zoo

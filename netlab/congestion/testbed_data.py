@@ -33,8 +33,7 @@ import pandas as pd
 
 from ..network.demand import build_demand
 from ..network.model import NETWORKS
-from ..policies.base import Placement
-from ..sim.state import JobState
+from ..sched import JobState, Placement
 from ..workload.job import Job, isolated_iter_s
 from ..workload.zoo import JobModel, ModelZoo
 from .dataset import COLUMNS, check_frame, load_dataset, save_dataset

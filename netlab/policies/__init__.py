@@ -1,9 +1,13 @@
-"""Scheduling policies: ordering, placement and preemption, each in its own module and registry."""
+"""Scheduling policies: ordering, placement and preemption, each in its own module and registry.
+
+This package is the policies' front: importing it registers every policy, and
+the simulator and the testbed reach policies only through the registries and
+interfaces it exports. The decision and state types policies exchange with
+them are in :mod:`netlab.sched`.
+"""
 
 from . import ordering, placement, preemption  # noqa: F401  (registers every policy)
 from . import dally  # noqa: F401  (Dally: ordering, placement and preemption)
-from .base import (ORDERING, PLACEMENT, PREEMPTION, OrderingPolicy, Placement, PlacementPolicy, PolicyError,
-                   PreemptionPolicy)
+from .base import ORDERING, PLACEMENT, PREEMPTION, OrderingPolicy, PlacementPolicy, PreemptionPolicy
 
-__all__ = ["ORDERING", "PLACEMENT", "PREEMPTION", "OrderingPolicy", "PlacementPolicy", "PreemptionPolicy",
-           "Placement", "PolicyError"]
+__all__ = ["ORDERING", "PLACEMENT", "PREEMPTION", "OrderingPolicy", "PlacementPolicy", "PreemptionPolicy"]

@@ -1,9 +1,11 @@
 """The three narrow policy interfaces, shared by the simulator and the testbed.
 
-Policy is kept apart from mechanism: a policy reads a :class:`ClusterView`
-(free GPUs per host, running jobs, link loads, the clock) and returns a
-decision. It never advances time, starts or stops anything itself; the
-simulator (or the live testbed) carries decisions out.
+Policy is kept apart from mechanism: a policy reads a
+:class:`~netlab.sched.ClusterView` (free GPUs per host, running jobs, link
+loads, the clock) and returns a decision. It never advances time, starts or
+stops anything itself; the simulator (or the live testbed) carries decisions
+out. The view and the decision types live in :mod:`netlab.sched`, below both
+sides, so this layer never imports the simulator.
 
 * :class:`OrderingPolicy`: who goes first. ``key(job, now)`` sorts jobs
   (smaller first); ``backfill`` says whether a job that cannot start blocks
@@ -14,7 +16,7 @@ simulator (or the live testbed) carries decisions out.
   Tiresias demotion) so the scheduler can look again then; ``round_s`` asks
   for a full re-evaluation every so often (Themis leases).
 * :class:`PlacementPolicy`: where a job goes. ``place(job, view)`` returns a
-  :class:`Placement` or None (not now: wait).
+  :class:`~netlab.sched.Placement` or None (not now: wait).
 * :class:`PreemptionPolicy`: which running jobs to displace for a waiting
   one, given the candidates worst-first.
 
@@ -24,49 +26,16 @@ Policies that need randomness get a seeded ``numpy.random.Generator`` through
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Iterable
 
 import numpy as np
 
 from ..registry import Registry
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..sim.state import ClusterView, JobState
+from ..sched import ClusterView, JobState, Placement
 
 ORDERING: Registry["OrderingPolicy"] = Registry("ordering policy")
 PLACEMENT: Registry["PlacementPolicy"] = Registry("placement policy")
 PREEMPTION: Registry["PreemptionPolicy"] = Registry("preemption policy")
-
-
-class PolicyError(RuntimeError):
-    """A policy returned a decision that cannot be carried out."""
-
-
-@dataclass(frozen=True)
-class Placement:
-    """GPUs per host; the ring visits ``hosts`` in this order.
-
-    ``phase`` (0..1, optional) sets the job's communication phase offset as a
-    fraction of its iteration, for the phase-aware network model. ``shifts``
-    re-sets running jobs' phases at the same moment, as ``(job_id, phase)``
-    pairs (CASSINI shifts every job of an affinity component together).
-    """
-
-    hosts: tuple[int, ...]
-    gpus: tuple[int, ...]
-    phase: float | None = None
-    shifts: tuple[tuple[int, float], ...] = ()
-
-    @property
-    def n_gpus(self) -> int:
-        return sum(self.gpus)
-
-    @classmethod
-    def from_counts(cls, counts: np.ndarray, order: Sequence[int] | None = None, phase: float | None = None):
-        """From a per-host GPU count array; hosts in index order unless ``order`` is given."""
-        hosts = np.flatnonzero(counts) if order is None else [h for h in order if counts[h] > 0]
-        return cls(tuple(int(h) for h in hosts), tuple(int(counts[h]) for h in hosts), phase)
 
 
 class Policy:
@@ -95,25 +64,25 @@ class OrderingPolicy(Policy):
     default_placement: str | None = None
     default_preemption: str | None = None
 
-    def key(self, job: "JobState", now: float) -> tuple:  # pragma: no cover
+    def key(self, job: JobState, now: float) -> tuple:  # pragma: no cover
         raise NotImplementedError
 
-    def next_key_change(self, job: "JobState", now: float) -> float | None:
+    def next_key_change(self, job: JobState, now: float) -> float | None:
         return None
 
 
 class PlacementPolicy(Policy):
-    def place(self, job: "JobState", view: "ClusterView") -> Placement | None:  # pragma: no cover
+    def place(self, job: JobState, view: ClusterView) -> Placement | None:  # pragma: no cover
         raise NotImplementedError
 
-    def retry_at(self, job: "JobState", view: "ClusterView") -> float | None:
+    def retry_at(self, job: JobState, view: ClusterView) -> float | None:
         """After ``place`` declined ``job`` (returned None): when to look again even if
         nothing else happens (e.g. a delay-scheduling timer). None: at the next event."""
         return None
 
 
 class PreemptionPolicy(Policy):
-    def victims(self, job: "JobState", candidates: Iterable["JobState"], view: "ClusterView") -> list["JobState"]:
+    def victims(self, job: JobState, candidates: Iterable[JobState], view: ClusterView) -> list[JobState]:
         """Running jobs to displace so ``job`` can start; [] for none.
 
         ``candidates`` is a lazy iterator over the running jobs ranked below

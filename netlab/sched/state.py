@@ -1,6 +1,6 @@
 """Cluster state as the policies see it: jobs and a read-only cluster view.
 
-The live testbed implements the same :class:`ClusterView` surface, so a
+The simulator and the live testbed both build a :class:`ClusterView`, so a
 policy object written against it places jobs in both.
 """
 
@@ -11,8 +11,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..policies.base import Placement
 from ..workload.job import Job
+from .decision import Placement
 
 
 class JobState:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..policies.base import Placement
+from ..sched import ClusterView, Placement
 
 
 def scatter(free: np.ndarray, gpus: int, rng: np.random.Generator, max_per_host: int = 8) -> Placement | None:
@@ -44,7 +44,6 @@ def fair_view(topo, running: dict, free: np.ndarray, zoo=None):
     from ..network.demand import build_demand
     from ..network.model import NETWORKS
     from ..workload.zoo import ModelZoo
-    from .state import ClusterView
 
     zoo = zoo or ModelZoo.default()
     demands = []

@@ -30,9 +30,8 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from ..network.model import NETWORKS, NetworkModel, iteration_time
-from .. import policies as _policies  # noqa: F401  (registers policies)
-from ..policies.base import (ORDERING, PLACEMENT, PREEMPTION, OrderingPolicy, Placement, PlacementPolicy,
-                             PolicyError, PreemptionPolicy)
+from ..policies import ORDERING, PLACEMENT, PREEMPTION, OrderingPolicy, PlacementPolicy, PreemptionPolicy
+from ..sched import ClusterView, JobState, Placement, PolicyError
 from ..workload.job import Job, isolated_iter_s
 from ..workload.patterns import PATTERNS
 from ..network.demand import build_demand
@@ -40,7 +39,6 @@ from ..workload.zoo import ModelZoo
 from .fabric import Fabric
 from .kernel import Kernel
 from .metrics import SimResult, build_result
-from .state import ClusterView, JobState
 
 @dataclass
 class SimConfig:

@@ -3,8 +3,8 @@
 The scheduler loop is the simulator's, carried out on real processes: jobs
 arrive at their submit times (scaled by ``time_scale``), the ordering policy
 sorts the waiting queue, the placement policy reads the same
-:class:`~netlab.sim.state.ClusterView` and returns a
-:class:`~netlab.policies.base.Placement`, and the controller starts one rank
+:class:`~netlab.sched.ClusterView` and returns a
+:class:`~netlab.sched.Placement`, and the controller starts one rank
 per GPU on the chosen hosts. Completions come from the agents' ``job_exit``
 events. The result is the simulator's :class:`~netlab.sim.metrics.SimResult`
 (the same per-job table and ``summary.json``), in trace seconds.
@@ -23,9 +23,9 @@ import time
 
 import numpy as np
 
-from ..policies.base import ORDERING, PLACEMENT, Placement, PolicyError
+from ..policies import ORDERING, PLACEMENT
+from ..sched import ClusterView, JobState, Placement, PolicyError
 from ..sim.metrics import SimResult, empty_links, job_table, summarise
-from ..sim.state import ClusterView, JobState
 from ..workload.job import Job, isolated_iter_s
 from ..workload.zoo import ModelZoo
 from .base import TestbedError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import Placement
+from ...sched import Placement
 from ..placement.consolidated import take
 from ..placement.random_scatter import scatter
 

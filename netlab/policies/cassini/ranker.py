@@ -51,7 +51,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..base import PLACEMENT, Placement, PlacementPolicy
+from ...sched import Placement
+from ..base import PLACEMENT, PlacementPolicy
 from .affinity import assign_phases
 from .candidates import propose
 from .decision import Decision

@@ -22,7 +22,8 @@ a microsecond where the equivalent numpy calls cost tens.
 import numpy as np
 from numba import njit
 
-from ..base import PLACEMENT, Placement, PlacementPolicy
+from ...sched import Placement
+from ..base import PLACEMENT, PlacementPolicy
 
 
 def take(free: np.ndarray, hosts: np.ndarray, n: int) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from ..base import PLACEMENT, Placement, PlacementPolicy
+from ...sched import Placement
+from ..base import PLACEMENT, PlacementPolicy
 
 
 @PLACEMENT.register("k8s-netoverhead")

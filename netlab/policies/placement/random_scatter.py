@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from ..base import PLACEMENT, Placement, PlacementPolicy
+from ...sched import Placement
+from ..base import PLACEMENT, PlacementPolicy
 
 
 def scatter(free: np.ndarray, hosts: np.ndarray, n: int) -> np.ndarray:

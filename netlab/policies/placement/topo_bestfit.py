@@ -33,8 +33,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...network.demand import build_demand
+from ...sched import Placement
 from ...workload.zoo import ModelZoo
-from ..base import PLACEMENT, Placement, PlacementPolicy
+from ..base import PLACEMENT, PlacementPolicy
 from .consolidated import take
 
 HOST, RACK, ANY = 0, 1, 2
