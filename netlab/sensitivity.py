@@ -29,18 +29,21 @@ model with no gradient bytes or a 1-GPU job (nothing crosses the network),
 and stays below 1.
 
 :func:`sensitivity` is analytic and cached. :func:`profile_sensitivity`
-measures the slowdown in the simulator instead: the job alone on the ideal
-network, then alone on a given placement on the fair network; on a placement
-whose bottleneck is exactly half the NIC rate (e.g. two hosts in two racks
-behind 2:1 oversubscribed uplinks) its ``slowdown`` equals ``sensitivity``.
+asks the network model instead, for any placement: the job alone on the ideal
+network, then alone on that placement of the real topology (the iteration
+times the simulator would run it at; it does not run the simulator, so the
+policies that use sensitivities stay below it). On a placement whose
+bottleneck is exactly half the NIC rate (e.g. two hosts in two racks behind
+2:1 oversubscribed uplinks) its ``slowdown`` equals ``sensitivity``.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
+from .network.demand import alone_iter_s
 from .network.model import iteration_time
-from .workload.job import consolidated_split, placement_comm
+from .workload.job import consolidated_split, isolated_iter_s, placement_comm
 from .workload.zoo import JobModel, ModelZoo
 
 
@@ -92,54 +95,31 @@ def job_sensitivity(job, topology, zoo: ModelZoo | None = None) -> float:
     return s
 
 
-class _Fixed:
-    """A placement policy that always answers the same placement (for profiling)."""
-
-    name = "fixed"
-
-    def __init__(self, placement):
-        self.placement = placement
-
-    def reset(self, rng):
-        pass
-
-    def place(self, job, view):
-        return self.placement
-
-    def retry_at(self, job, view):
-        return None
-
-    def describe(self):
-        return {"name": self.name}
-
-
 def profile_sensitivity(model_name: str, gpus: int, topology, placement=None, zoo: ModelZoo | None = None,
-                        pattern: str = "ring", iterations: float = 100.0) -> dict:
-    """Measure a job's network slowdown in the simulator: alone, ideal network vs. ``placement`` on the fair one.
+                        pattern: str = "ring") -> dict:
+    """A job's network slowdown on ``placement`` from the network model: ideal network vs. alone there.
 
-    ``placement`` is a :class:`~netlab.policies.base.Placement` (default: the
-    reference spread placement on hosts 0, 1, ...). Returns a row: both
-    iteration times, their ``ratio``, ``slowdown = ratio - 1`` and the
-    analytic ``sensitivity`` for comparison. The ideal run uses the
-    simulator's own placement-free isolated speed (consolidated, non-blocking).
+    ``placement`` is a :class:`~netlab.sched.Placement` (or anything with
+    ``hosts`` and ``gpus``; default: the reference spread placement on hosts
+    0, 1, ...). The ideal iteration time is the simulator's placement-free
+    isolated speed (consolidated, non-blocking: ``isolated_iter_s``); the
+    placed one is the job alone on ``placement`` with its flows at the rate
+    the topology's links give them (``alone_iter_s``), which is what the
+    simulator runs it at on the fair network. Returns a row: both iteration
+    times, their ``ratio``, ``slowdown = ratio - 1`` and the analytic
+    ``sensitivity`` for comparison.
     """
-    from .policies.base import Placement
-    from .sim.simulator import SimConfig, Simulator
-    from .workload.job import Job
-
     zoo = zoo or ModelZoo.default()
+    model = zoo[model_name]
     if placement is None:
         split = reference_split(gpus, int(topology.host_gpus.max()))
-        placement = Placement(tuple(range(len(split))), split)
-    job = Job(0, 0.0, int(gpus), model_name, float(iterations), pattern)
-    iters = {}
-    for network in ("ideal", "fair"):
-        cfg = SimConfig(network=network, record_links=False)
-        res = Simulator(topology, [job], "fifo", _Fixed(placement), "none", cfg, zoo=zoo).run()
-        row = res.jobs.iloc[0]
-        iters[network] = float(row.end_s - row.start_s) / iterations
-    ratio = iters["fair"] / iters["ideal"]
+        hosts = tuple(range(len(split)))
+    else:
+        hosts, split = tuple(placement.hosts), tuple(placement.gpus)
+    ideal = isolated_iter_s(model, pattern, int(gpus), topology)
+    placed = alone_iter_s(topology, model, pattern, hosts, split)
+    ratio = placed / ideal
     return dict(model=model_name, gpus=int(gpus), pattern=pattern,
-                placement=",".join(f"{h}:{g}" for h, g in zip(placement.hosts, placement.gpus)),
-                ideal_iter_s=iters["ideal"], placed_iter_s=iters["fair"], ratio=ratio, slowdown=ratio - 1.0,
-                sensitivity=sensitivity(zoo[model_name], gpus, topology, pattern))
+                placement=",".join(f"{h}:{g}" for h, g in zip(hosts, split)),
+                ideal_iter_s=ideal, placed_iter_s=placed, ratio=ratio, slowdown=ratio - 1.0,
+                sensitivity=sensitivity(model, gpus, topology, pattern))

@@ -1,12 +1,13 @@
-"""Network sensitivity: hand-computed values of the analytic definition, and the simulator's measurement."""
+"""Network sensitivity: hand-computed values of the analytic definition and of the network-model profile,
+which matches what the simulator runs a lone job at."""
 
 from __future__ import annotations
 
 import pytest
 
-from netlab.policies.base import Placement
+from netlab.policies.base import PlacementPolicy
+from netlab.sched import JobState, Placement
 from netlab.sensitivity import job_sensitivity, profile_sensitivity, reference_split, sensitivity
-from netlab.sim import JobState
 from netlab.topology import load_topology
 from netlab.workload.job import Job
 from netlab.workload.zoo import JobModel, ModelZoo
@@ -88,6 +89,25 @@ def test_profile_on_uncongested_placement_has_no_slowdown(topo):
     assert row["ideal_iter_s"] == pytest.approx(0.214 + intra, rel=1e-9)
     # Same rack, no oversubscribed hop: only the NIC-vs-NVLink gap.
     assert row["slowdown"] == pytest.approx((0.214 + net) / (0.214 + intra) - 1, rel=1e-9)
+
+
+@pytest.mark.parametrize("pattern", ["ring", "ps", "hierarchical"])
+def test_profile_is_what_the_simulator_runs_a_lone_job_at(pattern):
+    """profile_sensitivity reads the network model; the simulator (ideal vs. fair network) agrees."""
+    from netlab.sim import SimConfig, Simulator
+
+    topo = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=4,oversub=4,spines=1")
+    for placement in (Placement((0, 2), (2, 2)), Placement((0, 1, 3), (2, 1, 3))):
+        row = profile_sensitivity("vgg16", placement.n_gpus, topo, placement=placement, pattern=pattern)
+
+        class Fixed(PlacementPolicy):
+            def place(self, job, view):
+                return placement
+
+        job = Job(0, 0.0, placement.n_gpus, "vgg16", 100.0, pattern)
+        for network, key in (("ideal", "ideal_iter_s"), ("fair", "placed_iter_s")):
+            res = Simulator(topo, [job], "fifo", Fixed(), "none", SimConfig(network=network)).run()
+            assert res.jobs.iloc[0].end_s / 100.0 == pytest.approx(row[key], rel=1e-12)
 
 
 def test_job_sensitivity_is_memoised(topo):
