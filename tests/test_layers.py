@@ -1,0 +1,112 @@
+"""The policy layer sits above the simulator, one way.
+
+Rule (every import counts: module level, inside functions, under TYPE_CHECKING):
+
+* ``netlab.network`` (the network model) imports none of ``netlab.sched``,
+  ``netlab.policies``, ``netlab.sensitivity`` or ``netlab.sim``.
+* ``netlab.sched`` (the decisions policies return and the cluster state they
+  read) imports neither ``netlab.policies``, ``netlab.sensitivity`` nor
+  ``netlab.sim``: both sides read it.
+* ``netlab.policies`` and ``netlab.sensitivity`` never import ``netlab.sim``;
+  ``netlab.sensitivity`` (used by Dally's policies) never imports
+  ``netlab.policies``. Policies see state and return decisions; sensitivities
+  come from the network model.
+* ``netlab.sim`` (and the live testbed, the other mechanism that carries
+  decisions out) reaches the policies only through the registry front: the
+  package ``netlab.policies`` itself (importing it registers every policy),
+  for its registries and the three interfaces, never a policy module.
+
+So the only edge between the simulator and the policies runs sim -> policies.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "netlab"
+REGISTRY_FRONT = {"ORDERING", "PLACEMENT", "PREEMPTION", "OrderingPolicy", "PlacementPolicy", "PreemptionPolicy"}
+
+
+def _module(path: Path) -> tuple[str, bool]:
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    is_pkg = parts[-1] == "__init__"
+    return ".".join(parts[:-1] if is_pkg else parts), is_pkg
+
+
+def imports(source: str, mod: str, is_pkg: bool = False) -> list[tuple[str, str | None, int]]:
+    """Every netlab import in ``source`` (module ``mod``) as (module, imported name or None, line).
+
+    Relative imports are resolved; ``ast.walk`` sees imports inside functions
+    and under ``if TYPE_CHECKING`` as well as module-level ones.
+    """
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(a.name, None, node.lineno) for a in node.names if a.name.split(".")[0] == "netlab"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] == "netlab":
+                out += [(target, a.name, node.lineno) for a in node.names]
+    return out
+
+
+def file_imports(path: Path) -> list[tuple[str, str | None, int]]:
+    return imports(path.read_text(), *_module(path))
+
+
+def _files(*prefixes: str) -> list[Path]:
+    """Source files of the modules named by ``prefixes`` (packages or single modules)."""
+    files = []
+    for p in prefixes:
+        path = PKG.parent.joinpath(*p.split("."))
+        files += sorted(path.rglob("*.py")) if path.is_dir() else [path.with_suffix(".py")]
+        assert files and files[-1].exists(), f"no module {p}"
+    return files
+
+
+def _within(target: str, name: str | None, prefix: str) -> bool:
+    full = f"{target}.{name}" if name else target
+    return any(t == prefix or t.startswith(prefix + ".") for t in (target, full))
+
+
+def _violations(sources: tuple[str, ...], forbidden: tuple[str, ...]) -> list[str]:
+    return [f"{f.relative_to(PKG.parent)}:{line} imports {t}{'.' + n if n else ''}"
+            for f in _files(*sources) for t, n, line in file_imports(f)
+            if any(_within(t, n, bad) for bad in forbidden)]
+
+
+def test_the_parser_sees_lazy_and_typing_imports():
+    src = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..sim.state import A\n"
+           "def f():\n    from .. import sim\n    import netlab.sim.simulator\n    from .base import B\n")
+    found = sorted((t, n) for t, n, _ in imports(src, "netlab.policies.x"))
+    assert found == [("netlab", "sim"), ("netlab.policies.base", "B"), ("netlab.sim.simulator", None),
+                     ("netlab.sim.state", "A")]
+    assert [_within(t, n, "netlab.sim") for t, n in found] == [True, False, True, True]
+    assert not _within("netlab.simulation", None, "netlab.sim")
+
+
+@pytest.mark.parametrize("sources, forbidden", [
+    (("netlab.network",), ("netlab.sched", "netlab.policies", "netlab.sensitivity", "netlab.sim")),
+    (("netlab.sched",), ("netlab.policies", "netlab.sensitivity", "netlab.sim")),
+    (("netlab.policies", "netlab.sensitivity"), ("netlab.sim",)),
+    (("netlab.sensitivity",), ("netlab.policies",)),
+])
+def test_lower_layers_never_import_upper_ones(sources, forbidden):
+    assert _violations(sources, forbidden) == []
+
+
+def test_mechanisms_reach_policies_only_through_the_registry():
+    bad = [f"{f.relative_to(PKG.parent)}:{line} imports {t}{'.' + n if n else ''}"
+           for f in _files("netlab.sim", "netlab.testbed") for t, n, line in file_imports(f)
+           if _within(t, n, "netlab.policies")
+           and not (t == "netlab.policies" and n in REGISTRY_FRONT)  # from netlab.policies import PLACEMENT
+           and not (t == "netlab" and n == "policies")]  # from .. import policies (registers them all)
+    assert bad == []
