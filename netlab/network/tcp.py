@@ -314,12 +314,14 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
 
 
 @njit(cache=True, nogil=True)
-def _binding_components(job, link, weight, cap_link, cap_job, n_jobs):  # pragma: no cover  (compiled)
-    """(binding mask per link, component label per job): jobs joined through links that can bind.
+def _binding_components(job, link, weight, cap_link, cap_job, n_jobs, max_exact):  # pragma: no cover  (compiled)
+    """(binding mask per link, component label per job, contended mask, large mask per job): jobs joined
+    through links that can bind.
 
     A link binds when its jobs, all sending at their isolated (capped) rates at once, would exceed its
     capacity; only such links couple jobs. Union-find over the binding entries; a job on no binding link is
-    a component of its own.
+    a component of its own and not contended. A contended job is *large* when its component has more than
+    ``max_exact`` jobs (solved by the mean field).
     """
     n_links = cap_link.shape[0]
     offered = np.zeros(n_links)
@@ -328,10 +330,12 @@ def _binding_components(job, link, weight, cap_link, cap_job, n_jobs):  # pragma
     binding = offered > cap_link * (1.0 + 1e-9)
     parent = np.arange(n_jobs)
     first = np.full(n_links, -1, np.int64)
+    contended = np.zeros(n_jobs, np.bool_)
     for e in range(job.shape[0]):
         if not binding[link[e]]:
             continue
         j = job[e]
+        contended[j] = True
         if first[link[e]] < 0:
             first[link[e]] = j
             continue
@@ -343,12 +347,152 @@ def _binding_components(job, link, weight, cap_link, cap_job, n_jobs):  # pragma
         if a != b:
             parent[max(a, b)] = min(a, b)
     label = np.empty(n_jobs, np.int64)
+    size = np.zeros(n_jobs, np.int64)
     for j in range(n_jobs):
         r = j
         while parent[r] != r:
             r = parent[r]
         label[j] = r
-    return binding, label
+        if contended[j]:
+            size[r] += 1
+    large = np.zeros(n_jobs, np.bool_)
+    for j in range(n_jobs):
+        large[j] = contended[j] and size[label[j]] > max_exact
+    return binding, label, contended, large
+
+
+@njit(cache=True, nogil=True)
+def _merge_mirrored(job, link, weight, cap_link):  # pragma: no cover  (compiled)
+    """The entries the mean field needs: of links carrying exactly the same jobs with the same weights
+    (both directions of a ring's links, a rack's uplinks ...) only one is kept, at the least capacity.
+
+    Why exact: such links get the same claims (summed in the same order), and a job's share of a link
+    grows with its capacity, so the smallest one gives each job's minimum share. About 3x fewer entries
+    on Philly's components. Returns (job, link, weight) of the kept entries in their order, with links
+    renumbered, and the capacity per kept link.
+    """
+    m, ne = cap_link.shape[0], job.shape[0]
+    start = np.zeros(m + 1, np.int64)
+    for e in range(ne):
+        start[link[e] + 1] += 1
+    for g in range(m):
+        start[g + 1] += start[g]
+    order = np.empty(ne, np.int64)
+    fill = start[:m].copy()
+    for e in range(ne):
+        order[fill[link[e]]] = e
+        fill[link[e]] += 1
+    key = np.empty(m, np.int64)
+    for g in range(m):
+        h = start[g + 1] - start[g]
+        for p in range(start[g], start[g + 1]):
+            h = h * 1000003 + job[order[p]] + 1  # wraps: only a hash, equality is checked below
+        key[g] = h
+    group = np.full(m, -1, np.int64)
+    leader = np.zeros(m, np.bool_)
+    gcap = np.empty(m)
+    n_groups = 0
+    by_key = np.argsort(key, kind="mergesort")
+    for a in range(m):
+        g = by_key[a]
+        b = a - 1
+        while b >= 0 and key[by_key[b]] == key[g] and group[g] < 0:
+            o = by_key[b]
+            if leader[o] and start[o + 1] - start[o] == start[g + 1] - start[g]:
+                same = True
+                for p in range(start[g + 1] - start[g]):
+                    eg, eo = order[start[g] + p], order[start[o] + p]
+                    if job[eg] != job[eo] or weight[eg] != weight[eo]:
+                        same = False
+                        break
+                if same:
+                    group[g] = group[o]
+                    gcap[group[o]] = min(gcap[group[o]], cap_link[g])
+            b -= 1
+        if group[g] < 0:
+            group[g], leader[g], gcap[n_groups] = n_groups, True, cap_link[g]
+            n_groups += 1
+    n_kept = 0
+    for e in range(ne):
+        if leader[link[e]]:
+            n_kept += 1
+    kj, kl, kw = np.empty(n_kept, np.int64), np.empty(n_kept, np.int64), np.empty(n_kept)
+    k = 0
+    for e in range(ne):
+        if leader[link[e]]:
+            kj[k], kl[k], kw[k] = job[e], group[link[e]], weight[e]
+            k += 1
+    return kj, kl, kw, gcap[:n_groups].copy()
+
+
+@njit(cache=True, nogil=True)
+def _keep_position(now_s, row, period, phase, anchor_s, period_s, phase_s):  # pragma: no cover  (compiled)
+    """Record a new period for state ``row``. The job keeps its position: it is re-anchored at the same
+    fraction of its iteration under the new period; a new job, or one a policy moved, starts its iterations
+    at ``phase x period``."""
+    old_anchor, old_period = anchor_s[row], period_s[row]
+    if np.isnan(old_anchor) or phase_s[row] != phase:
+        anchor_s[row] = phase * period
+    else:
+        frac = ((now_s - old_anchor) % old_period) / old_period if old_period > 0 else 0.0
+        anchor_s[row] = now_s - frac * period
+    period_s[row], phase_s[row] = period, phase
+
+
+@njit(cache=True, nogil=True)
+def _solve_large(now_s, job, link, weight, cap_link, binding, large, cap_job, gbit, pre, tail, alone_net, last_it,
+                 phase, alpha, rows, anchor_s, period_s, phase_s, it, overload, queue):  # pragma: no cover
+    """The ``large`` jobs by the mean field over their binding links, in place: their iteration times
+    ``it``, the links' ``overload`` (added) and ``queue``, and their state rows (kept positions).
+
+    Warm start: the rate that gave each job its last iteration time ``last_it`` (its cap if new or
+    unslowed). Overload: what the jobs would send beyond their rate while communicating; queue above
+    threshold: a crude proxy, the share of the duty-weighted offered load beyond capacity.
+    """
+    n, m = large.shape[0], cap_link.shape[0]
+    local = np.full(n, -1, np.int64)
+    members = np.flatnonzero(large)
+    k = members.shape[0]
+    local[members] = np.arange(k)
+    blocal = np.full(m, -1, np.int64)
+    ne = 0
+    for e in range(job.shape[0]):
+        if large[job[e]] and binding[link[e]]:
+            blocal[link[e]] = 0
+            ne += 1
+    blinks = np.flatnonzero(blocal == 0)
+    blocal[blinks] = np.arange(blinks.shape[0])
+    ej, el, ew = np.empty(ne, np.int64), np.empty(ne, np.int64), np.empty(ne)
+    ne = 0
+    for e in range(job.shape[0]):
+        if large[job[e]] and binding[link[e]]:
+            ej[ne], el[ne], ew[ne] = local[job[e]], blocal[link[e]], weight[e]
+            ne += 1
+    g, c, p, t, cj = gbit[members], cap_link[blinks], pre[members], tail[members], cap_job[members]
+    rate0 = cj.copy()
+    for a in range(k):
+        net0 = last_it[members[a]] - p[a] - t[a]
+        if np.isfinite(net0) and net0 > alone_net[members[a]]:
+            rate0[a] = g[a] / (net0 if net0 > 0 else 1.0)
+    top = g.max()
+    phi = np.ones(k)
+    if top > 0:
+        for a in range(k):
+            phi[a] = (max(g[a], 1e-300) / top) ** alpha
+    mj, ml, mw, mc = _merge_mirrored(ej, el, ew, c)
+    rate, duty = _mean_field(mj, ml, mw, mc, cj, phi, g, p, t, rate0)
+    over, offered = np.zeros(blinks.shape[0]), np.zeros(blinks.shape[0])
+    for e in range(ne):
+        a = ej[e]
+        over[el[e]] += ew[e] * max(cj[a] - rate[a], 0.0) * duty[a]
+        offered[el[e]] += ew[e] * (cj[a] * duty[a])
+    for b in range(blinks.shape[0]):
+        overload[blinks[b]] += over[b]
+        queue[blinks[b]] = min(max((offered[b] - c[b]) / max(offered[b], 1e-300), 0.0), 1.0)
+    for a in range(k):
+        i = members[a]
+        it[i] = p[a] + (g[a] / rate[a] if rate[a] > 0 else 0.0) + t[a]
+        _keep_position(now_s, rows[i], it[i], phase[i], anchor_s, period_s, phase_s)
 
 
 def _weights(gbit: np.ndarray, alpha: float) -> np.ndarray:
@@ -402,8 +546,11 @@ class TcpNetwork(NetworkModel):
         self.max_exact_jobs, self.max_events = int(max_exact_jobs), int(max_events)
         self.ecn_threshold_us, self.buffer_us = float(ecn_threshold_us), float(buffer_us)
         self.draws = int(draws)  # jitter draws a scenario prediction averages over (simulate_starts' ``draw``)
-        # job id -> [anchor s, period s, phase the policy last set]
-        self.state: dict[int, list] = {}
+        # Phase state per job, in rows of arrays the compiled solve updates in place: the anchor (s; NaN if
+        # none), the period (s) and the phase the policy last set. ``_row``: job id -> row.
+        self._row: dict[int, int] = {}
+        self._free: list[int] = []
+        self.anchor_s, self.period_s, self.phase_s = np.full(0, np.nan), np.full(0, np.nan), np.full(0, np.nan)
         self.exact_solves = self.mean_field_solves = 0
 
     def simulate_starts(self, demands, capacity_gbps, start_s: dict, iterations: dict, draw: int = 0) -> dict:
@@ -412,7 +559,27 @@ class TcpNetwork(NetworkModel):
 
     def forget(self, job_id: int) -> None:
         """The job left the network: drop its phase state."""
-        self.state.pop(job_id, None)
+        r = self._row.pop(job_id, None)
+        if r is not None:
+            self.anchor_s[r] = self.period_s[r] = self.phase_s[r] = np.nan
+            self._free.append(r)
+
+    def _rows(self, ids: np.ndarray) -> np.ndarray:
+        """The state rows of these jobs, new (empty) rows for jobs without one."""
+        get = self._row.get
+        keys = ids.astype(np.int64).tolist()
+        rows = [get(j, -1) for j in keys]
+        if -1 in rows:
+            for a, j in enumerate(keys):
+                if rows[a] < 0:
+                    if not self._free:
+                        old = len(self.anchor_s)
+                        grow = np.full(max(64, old), np.nan)
+                        self.anchor_s, self.period_s, self.phase_s = (np.concatenate([x, grow]) for x in
+                                                                      (self.anchor_s, self.period_s, self.phase_s))
+                        self._free.extend(range(len(self.anchor_s) - 1, old - 1, -1))
+                    rows[a] = self._row[j] = self._free.pop()
+        return np.array(rows, dtype=np.int64)
 
     # ----------------------------------------------------------------- solve
     def solve(self, demands, capacity_gbps, now_s: float = 0.0) -> NetSolution:
@@ -437,33 +604,32 @@ class TcpNetwork(NetworkModel):
         """
         n = cols.shape[0]
         flow_bytes, compute, intra, overlap, rate_cap, iso, phase, ids = cols.T[:8]
-        last_it = cols[:, 8] if cols.shape[1] > 8 else np.full(n, np.nan)
+        phase = np.ascontiguousarray(phase)
+        last_it = np.ascontiguousarray(cols[:, 8]) if cols.shape[1] > 8 else np.full(n, np.nan)
+        rows = self._rows(ids)
         cap_job = np.minimum(rate_cap, iso)
         gbit = flow_bytes * 8 / GBIT
         pre = (1.0 - overlap) * compute + intra
         alone_net = np.divide(gbit, cap_job, out=np.zeros(n), where=cap_job > 0)
         alone_comm = alone_net + intra
         alone_it = compute + alone_comm - overlap * np.minimum(compute, alone_comm)
-        binding, label = _binding_components(job, link, weight, cap_link, cap_job, n)
+        binding, label, contended, large = _binding_components(job, link, weight, cap_link, cap_job, n,
+                                                               self.max_exact_jobs)
         it, comm = alone_it.copy(), alone_comm.copy()
         m = len(cap_link)
         overload, queue = np.zeros(m), np.zeros(m)
         tail = alone_it - pre - alone_net  # overlapped compute still running after the all-reduce (alone)
-        bind_e = binding[link]
-        contended = np.zeros(n, dtype=bool)
-        contended[job[bind_e]] = True
-        size = np.bincount(label[contended], minlength=n)
-        large = contended & (size[label] > self.max_exact_jobs)
-        for comp in np.flatnonzero((size > 0) & (size <= self.max_exact_jobs)):
+        small = contended & ~large
+        for comp in np.unique(label[small]) if small.any() else ():
             members = np.flatnonzero(label == comp)
-            sel = (label[job] == comp) & bind_e
+            sel = (label[job] == comp) & binding[link]
             local = -np.ones(n, dtype=np.int64)
             local[members] = np.arange(len(members))
             blinks, bl = np.unique(link[sel], return_inverse=True)
             A = np.zeros((len(members), len(blinks)))
             np.add.at(A, (local[job[sel]], bl), weight[sel])
             res = self._exact(now_s, members, A, cap_link[blinks], cap_job, gbit, pre, compute, intra, overlap,
-                              phase, ids, alone_it, alone_net)
+                              phase, ids, rows, alone_it, alone_net)
             if res is None:  # the simulation did not finish: solve it with the others by the fixed point
                 large[members] = True
                 continue
@@ -472,58 +638,33 @@ class TcpNetwork(NetworkModel):
             it[members] = p_it
             overload[blinks] += l_over
             queue[blinks] = l_queue
-            self._store(ids[members], now_s, p_it, phase[members], anchor)
+            r = rows[members]
+            self.anchor_s[r], self.period_s[r], self.phase_s[r] = anchor, p_it, phase[members]
         if large.any():
             self.mean_field_solves += 1
-            members = np.flatnonzero(large)
-            sel = large[job] & bind_e
-            local = -np.ones(n, dtype=np.int64)
-            local[members] = np.arange(len(members))
-            blinks, bl = np.unique(link[sel], return_inverse=True)
-            # warm start: the rate that gave each job its last iteration time (its cap if new or unslowed)
-            net0 = last_it[members] - pre[members] - tail[members]
-            rate0 = np.where(np.isfinite(net0) & (net0 > alone_net[members]),
-                             gbit[members] / np.where(net0 > 0, net0, 1.0), cap_job[members])
-            p_it, l_over, l_queue = self._mean_field(local[job[sel]], bl, weight[sel], cap_link[blinks],
-                                                     cap_job[members], gbit[members], pre[members], tail[members],
-                                                     rate0)
-            it[members] = p_it
-            overload[blinks] += l_over
-            queue[blinks] = l_queue
-            self._store(ids[members], now_s, p_it, phase[members])
+            _solve_large(now_s, job, link, weight, cap_link, binding, large, cap_job, gbit, pre, tail, alone_net,
+                         last_it, phase, self.alpha, rows, self.anchor_s, self.period_s, self.phase_s, it, overload,
+                         queue)
         comm[contended] = _comm_from_period(it[contended], compute[contended], overlap[contended],
                                             alone_comm[contended])
         # Time-averaged load: every job moves its Gbit per flow once per iteration, whatever the sharing.
         load = np.bincount(link, weights=weight * gbit[job] / np.maximum(it[job], 1e-300), minlength=m)
-        alone = np.array([i for i in np.flatnonzero(~contended).tolist() if int(ids[i]) not in self.state], dtype=np.int64)
-        if len(alone):
-            self._store(ids[alone], now_s, it[alone], phase[alone])
+        new = ~contended & np.isnan(self.anchor_s[rows])  # new jobs on no binding link start at their phase
+        r = rows[new]
+        self.anchor_s[r], self.period_s[r], self.phase_s[r] = phase[new] * it[new], it[new], phase[new]
         return it, comm, load, overload, queue
 
-    def _store(self, ids, now_s, period, phase, anchor=None):
-        """Record new periods (and anchors). Without an anchor a job keeps its position: it is re-anchored
-        at the same fraction of its iteration under the new period; a new job, or one a policy moved, starts
-        its iterations at ``phase x period``."""
-        keys = ids.astype(np.int64).tolist()
-        if anchor is None:
-            old = np.array([self.state.get(j, (np.nan, np.nan, np.nan)) for j in keys], dtype=float).reshape(-1, 3)
-            fresh = np.isnan(old[:, 0]) | (old[:, 2] != phase)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                frac = np.where(old[:, 1] > 0, np.mod(now_s - old[:, 0], old[:, 1]) / old[:, 1], 0.0)
-            anchor = np.where(fresh, phase * period, now_s - frac * period)
-        self.state.update(zip(keys, zip(anchor.tolist(), period.tolist(), phase.tolist())))
-
     def _exact(self, now_s, members, A, cap_link, cap_job, gbit, pre, compute, intra, overlap, phase, ids,
-               alone_it, alone_net):
+               rows, alone_it, alone_net):
         k = len(members)
         st_phase = np.zeros(k, np.int64)
         rem, until, it_start = np.zeros(k), np.zeros(k), np.zeros(k)
         for a, i in enumerate(members):
-            st = self.state.get(int(ids[i]))
-            if st is None or st[2] != phase[i]:
+            row = rows[i]
+            if np.isnan(self.anchor_s[row]) or self.phase_s[row] != phase[i]:
                 anchor, period = phase[i] * alone_it[i], alone_it[i]
             else:
-                anchor, period = st[0], st[1]
+                anchor, period = self.anchor_s[row], self.period_s[row]
             # the all-reduce stretched by the same factor as the period (its last solve)
             net_s = alone_net[i] + max(period - alone_it[i], 0.0)
             p, r, u, s0 = _position(now_s, anchor, period, pre[i], net_s)
@@ -546,18 +687,6 @@ class TcpNetwork(NetworkModel):
         period = (starts[np.arange(k), last] - starts[np.arange(k), w]) / (last - w)
         anchor = now_s + starts[np.arange(k), last]
         return period, stats[:, L_OVER] / t_end, stats[:, L_ABOVE] / t_end, anchor
-
-    def _mean_field(self, job, link, weight, cap_link, cap_job, gbit, pre, tail, rate0):
-        phi = _weights(gbit, self.alpha)
-        rate, duty = _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre, tail, rate0)
-        net = np.divide(gbit, rate, out=np.zeros(len(gbit)), where=rate > 0)
-        period = pre + net + tail  # tail: the overlapped compute left after the all-reduce, as alone
-        over = np.bincount(link, weights=weight * np.maximum(cap_job - rate, 0)[job] * duty[job],
-                           minlength=len(cap_link))
-        # queue above threshold: a crude proxy, the share of the duty-weighted offered load beyond capacity
-        offered = np.bincount(link, weights=weight * (cap_job * duty)[job], minlength=len(cap_link))
-        queue = np.clip((offered - cap_link) / np.maximum(offered, 1e-300), 0.0, 1.0)
-        return period, over, queue
 
 
 def simulate_starts(model: TcpNetwork, demands, capacity_gbps, start_s: dict, iterations: dict, draw: int = 0) -> dict:

@@ -1,0 +1,59 @@
+"""The ``tcp`` model's shortcuts must give exactly what the plain computation gives.
+
+The mean field runs on the links left after merging mirrored ones (same jobs, same weights: only the
+least capacity matters); the phase state lives in arrays the compiled solve updates in place.
+"""
+
+import numpy as np
+
+from netlab.network import NETWORKS, CommDemand
+from netlab.network.tcp import _mean_field, _merge_mirrored
+
+
+def _case(rng, n_jobs=12, n_links=10, copies=3):
+    """Random entries (job order, as the fabric builds them) where each link has ``copies`` mirrors, some
+    with less capacity, plus one near-mirror that differs only in a weight."""
+    job, link, weight = [], [], []
+    base = [rng.choice(n_jobs, size=rng.integers(2, 6), replace=False) for _ in range(n_links)]
+    w = [rng.choice([1.0, 2.0], size=len(b)) for b in base]
+    cap = []
+    for g in range(n_links * copies + 1):
+        cap.append(100.0 if g % 3 else 75.0)
+    for j in range(n_jobs):
+        for g in range(n_links * copies):
+            b = base[g % n_links]
+            if j in b:
+                job.append(j), link.append(g), weight.append(w[g % n_links][list(b).index(j)])
+        b = base[0]
+        if j in b:  # the near-mirror of link 0: one weight differs
+            job.append(j), link.append(n_links * copies), weight.append(3.0 if j == b[0] else w[0][list(b).index(j)])
+    return (np.array(job), np.array(link), np.array(weight), np.array(cap))
+
+
+def test_merging_mirrored_links_changes_no_bit_of_the_mean_field():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        job, link, weight, cap = _case(rng)
+        n = job.max() + 1
+        gbit = rng.uniform(1, 10, n)
+        phi = gbit / gbit.max()
+        pre, tail = rng.uniform(0.01, 0.2, n), rng.uniform(0, 0.05, n)
+        cap_job, rate0 = np.full(n, 100.0), rng.uniform(20, 100, n)
+        mj, ml, mw, mc = _merge_mirrored(job, link, weight, cap)
+        assert len(mc) == 11  # ten distinct links and the near-mirror
+        assert np.all(mc == 75.0)  # every group has a mirror of 75 Gbit/s: the least capacity is kept
+        plain = _mean_field(job, link, weight, cap, cap_job, phi, gbit, pre, tail, rate0)
+        merged = _mean_field(mj, ml, mw, mc, cap_job, phi, gbit, pre, tail, rate0)
+        assert np.array_equal(plain[0], merged[0]) and np.array_equal(plain[1], merged[1])
+
+
+def test_phase_state_rows_are_reused_and_forgotten():
+    model = NETWORKS.create("tcp", jitter=0.0, max_exact_jobs=1)
+    demands = [CommDemand(j, np.array([0]), np.array([1.0]), 1.25e9, 0.1, iso_rate_gbps=100.0) for j in (1, 2, 3)]
+    first = model.solve(demands, np.array([100.0])).iter_s
+    row = model._row[2]
+    assert model.period_s[row] == first[2] and not np.isnan(model.anchor_s[row])
+    model.forget(2)
+    assert 2 not in model._row and np.isnan(model.anchor_s[row])
+    again = model.solve(demands, np.array([100.0])).iter_s  # job 2 comes back as new: a fresh row
+    assert again == first and model._row[2] == row
