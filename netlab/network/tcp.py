@@ -440,13 +440,13 @@ def _keep_position(now_s, row, period, phase, anchor_s, period_s, phase_s):  # p
 
 
 @njit(cache=True, nogil=True)
-def _solve_large(now_s, job, link, weight, cap_link, binding, large, cap_job, gbit, pre, tail, alone_net, last_it,
-                 phase, alpha, rows, anchor_s, period_s, phase_s, it, overload, queue):  # pragma: no cover
+def _solve_large(now_s, job, link, weight, cap_link, binding, large, cols, cap_job, gbit, pre, tail, alone_net, alpha,
+                 rows, anchor_s, period_s, phase_s, it, overload, queue):  # pragma: no cover  (compiled)
     """The ``large`` jobs by the mean field over their binding links, in place: their iteration times
     ``it``, the links' ``overload`` (added) and ``queue``, and their state rows (kept positions).
 
-    Warm start: the rate that gave each job its last iteration time ``last_it`` (its cap if new or
-    unslowed). Overload: what the jobs would send beyond their rate while communicating; queue above
+    Warm start: the rate that gave each job its last iteration time (``cols[:, 8]``, if given; its cap if
+    new or unslowed). Overload: what the jobs would send beyond their rate while communicating; queue above
     threshold: a crude proxy, the share of the duty-weighted offered load beyond capacity.
     """
     n, m = large.shape[0], cap_link.shape[0]
@@ -471,7 +471,7 @@ def _solve_large(now_s, job, link, weight, cap_link, binding, large, cap_job, gb
     g, c, p, t, cj = gbit[members], cap_link[blinks], pre[members], tail[members], cap_job[members]
     rate0 = cj.copy()
     for a in range(k):
-        net0 = last_it[members[a]] - p[a] - t[a]
+        net0 = (cols[members[a], 8] if cols.shape[1] > 8 else np.nan) - p[a] - t[a]
         if np.isfinite(net0) and net0 > alone_net[members[a]]:
             rate0[a] = g[a] / (net0 if net0 > 0 else 1.0)
     top = g.max()
@@ -492,22 +492,67 @@ def _solve_large(now_s, job, link, weight, cap_link, binding, large, cap_job, gb
     for a in range(k):
         i = members[a]
         it[i] = p[a] + (g[a] / rate[a] if rate[a] > 0 else 0.0) + t[a]
-        _keep_position(now_s, rows[i], it[i], phase[i], anchor_s, period_s, phase_s)
+        _keep_position(now_s, rows[i], it[i], cols[i, 6], anchor_s, period_s, phase_s)
+
+
+@njit(cache=True, nogil=True)
+def _alone(cols):  # pragma: no cover  (compiled)
+    """Per job of ``solve_arrays``' columns: per-flow rate cap, Gbit per flow, the work before the all-reduce
+    (``pre``), and alone: network s, communication s, iteration s, and the overlapped compute still running
+    after the all-reduce (``tail``)."""
+    n = cols.shape[0]
+    out = np.empty((7, n))
+    cap, gbit, pre, net, comm, it, tail = out[0], out[1], out[2], out[3], out[4], out[5], out[6]
+    for i in range(n):
+        compute, intra, overlap = cols[i, 1], cols[i, 2], cols[i, 3]
+        cap[i] = min(cols[i, 4], cols[i, 5])
+        gbit[i] = cols[i, 0] * 8 / GBIT
+        pre[i] = (1.0 - overlap) * compute + intra
+        net[i] = gbit[i] / cap[i] if cap[i] > 0 else 0.0
+        comm[i] = net[i] + intra
+        it[i] = compute + comm[i] - overlap * min(compute, comm[i])
+        tail[i] = it[i] - pre[i] - net[i]
+    return cap, gbit, pre, net, comm, it, tail
+
+
+@njit(cache=True, nogil=True)
+def _comm_from_period(period, compute, overlap, floor):  # pragma: no cover  (compiled)
+    """Communication seconds (intra + network) that give ``period`` under :func:`iteration_time`; at least
+    ``floor`` (the alone value)."""
+    long_comm = period - (1.0 - overlap) * compute  # comm >= compute
+    short_comm = (period - compute) / (1.0 - overlap) if overlap < 1.0 else 0.0
+    return max(long_comm if long_comm >= compute else short_comm, floor)
+
+
+@njit(cache=True, nogil=True)
+def _solve_rest(now_s, job, link, weight, cap_link, binding, large, contended, cols, cap_job, gbit, pre, tail,
+                alone_net, alone_comm, alpha, rows, anchor_s, period_s, phase_s, it, overload,
+                queue):  # pragma: no cover  (compiled)
+    """After the exact components: the large ones (:func:`_solve_large`), then every job's communication
+    s and each link's time-averaged load, and new jobs on no binding link start their iterations at their
+    phase. (comm, load, whether the mean field ran)."""
+    n = cols.shape[0]
+    mean_field = large.any()
+    if mean_field:
+        _solve_large(now_s, job, link, weight, cap_link, binding, large, cols, cap_job, gbit, pre, tail, alone_net,
+                     alpha, rows, anchor_s, period_s, phase_s, it, overload, queue)
+    comm = alone_comm.copy()
+    for i in range(n):
+        if contended[i]:
+            comm[i] = _comm_from_period(it[i], cols[i, 1], cols[i, 3], alone_comm[i])
+        elif np.isnan(anchor_s[rows[i]]):
+            anchor_s[rows[i]], period_s[rows[i]], phase_s[rows[i]] = cols[i, 6] * it[i], it[i], cols[i, 6]
+    # Time-averaged load: every job moves its Gbit per flow once per iteration, whatever the sharing.
+    load = np.zeros(cap_link.shape[0])
+    for e in range(job.shape[0]):
+        load[link[e]] += weight[e] * gbit[job[e]] / max(it[job[e]], 1e-300)
+    return comm, load, mean_field
 
 
 def _weights(gbit: np.ndarray, alpha: float) -> np.ndarray:
     """Share weights by bytes in flight: each job's Gbit per flow over the largest, to the power ``alpha``."""
     top = gbit.max()
     return (np.maximum(gbit, 1e-300) / top) ** alpha if top > 0 else np.ones(len(gbit))
-
-
-def _comm_from_period(period, compute, overlap, floor):
-    """Communication seconds (intra + network) that give ``period`` under :func:`iteration_time`; at least
-    ``floor`` (the alone value)."""
-    long_comm = period - (1.0 - overlap) * compute  # comm >= compute
-    short_comm = np.divide(period - compute, 1.0 - overlap, out=np.zeros_like(period), where=overlap < 1.0)
-    comm = np.where(long_comm >= compute, long_comm, short_comm)
-    return np.maximum(comm, floor)
 
 
 def _position(now_s: float, anchor_s: float, period_s: float, pre_s: float, net_s: float):
@@ -602,23 +647,12 @@ class TcpNetwork(NetworkModel):
         (fraction of the period, as set by policies), job id, and optionally the job's last solved
         iteration s (NaN if none: a warm start for the fixed point).
         """
-        n = cols.shape[0]
-        flow_bytes, compute, intra, overlap, rate_cap, iso, phase, ids = cols.T[:8]
-        phase = np.ascontiguousarray(phase)
-        last_it = np.ascontiguousarray(cols[:, 8]) if cols.shape[1] > 8 else np.full(n, np.nan)
-        rows = self._rows(ids)
-        cap_job = np.minimum(rate_cap, iso)
-        gbit = flow_bytes * 8 / GBIT
-        pre = (1.0 - overlap) * compute + intra
-        alone_net = np.divide(gbit, cap_job, out=np.zeros(n), where=cap_job > 0)
-        alone_comm = alone_net + intra
-        alone_it = compute + alone_comm - overlap * np.minimum(compute, alone_comm)
+        n, m = cols.shape[0], len(cap_link)
+        rows = self._rows(cols[:, 7])
+        cap_job, gbit, pre, alone_net, alone_comm, alone_it, tail = _alone(cols)
         binding, label, contended, large = _binding_components(job, link, weight, cap_link, cap_job, n,
                                                                self.max_exact_jobs)
-        it, comm = alone_it.copy(), alone_comm.copy()
-        m = len(cap_link)
-        overload, queue = np.zeros(m), np.zeros(m)
-        tail = alone_it - pre - alone_net  # overlapped compute still running after the all-reduce (alone)
+        it, overload, queue = alone_it.copy(), np.zeros(m), np.zeros(m)
         small = contended & ~large
         for comp in np.unique(label[small]) if small.any() else ():
             members = np.flatnonzero(label == comp)
@@ -628,8 +662,8 @@ class TcpNetwork(NetworkModel):
             blinks, bl = np.unique(link[sel], return_inverse=True)
             A = np.zeros((len(members), len(blinks)))
             np.add.at(A, (local[job[sel]], bl), weight[sel])
-            res = self._exact(now_s, members, A, cap_link[blinks], cap_job, gbit, pre, compute, intra, overlap,
-                              phase, ids, rows, alone_it, alone_net)
+            res = self._exact(now_s, members, A, cap_link[blinks], cols, cap_job, gbit, pre, rows, alone_it,
+                              alone_net)
             if res is None:  # the simulation did not finish: solve it with the others by the fixed point
                 large[members] = True
                 continue
@@ -639,24 +673,16 @@ class TcpNetwork(NetworkModel):
             overload[blinks] += l_over
             queue[blinks] = l_queue
             r = rows[members]
-            self.anchor_s[r], self.period_s[r], self.phase_s[r] = anchor, p_it, phase[members]
-        if large.any():
-            self.mean_field_solves += 1
-            _solve_large(now_s, job, link, weight, cap_link, binding, large, cap_job, gbit, pre, tail, alone_net,
-                         last_it, phase, self.alpha, rows, self.anchor_s, self.period_s, self.phase_s, it, overload,
-                         queue)
-        comm[contended] = _comm_from_period(it[contended], compute[contended], overlap[contended],
-                                            alone_comm[contended])
-        # Time-averaged load: every job moves its Gbit per flow once per iteration, whatever the sharing.
-        load = np.bincount(link, weights=weight * gbit[job] / np.maximum(it[job], 1e-300), minlength=m)
-        new = ~contended & np.isnan(self.anchor_s[rows])  # new jobs on no binding link start at their phase
-        r = rows[new]
-        self.anchor_s[r], self.period_s[r], self.phase_s[r] = phase[new] * it[new], it[new], phase[new]
+            self.anchor_s[r], self.period_s[r], self.phase_s[r] = anchor, p_it, cols[members, 6]
+        comm, load, mean_field = _solve_rest(now_s, job, link, weight, cap_link, binding, large, contended, cols,
+                                             cap_job, gbit, pre, tail, alone_net, alone_comm, self.alpha, rows,
+                                             self.anchor_s, self.period_s, self.phase_s, it, overload, queue)
+        self.mean_field_solves += mean_field
         return it, comm, load, overload, queue
 
-    def _exact(self, now_s, members, A, cap_link, cap_job, gbit, pre, compute, intra, overlap, phase, ids,
-               rows, alone_it, alone_net):
+    def _exact(self, now_s, members, A, cap_link, cols, cap_job, gbit, pre, rows, alone_it, alone_net):
         k = len(members)
+        compute, intra, overlap, phase, ids = cols[:, 1], cols[:, 2], cols[:, 3], cols[:, 6], cols[:, 7]
         st_phase = np.zeros(k, np.int64)
         rem, until, it_start = np.zeros(k), np.zeros(k), np.zeros(k)
         for a, i in enumerate(members):

@@ -184,28 +184,16 @@ class Fabric:
         it, comm, _, overload, queue = self.model.solve_arrays(now, self.capacity[comp_links], job, link, weight,
                                                                cols)
         self.load_gbps = self.load_gbps.copy()
-        touched = self._touched
-        self.overload_gbps[touched] = self.queue_frac[touched] = 0.0
-        self.overload_gbps[comp_links] = overload
-        self.queue_frac[comp_links] = queue
-        old = s.iter_s[rows]
-        # A fixed point converges to a tolerance, so unaffected jobs' times wobble by about that much: only
-        # a change beyond INCREMENTAL_RTOL moves a job (and its completion); the others keep their time.
-        moved = ~(np.abs(it - old) <= INCREMENTAL_RTOL * it)  # NaN (a new job) counts as moved
-        rows, it, comm = rows[moved], it[moved], comm[moved]
-        s.iter_s[rows] = it
-        self._set_row_load(rows)
-        return list(zip(s.job[rows].tolist(), it.tolist(), comm.tolist()))
+        moved = _write_back(self._touched, comp_links, overload, queue, rows, it, INCREMENTAL_RTOL, s.iter_s, s.links,
+                            s.weights, s.n_links, s.params, s.row_load, self.overload_gbps, self.queue_frac,
+                            self.load_gbps)
+        return list(zip(s.job[rows[moved]].tolist(), it[moved].tolist(), comm[moved].tolist()))
 
     def _set_row_load(self, rows: np.ndarray) -> None:
         """Set each row's time-averaged load (flows x Gbit per flow per iteration / iteration s) on its links."""
         s = self._slots
-        gbit = s.params[rows, 0] * 8 / 1e9
-        new = s.weights[rows] * (gbit / s.iter_s[rows])[:, None]
-        new[np.arange(s.weights.shape[1])[None, :] >= s.n_links[rows][:, None]] = 0.0
         self.load_gbps = self.load_gbps.copy()
-        np.add.at(self.load_gbps, s.links[rows].ravel(), (new - s.row_load[rows]).ravel())
-        s.row_load[rows] = new
+        _row_loads(rows, s.links, s.weights, s.n_links, s.params, s.iter_s, s.row_load, self.load_gbps)
 
     def _clear_row_load(self, row: int) -> None:
         s = self._slots
@@ -339,6 +327,42 @@ def _resolve(touched, links, weights, n_links, active, params, iter_s, rate, cap
         moved[i] = not (abs(it[i] - old) <= 1e-12 * max(it[i], 1.0))  # NaN (a new job) counts as moved
         iter_s[rows[i]], rate[rows[i]] = it[i], r[i]
     return rows[moved], it[moved], comm[moved]
+
+
+@njit(cache=True)
+def _write_back(touched, comp_links, overload, queue, rows, it, rtol, iter_s, links, weights, n_links, params,
+                row_load, overload_gbps, queue_frac, load):  # pragma: no cover  (compiled)
+    """An incremental solve's results into the fabric, in place: the component's link overload and queue
+    (touched links cleared first), and the rows whose iteration time moved (their time and loads); the
+    mask of those rows.
+
+    A fixed point converges to a tolerance, so unaffected jobs' times wobble by about that much: only a
+    change beyond ``rtol`` moves a job (and its completion); the others keep their time.
+    """
+    for g in range(touched.shape[0]):
+        if touched[g]:
+            overload_gbps[g] = queue_frac[g] = 0.0
+    for b in range(comp_links.shape[0]):
+        overload_gbps[comp_links[b]], queue_frac[comp_links[b]] = overload[b], queue[b]
+    moved = np.zeros(rows.shape[0], np.bool_)
+    for a in range(rows.shape[0]):
+        moved[a] = not (abs(it[a] - iter_s[rows[a]]) <= rtol * it[a])  # NaN (a new job) counts as moved
+        if moved[a]:
+            iter_s[rows[a]] = it[a]
+    _row_loads(rows[moved], links, weights, n_links, params, iter_s, row_load, load)
+    return moved
+
+
+@njit(cache=True)
+def _row_loads(rows, links, weights, n_links, params, iter_s, row_load, load):  # pragma: no cover  (compiled)
+    """Set each row's time-averaged load (flows x Gbit per flow per iteration / iteration s) on its links,
+    updating ``load`` by the difference."""
+    for r in rows:
+        gbit = params[r, 0] * 8 / 1e9
+        for k in range(n_links[r]):
+            new = weights[r, k] * (gbit / iter_s[r])
+            load[links[r, k]] += new - row_load[r, k]
+            row_load[r, k] = new
 
 
 @njit(cache=True)
