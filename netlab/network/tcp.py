@@ -280,27 +280,37 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
     for i in range(n):
         net = gbit[i] / rate[i] if rate[i] > 0 else 0.0
         duty[i] = net / max(pre_s[i] + net + tail_s[i], 1e-300)
-    claim = np.zeros(m)
-    used = np.zeros(m)
+    # The entries grouped by link, in their order within each link, so that each link's sums are formed in
+    # registers (and in the same order as entry by entry).
+    start = np.zeros(m + 1, np.int64)
+    for e in range(job.shape[0]):
+        start[link[e] + 1] += 1
+    for g in range(m):
+        start[g + 1] += start[g]
+    fill = start[:m].copy()
+    lj, lw = np.empty(job.shape[0], np.int64), np.empty(job.shape[0])
+    for e in range(job.shape[0]):
+        lj[fill[link[e]]], lw[fill[link[e]]] = job[e], weight[e]
+        fill[link[e]] += 1
     r = np.empty(n)
     for _ in range(max_iter):
-        claim[:] = 0.0
-        used[:] = 0.0
-        for e in range(job.shape[0]):
-            k = job[e]
-            claim[link[e]] += weight[e] * phi[k] * duty[k]
-            used[link[e]] += weight[e] * rate[k] * duty[k]
         r[:] = cap_job
-        for e in range(job.shape[0]):
-            i, g, a = job[e], link[e], weight[e]
-            # its weighted share against the others' expected weights, or what the others leave on average
-            # (work-conserving: a competitor held back elsewhere uses little here)
-            share = cap_link[g] * phi[i] / (phi[i] * a + claim[g] - a * phi[i] * duty[i])
-            left = (cap_link[g] - used[g] + a * rate[i] * duty[i]) / a
-            if left > share:
-                share = left
-            if share < r[i]:
-                r[i] = share
+        for g in range(m):
+            claim, used = 0.0, 0.0
+            for p in range(start[g], start[g + 1]):
+                k = lj[p]
+                claim += lw[p] * phi[k] * duty[k]
+                used += lw[p] * rate[k] * duty[k]
+            for p in range(start[g], start[g + 1]):
+                i, a = lj[p], lw[p]
+                # its weighted share against the others' expected weights, or what the others leave on
+                # average (work-conserving: a competitor held back elsewhere uses little here)
+                share = cap_link[g] * phi[i] / (phi[i] * a + claim - a * phi[i] * duty[i])
+                left = (cap_link[g] - used + a * rate[i] * duty[i]) / a
+                if left > share:
+                    share = left
+                if share < r[i]:
+                    r[i] = share
         change = 0.0
         for i in range(n):
             net = gbit[i] / r[i] if r[i] > 0 else 0.0
@@ -611,12 +621,11 @@ class TcpNetwork(NetworkModel):
 
     def _rows(self, ids: np.ndarray) -> np.ndarray:
         """The state rows of these jobs, new (empty) rows for jobs without one."""
-        get = self._row.get
         keys = ids.astype(np.int64).tolist()
-        rows = [get(j, -1) for j in keys]
-        if -1 in rows:
+        rows = list(map(self._row.get, keys))
+        if None in rows:
             for a, j in enumerate(keys):
-                if rows[a] < 0:
+                if rows[a] is None:
                     if not self._free:
                         old = len(self.anchor_s)
                         grow = np.full(max(64, old), np.nan)

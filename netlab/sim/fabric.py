@@ -180,7 +180,7 @@ class Fabric:
                                                          couple)
         if not len(rows):
             return []
-        cols = np.column_stack([s.params[rows], s.phase[rows], s.job[rows], s.iter_s[rows]])
+        cols = _columns(rows, s.params, s.phase, s.job, s.iter_s)
         it, comm, _, overload, queue = self.model.solve_arrays(now, self.capacity[comp_links], job, link, weight,
                                                                cols)
         self.load_gbps = self.load_gbps.copy()
@@ -327,6 +327,17 @@ def _resolve(touched, links, weights, n_links, active, params, iter_s, rate, cap
         moved[i] = not (abs(it[i] - old) <= 1e-12 * max(it[i], 1.0))  # NaN (a new job) counts as moved
         iter_s[rows[i]], rate[rows[i]] = it[i], r[i]
     return rows[moved], it[moved], comm[moved]
+
+
+@njit(cache=True)
+def _columns(rows, params, phase, job, iter_s):  # pragma: no cover  (compiled)
+    """The rows' columns for an incremental model's ``solve_arrays``: params, phase, job id, last iteration s."""
+    cols = np.empty((rows.shape[0], params.shape[1] + 3))
+    for a in range(rows.shape[0]):
+        r = rows[a]
+        cols[a, :params.shape[1]] = params[r]
+        cols[a, -3], cols[a, -2], cols[a, -1] = phase[r], job[r], iter_s[r]
+    return cols
 
 
 @njit(cache=True)
