@@ -1,22 +1,26 @@
-"""Full-size reproduction runs for issue 3; writes benchmarks/results/repro.json.
+"""Full-size reproduction runs; writes benchmarks/results/repro.json.
 
-* Dally-like: Philly and ITP cluster03 (first ``--max-jobs`` jobs; most of its jobs are multi-GPU) on a 256-GPU leaf-spine
-  at 4:1 and 8:1, consolidation-based Tiresias vs Dally (full and parts),
-  topology-aware best fit, FIFO, random; fair and ideal networks; 3 seeds.
-* CASSINI-like: 24 one-GPU servers, the 13 CASSINI models, Poisson arrivals;
-  Themis/Tiresias with and without CASSINI on the phase network, 4:1, and a
-  sweep over oversubscription (1, 2, 4, 8) and load (0.6, 0.9).
+Two parts, each run and stored on its own so one can be redone without the
+other (``--part dally`` / ``--part cassini`` write ``repro_dally.json`` /
+``repro_cassini.json``); every run then merges the two parts it finds into
+``repro.json`` with the acceptance check and each paper claim beside what
+netlab measured (``--part merge`` only merges).
 
-The notebooks 02 and 03 read the file: the acceptance ratios (Tiresias +
-consolidated over the best network-aware policy) and each paper claim next to
-what netlab measured.
+* Dally-like: Philly and ITP cluster03 (first ``--max-jobs`` jobs) on a 256-GPU
+  leaf-spine, consolidation-based Tiresias vs Dally (full and parts),
+  topology-aware best fit, FIFO, random (:func:`netlab.repro.dally_grid`).
+* CASSINI-like: 24 one-GPU servers, the CASSINI models, Poisson arrivals;
+  host schedulers with and without CASSINI (:func:`netlab.repro.cassini_grid`).
 
-Usage: python benchmarks/bench_repro.py [--max-jobs 2000] [--seeds 3] [--backend processes]
+The notebooks 02 and 03 read repro.json.
+
+Usage: python benchmarks/bench_repro.py [--part dally|cassini|merge|all] [--max-jobs 2000] [--seeds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -24,40 +28,69 @@ import pandas as pd
 
 from netlab import repro
 
+RESULTS = Path(__file__).parent / "results"
+
+
+def run_dally(args) -> dict:
+    t0 = time.perf_counter()
+    result = repro.run(repro.dally_grid(traces=("philly", "itp,cluster=03"), oversub=(4, 8), seeds=args.seeds,
+                                        max_jobs=args.max_jobs), out=f"{args.store}/dally", backend=args.backend)
+    table = repro.dally_table(result)
+    with pd.option_context("display.width", 220, "display.max_columns", 30):
+        print(table.to_string(index=False))
+    return dict(dally=table, setup=dict(max_jobs=args.max_jobs, seeds=args.seeds, topology=repro.DALLY_TOPOLOGY,
+                                        wall_s=time.perf_counter() - t0, failed_cells=len(result.errors)))
+
+
+def run_cassini(args) -> dict:
+    t0 = time.perf_counter()
+    result = repro.run(repro.cassini_grid(oversub=(1, 2, 4, 8), loads=(0.6, 0.9), jobs=args.cassini_jobs,
+                                          seeds=args.seeds), out=f"{args.store}/cassini", backend=args.backend)
+    table = repro.cassini_table(result)
+    with pd.option_context("display.width", 220, "display.max_columns", 30):
+        print(table.to_string(index=False))
+    return dict(cassini=table, setup=dict(jobs=args.cassini_jobs, seeds=args.seeds, topology=repro.CASSINI_TOPOLOGY,
+                                          wall_s=time.perf_counter() - t0, failed_cells=len(result.errors)))
+
+
+def merge(out: Path) -> Path | None:
+    """repro.json from the stored parts: both tables, the acceptance check at 4:1 and the claims."""
+    parts = {p: json.loads((RESULTS / f"repro_{p}.json").read_text())
+             for p in ("dally", "cassini") if (RESULTS / f"repro_{p}.json").exists()}
+    if not parts:
+        print("no parts stored yet")
+        return None
+    dally = pd.DataFrame(parts["dally"]["dally"]) if "dally" in parts else None
+    cassini = pd.DataFrame(parts["cassini"]["cassini"]) if "cassini" in parts else None
+    doc = dict(setup={p: d["setup"] for p, d in parts.items()},
+               claims=repro.claims_vs_measured(dally=dally, cassini=cassini))
+    if dally is not None:
+        doc["dally"] = dally
+    if cassini is not None:
+        doc["cassini"] = cassini
+    if dally is not None and cassini is not None:
+        doc["acceptance"] = repro.acceptance(dally[dally.oversub == 4], cassini[cassini.oversub == 4])
+    print(doc["claims"].to_string(index=False))
+    return repro.write_results(out, **doc)
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
+    ap.add_argument("--part", choices=("dally", "cassini", "merge", "all"), default="all")
     ap.add_argument("--max-jobs", type=int, default=2000)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--cassini-jobs", type=int, default=120)
     ap.add_argument("--backend", default="processes")
     ap.add_argument("--store", default="results/bench-repro", help="Sweep stores (resumable).")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "repro.json"))
+    ap.add_argument("--out", default=str(RESULTS / "repro.json"))
     args = ap.parse_args(argv)
-    t0 = time.perf_counter()
-    dally = repro.run(repro.dally_grid(traces=("philly", "itp,cluster=03"), oversub=(4, 8), seeds=args.seeds,
-                                       max_jobs=args.max_jobs), out=f"{args.store}/dally", backend=args.backend)
-    dally_t = repro.dally_table(dally)
-    t1 = time.perf_counter()
-    cas = repro.run(repro.cassini_grid(oversub=(1, 2, 4, 8), loads=(0.6, 0.9), jobs=args.cassini_jobs,
-                                       seeds=args.seeds), out=f"{args.store}/cassini", backend=args.backend)
-    cas_t = repro.cassini_table(cas)
-    t2 = time.perf_counter()
-    congested = dally_t[dally_t.oversub == 4]
-    acceptance = repro.acceptance(congested, cas_t[cas_t.oversub == 4])
-    claims = repro.claims_vs_measured(dally=dally_t, cassini=cas_t)
-    errors = pd.concat([dally.errors, cas.errors], ignore_index=True)
-    path = repro.write_results(args.out, dally=dally_t, cassini=cas_t, acceptance=acceptance, claims=claims,
-                               setup=dict(max_jobs=args.max_jobs, seeds=args.seeds, cassini_jobs=args.cassini_jobs,
-                                          dally_topology=repro.DALLY_TOPOLOGY,
-                                          cassini_topology=repro.CASSINI_TOPOLOGY,
-                                          dally_wall_s=t1 - t0, cassini_wall_s=t2 - t1, failed_cells=len(errors)))
-    with pd.option_context("display.width", 220, "display.max_columns", 30):
-        print(dally_t.to_string(index=False))
-        print(cas_t.to_string(index=False))
-        print(pd.DataFrame(acceptance).T)
-        print(claims.to_string(index=False))
-    print(f"wrote {path}")
+    runners = dict(dally=run_dally, cassini=run_cassini)
+    for part in (("dally", "cassini") if args.part == "all" else (args.part,) if args.part in runners else ()):
+        path = repro.write_results(RESULTS / f"repro_{part}.json", **runners[part](args))
+        print(f"wrote {path}")
+    path = merge(Path(args.out))
+    if path:
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":
