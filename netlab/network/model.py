@@ -38,6 +38,7 @@ from numba import njit
 
 from ..registry import Registry
 from .maxmin import _filling, max_min
+from .phase import BINS, MAX_PERIODS, unified_circle
 
 NETWORKS: Registry["NetworkModel"] = Registry("network model")
 
@@ -160,11 +161,12 @@ class FairShareNetwork(NetworkModel):
 class PhaseNetwork(NetworkModel):
     """On/off communication with phase offsets, solved as a periodic steady state.
 
-    For each group of jobs that share links, the periods are quantised to
-    ``1/bins`` of the shortest one and laid on a unified circle whose length is
-    the least common multiple of the quantised periods (capped at
-    ``max_samples`` bins; beyond the cap the circle is a long window, which
-    approximates the drifting overlap of incommensurate periods). In every
+    For each group of jobs that share links, the periods are laid on the
+    unified circle of :func:`netlab.network.phase.unified_circle`, the same
+    one CASSINI's scorer uses (``bins`` steps of the longest period, the LCM
+    of the quantised periods capped at ``max_periods`` longest periods;
+    beyond the cap the circle is that window, which stands in for the
+    drifting overlap of incommensurate periods). In every
     bin the jobs whose communication window covers it share links max-min
     fairly; a job's communication time is its bytes over the mean rate it got
     while communicating. Periods depend on those times, so the computation is
@@ -177,8 +179,8 @@ class PhaseNetwork(NetworkModel):
 
     name = "phase"
 
-    def __init__(self, bins: int = 64, max_samples: int = 4096, max_iter: int = 30, tol: float = 1e-3):
-        self.bins, self.max_samples, self.max_iter, self.tol = bins, max_samples, max_iter, tol
+    def __init__(self, bins: int = BINS, max_periods: int = MAX_PERIODS, max_iter: int = 30, tol: float = 1e-3):
+        self.bins, self.max_periods, self.max_iter, self.tol = bins, max_periods, max_iter, tol
 
     def solve(self, demands, capacity_gbps):
         if not demands:
@@ -245,14 +247,8 @@ class PhaseNetwork(NetworkModel):
         for _ in range(self.max_iter):
             comm = net + intra
             period = compute + comm - overlap * np.minimum(compute, comm)
-            unit = period.min() / self.bins
-            counts = np.maximum(1, np.round(period / unit).astype(np.int64))
-            horizon = 1
-            for c in counts:
-                horizon = math.lcm(horizon, int(c))
-                if horizon > self.max_samples:
-                    horizon = self.max_samples
-                    break
+            circle = unified_circle(period, self.bins, self.max_periods)  # the grid CASSINI's scorer uses
+            unit, counts, horizon = circle.step_s, circle.counts, circle.bins
             t = (np.arange(horizon) + 0.5) * unit
             qperiod = counts * unit
             start = phase * qperiod + compute - overlap * np.minimum(compute, comm)

@@ -2,15 +2,18 @@
 
 * :mod:`.score`: per-link compatibility on a unified circle, shift optimisation;
 * :mod:`.affinity`: the job/link affinity graph and its breadth-first phase assignment;
-* :mod:`.ranker`: the ``cassini`` placement policy (candidates, ranking, phases and shifts).
+* :mod:`.candidates`: the host scheduler's short list of acceptable placements;
+* :mod:`.ranker`: the ``cassini`` placement policy (candidates, ranking, phases and shifts);
+* :mod:`.baseline`: the ``aligned`` placement (the host's pick, every job in step), a baseline.
 
-Importing this package registers the ``cassini`` placement policy.
+Importing this package registers the ``cassini`` and ``aligned`` placement policies.
 """
 
-from . import ranker  # noqa: F401  (registers "cassini")
+from . import baseline, ranker  # noqa: F401  (registers "aligned", "cassini")
+from .candidates import shortlist
 from .affinity import Assignment, affinity_graph, assign_phases, contended
 from .ranker import Cassini, Scored
 from .score import Circle, LinkResult, Wave, evaluate, optimise, scan, unified_circle
 
-__all__ = ["Assignment", "Cassini", "Circle", "LinkResult", "Scored", "Wave", "affinity_graph", "assign_phases",
+__all__ = ["Assignment", "Cassini", "Circle", "LinkResult", "Scored", "Wave", "affinity_graph", "assign_phases", "shortlist",
            "contended", "evaluate", "optimise", "scan", "unified_circle"]

@@ -1,17 +1,17 @@
-"""CASSINI as a placement policy: propose candidates, score their link compatibility, shift phases.
+"""CASSINI as a placement policy: the host's short list, scored by link compatibility, phases shifted.
 
 Why: a network-aware placement usually avoids shared links; CASSINI (NSDI
 2024) instead accepts sharing when the jobs' communication can be
-interleaved in time, and tells the jobs when to communicate. It wraps
-ordinary host placement policies, which propose where the job could go, and
-picks the candidate whose shared links are most compatible.
+interleaved in time, and tells the jobs when to communicate. It sits on a
+host scheduler, which keeps deciding where a job may go and proposes its
+short list; CASSINI picks the candidate whose shared links are most
+compatible.
 
 Decision for a job, step by step:
 
-1. Candidates (:mod:`.candidates`): one placement from each policy in
-   ``candidates`` (by default consolidated, first-fit, random, gandiva,
-   k8s-netoverhead), topped up with seeded random samples until
-   ``n_candidates`` distinct placements or tries run out.
+1. Candidates (:func:`.candidates.shortlist`): the ``host`` placement
+   policy's own pick, then up to ``n_candidates - 1`` alternatives with no
+   more racks and hosts than it (the host's locality is kept).
 2. A candidate inside one host, or sharing no link with a running multi-host
    job, scores 1.
 3. Otherwise the new job's phase is chosen first, with running jobs at
@@ -34,14 +34,15 @@ Decision for a job, step by step:
 5. Score of a candidate = the **minimum** compatibility over the contended
    links it shares (a ring all-reduce runs at the pace of its slowest link,
    so the worst link is what the job feels); ties by the mean, then no
-   sharing before sharing, then fewer racks, fewer hosts, candidate order.
+   sharing before sharing, then fewer racks, fewer hosts, the host's order
+   (so with nothing to gain CASSINI takes the host's own pick).
 
 Periods: running jobs use their current ``iter_s``; the new job its
 isolated iteration on the candidate (``demand.iter_s(demand.iso_rate_gbps)``).
 Phases (``Placement.phase`` and ``Placement.shifts``) are returned only on
-the phase network, where they take effect; on "fair" and "ideal" the policy
-still ranks by compatibility (CASSINI's placement benefit) and returns
-neither.
+the networks that keep phases (``PHASED``: "phase", "tcp"), where they take
+effect; on "fair" and "ideal" the policy still ranks by compatibility
+(CASSINI's placement benefit) and returns neither.
 """
 
 from __future__ import annotations
@@ -54,12 +55,12 @@ import numpy as np
 from ...sched import Placement
 from ..base import PLACEMENT, PlacementPolicy
 from .affinity import assign_phases
-from .candidates import propose
+from .candidates import shortlist
 from .decision import Decision
 from .index import LinkIndex, key_of
 from .score import BINS, MAX_PERIODS, wave_row
 
-DEFAULT_CANDIDATES = ("consolidated", "first-fit", "random", "gandiva", "k8s-netoverhead")
+PHASED = ("phase", "tcp")  # network models where a job's phase takes effect
 EPS = 1e-9
 
 
@@ -118,13 +119,13 @@ class Cassini(PlacementPolicy):
 
     name = "cassini"
 
-    def __init__(self, candidates=DEFAULT_CANDIDATES, n_candidates: int = 8, bins: int = BINS,
+    def __init__(self, host="consolidated", n_candidates: int = 4, bins: int = BINS,
                  max_periods: int = MAX_PERIODS, max_rephase: int = 8, rephase_top: int | None = None):
         if n_candidates < 1 or bins < 2 or max_periods < 1 or max_rephase < 0 or (rephase_top or 0) < 0:
             raise ValueError("cassini: need n_candidates >= 1, bins >= 2, max_periods >= 1, max_rephase >= 0, "
                              "rephase_top >= 0")
-        self._policies = [PLACEMENT.create(c) if isinstance(c, str) else c for c in candidates]
-        self.candidates = tuple(c if isinstance(c, str) else getattr(c, "name", type(c).__name__) for c in candidates)
+        self._host = PLACEMENT.create(host) if isinstance(host, str) else host
+        self.host = host if isinstance(host, str) else getattr(host, "name", type(host).__name__)
         self.n_candidates, self.bins, self.max_periods = n_candidates, bins, max_periods
         self.max_rephase, self.rephase_top = max_rephase, rephase_top
         self._index: LinkIndex | None = None
@@ -133,8 +134,7 @@ class Cassini(PlacementPolicy):
     def reset(self, rng: np.random.Generator) -> None:
         self.rng = rng
         self._index = None
-        for p in self._policies:
-            p.reset(np.random.default_rng(int(rng.integers(2**63))))
+        self._host.reset(np.random.default_rng(int(rng.integers(2**63))))
 
     # ------------------------------------------------------------ decision
     def place(self, job, view):
@@ -142,7 +142,7 @@ class Cassini(PlacementPolicy):
         if not ranked:
             return None
         best = ranked[0]
-        phase_net = view.network == "phase"
+        phase_net = view.network in PHASED
         p = best.placement
         return Placement(p.hosts, p.gpus, best.phase if phase_net else None,
                          tuple(sorted(best.shifts.items())) if phase_net else ())
@@ -170,8 +170,8 @@ class Cassini(PlacementPolicy):
         return self._index
 
     def propose(self, job, view) -> list[Placement]:
-        """Distinct candidate placements (step 1)."""
-        return propose(self._policies, self.rng, self.n_candidates, job, view)
+        """The host's short list (step 1)."""
+        return shortlist(self._host, job, view, self.n_candidates)
 
     # ------------------------------------------------------------- scoring
     def decision(self, view, index: LinkIndex | None = None) -> Decision:

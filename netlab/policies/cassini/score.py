@@ -16,15 +16,10 @@ Definitions (all rates Gbit/s, times seconds):
   period of ``period_s``, 0 otherwise. ``start_s`` is where the window sits
   at phase 0: after the compute, less the overlapped part, exactly where the
   phase network puts it.
-* The unified circle (:func:`unified_circle`): the grid step is
-  ``max(period) / bins`` (``bins`` = 72 by default: 5 degrees of the
-  longest iteration). Every period is quantised to a whole number of steps
-  (at least 1) and the circle is the LCM of those counts, so jobs with
-  periods T and 2T meet on a circle of 2T. The LCM is capped at
-  ``max_periods`` longest periods (default 4); beyond the cap the circle is
-  exactly ``max_periods x`` the longest period and shorter jobs simply
-  repeat on it (their last repetition is cut), which stands in for the
-  drifting overlap of incommensurate periods, as the phase network does.
+* The unified circle (:func:`netlab.network.phase.unified_circle`, the one
+  the ``phase`` network model solves on, so a score of 1 means no overlap
+  there either): 72 steps of the longest period, periods quantised to
+  whole steps, the LCM of the counts capped at 4 longest periods.
 * A shift is a whole number of steps; a phase is ``shift / count`` (a
   fraction of the job's own quantised period, what ``Placement.phase``
   takes).
@@ -46,13 +41,11 @@ too small for it (see tests/test_cassini.py).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-BINS = 72
-MAX_PERIODS = 4
+from ...network.phase import BINS, MAX_PERIODS, Circle, circle_bins, unified_circle  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)
@@ -90,34 +83,6 @@ def as_array(waves) -> np.ndarray:
     if isinstance(waves, np.ndarray):
         return waves
     return np.array([(w.period_s, w.start_s, w.window_s, w.rate_gbps) for w in waves], dtype=float).reshape(-1, 4)
-
-
-@dataclass(frozen=True)
-class Circle:
-    """The unified circle of a set of periods: grid step, each period in steps, total bins."""
-
-    step_s: float
-    counts: np.ndarray
-    bins: int
-    exact: bool  # False when the LCM hit the cap and the circle is a window of max_periods periods
-
-
-def circle_bins(counts, cap: int, start: int = 1) -> tuple[int, bool]:
-    """LCM of ``counts`` (and ``start``), or (cap, False) once it exceeds ``cap``."""
-    total = start
-    for c in set(int(c) for c in counts):
-        total = math.lcm(total, c)
-        if total > cap:
-            return cap, False
-    return total, True
-
-
-def unified_circle(periods_s, bins: int = BINS, max_periods: int = MAX_PERIODS) -> Circle:
-    periods = np.asarray(periods_s, dtype=float)
-    step = float(periods.max()) / bins
-    counts = np.maximum(1, np.rint(periods / step)).astype(np.int64)
-    total, exact = circle_bins(counts, max_periods * bins)
-    return Circle(step, counts, total, exact)
 
 
 def base_profiles(waves, step_s: float, counts: np.ndarray) -> np.ndarray:
