@@ -6,7 +6,8 @@ Three switchable parts on top of Tiresias' 2D-LAS ordering:
   with timers scaled by each job's network sensitivity
   (:mod:`netlab.sensitivity`);
 * :mod:`.preemption`: sensitive jobs displace less-sensitive, lower-ranked
-  ones to get one host or rack, at most ``max_preemptions`` times per victim;
+  ones to get one host or rack (at most ``max_preemptions`` such displacements
+  per victim), and choose consolidating victims when GPUs are short;
 * :mod:`.tuner`: timers shortened or lengthened online from observed
   queueing against slowdown costs.
 

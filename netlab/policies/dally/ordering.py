@@ -16,14 +16,12 @@ ablation name) runs the whole scheduler:
 * ``preempt``: preemption ``dally`` (network-sensitive, bounded) instead of
   ``priority`` (Tiresias' plain worst-first preemption).
 
-With ``preempt`` the ordering also states the starvation bound in its keys:
-a running job already preempted ``max_preemptions`` times is *pinned*: its
-key is ``(-1, submit_s, job_id)``, above every waiting job, so it is never a
-preemption candidate and runs to completion (``next_key_change`` is None for
-it). The preemption policy checks the same bound (default 8 in both; if the
-two differ the smaller wins). Stating it in the keys also keeps a scheduling
-pass cheap: pinned jobs no longer look like the worst-ranked running jobs,
-so waiting jobs stop asking for victims that can never be given.
+The ordering pins no job. It used to put a running job preempted
+``max_preemptions`` times above every waiting job (never a victim again);
+on Philly that froze Tiresias' demoted long jobs wherever they ran, often
+scattered over hosts, and let them outrank everyone (see
+:mod:`.preemption`: the bound now applies to locality preemptions only, and
+Tiresias' own starvation guard to the rest).
 """
 
 from __future__ import annotations
@@ -32,7 +30,6 @@ from functools import partial
 
 from ..base import ORDERING
 from ..ordering.tiresias import Tiresias
-from .preemption import DEFAULT_MAX_PREEMPTIONS
 
 
 class DallyOrdering(Tiresias):
@@ -41,7 +38,7 @@ class DallyOrdering(Tiresias):
     name = "dally"
 
     def __init__(self, delay: bool = True, preempt: bool = True, autotune: bool = True, name: str | None = None,
-                 max_preemptions: int = DEFAULT_MAX_PREEMPTIONS, **tiresias):
+                 **tiresias):
         if autotune and not delay:
             raise ValueError("autotune tunes the delay timers: it needs delay=True")
         super().__init__(**tiresias)
@@ -49,20 +46,6 @@ class DallyOrdering(Tiresias):
         self.name = name or self.name
         self.default_placement = ("dally" if autotune else "dally-delay") if delay else "topo-bestfit"
         self.default_preemption = "dally" if preempt else "priority"
-        self.max_preemptions = int(max_preemptions) if preempt else None
-
-    def pinned(self, job) -> bool:
-        """A running job at the preemption bound: never displaced again."""
-        return (self.max_preemptions is not None and job.status == "running"
-                and job.preemptions >= self.max_preemptions)
-
-    def key(self, job, now):
-        if self.pinned(job):
-            return (-1, job.submit_s, job.job_id)
-        return super().key(job, now)
-
-    def next_key_change(self, job, now):
-        return None if self.pinned(job) else super().next_key_change(job, now)
 
 
 # Registered variants: name -> the parts switched on. Ablation reading:
