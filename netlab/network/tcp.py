@@ -402,13 +402,15 @@ def _merge_mirrored(job, link, weight, cap_link):  # pragma: no cover  (compiled
     leader = np.zeros(m, np.bool_)
     gcap = np.empty(m)
     n_groups = 0
-    by_key = np.argsort(key, kind="mergesort")
-    for a in range(m):
-        g = by_key[a]
-        b = a - 1
-        while b >= 0 and key[by_key[b]] == key[g] and group[g] < 0:
-            o = by_key[b]
-            if leader[o] and start[o + 1] - start[o] == start[g + 1] - start[g]:
+    size = 1
+    while size < 2 * m:
+        size *= 2
+    table = np.full(size, -1, np.int64)  # open addressing by key: the leader (first link) of each group
+    for g in range(m):
+        slot = (key[g] ^ (key[g] >> 31)) & (size - 1)
+        while table[slot] >= 0:
+            o = table[slot]
+            if key[o] == key[g] and start[o + 1] - start[o] == start[g + 1] - start[g]:
                 same = True
                 for p in range(start[g + 1] - start[g]):
                     eg, eo = order[start[g] + p], order[start[o] + p]
@@ -418,8 +420,10 @@ def _merge_mirrored(job, link, weight, cap_link):  # pragma: no cover  (compiled
                 if same:
                     group[g] = group[o]
                     gcap[group[o]] = min(gcap[group[o]], cap_link[g])
-            b -= 1
+                    break
+            slot = (slot + 1) & (size - 1)
         if group[g] < 0:
+            table[slot] = g
             group[g], leader[g], gcap[n_groups] = n_groups, True, cap_link[g]
             n_groups += 1
     n_kept = 0
