@@ -9,8 +9,10 @@ netlab measured (``--part merge`` only merges).
 * Dally-like: Philly and ITP cluster03 (first ``--max-jobs`` jobs) on a 256-GPU
   leaf-spine, consolidation-based Tiresias vs Dally (full and parts),
   topology-aware best fit, FIFO, random (:func:`netlab.repro.dally_grid`).
-* CASSINI-like: 24 one-GPU servers, the CASSINI models, Poisson arrivals;
-  host schedulers with and without CASSINI (:func:`netlab.repro.cassini_grid`).
+* CASSINI: 24 one-GPU servers, the ``paper`` (13 models) and ``snapshot`` (one model, 4 GPUs each)
+  setups; Themis/Tiresias alone (random phases), in step (aligned) and with CASSINI, on the tcp model
+  with phase and ideal beside it (:mod:`netlab.repro.cassini`); ``--cassini-seeds report`` (default)
+  runs the reporting seeds, ``dev`` the development ones.
 
 The notebooks 02 and 03 read repro.json.
 
@@ -43,14 +45,25 @@ def run_dally(args) -> dict:
 
 
 def run_cassini(args) -> dict:
+    """Both CASSINI setups x oversub 2/4/8 x Themis/Tiresias x (host alone, in step, CASSINI) on tcp and
+    phase, plus ideal; developed on DEV_SEEDS, reported on REPORT_SEEDS (``--cassini-seeds dev|report``)."""
     t0 = time.perf_counter()
-    result = repro.run(repro.cassini_grid(oversub=(1, 2, 4, 8), loads=(0.6, 0.9), jobs=args.cassini_jobs,
-                                          seeds=args.seeds), out=f"{args.store}/cassini", backend=args.backend)
-    table = repro.cassini_table(result)
-    with pd.option_context("display.width", 220, "display.max_columns", 30):
-        print(table.to_string(index=False))
-    return dict(cassini=table, setup=dict(jobs=args.cassini_jobs, seeds=args.seeds, topology=repro.CASSINI_TOPOLOGY,
-                                          wall_s=time.perf_counter() - t0, failed_cells=len(result.errors)))
+    seeds = repro.REPORT_SEEDS if args.cassini_seeds == "report" else repro.DEV_SEEDS
+    runs = repro.cassini_runs(repro.cassini_cells(oversub=(2, 4, 8), seeds=seeds, jobs=args.cassini_jobs),
+                              workers=args.workers, progress=True)
+    table = repro.cassini_table(runs)
+    summary = repro.cassini_summary(table)
+    claims = repro.cassini_claims(summary)
+    with pd.option_context("display.width", 250, "display.max_columns", 40):
+        print(summary[["setup", "oversub", "host", "network", "base_vs_ideal", "avg_jct_s_vs_random",
+                       "avg_jct_s_vs_aligned", "p99_jct_s_vs_random", "ecn_s_vs_random", "overload_gbit_vs_random",
+                       "worst_avg_vs_random"]].round(3).to_string(index=False))
+        print(claims.to_string(index=False))
+    return dict(cassini=summary, cassini_seeds=table, cassini_runs=runs, cassini_claims=claims,
+                setup=dict(jobs=args.cassini_jobs, seeds=list(seeds), topology=repro.CASSINI_TOPOLOGY,
+                           setups=dict(paper=repro.cassini_trace("paper", args.cassini_jobs),
+                                       snapshot=repro.cassini_trace("snapshot", args.cassini_jobs)),
+                           wall_s=time.perf_counter() - t0))
 
 
 def merge(out: Path) -> Path | None:
@@ -62,14 +75,16 @@ def merge(out: Path) -> Path | None:
         return None
     dally = pd.DataFrame(parts["dally"]["dally"]) if "dally" in parts else None
     cassini = pd.DataFrame(parts["cassini"]["cassini"]) if "cassini" in parts else None
-    doc = dict(setup={p: d["setup"] for p, d in parts.items()},
-               claims=repro.claims_vs_measured(dally=dally, cassini=cassini))
+    claims = repro.claims_vs_measured(dally=dally)  # Dally's rows; CASSINI's come from its own part
+    if cassini is not None:
+        claims = claims[claims.system != "CASSINI"]
+    doc = dict(setup={p: d["setup"] for p, d in parts.items()}, claims=claims)
     if dally is not None:
         doc["dally"] = dally
+        doc["acceptance"] = repro.acceptance(dally[dally.oversub == 4], pd.DataFrame(columns=["oversub", "load"]))
     if cassini is not None:
         doc["cassini"] = cassini
-    if dally is not None and cassini is not None:
-        doc["acceptance"] = repro.acceptance(dally[dally.oversub == 4], cassini[cassini.oversub == 4])
+        doc["cassini_claims"] = pd.DataFrame(parts["cassini"]["cassini_claims"])
     print(doc["claims"].to_string(index=False))
     return repro.write_results(out, **doc)
 
@@ -80,6 +95,8 @@ def main(argv=None):
     ap.add_argument("--max-jobs", type=int, default=2000)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--cassini-jobs", type=int, default=120)
+    ap.add_argument("--cassini-seeds", choices=("dev", "report"), default="report")
+    ap.add_argument("--workers", type=int, default=2, help="Processes for the CASSINI runs.")
     ap.add_argument("--backend", default="processes")
     ap.add_argument("--store", default="results/bench-repro", help="Sweep stores (resumable).")
     ap.add_argument("--out", default=str(RESULTS / "repro.json"))

@@ -125,3 +125,32 @@ def test_pairs_the_scorer_rates_1_run_at_isolated_speed_on_the_phase_network():
         assert [sol.iter_s[d.job_id] for d in ds] == pytest.approx([d.iter_s(cap) for d in ds], rel=1e-9)
         checked += 1
     assert checked >= 10
+
+
+# ------------------------------------------------------------- reproduction
+def fake_runs():
+    rows = []
+    for seed, cassini_avg in ((0, 80.0), (1, 110.0)):
+        base = dict(setup="snapshot", oversub=4, host="themis", seed=seed, p99_jct_s=200.0, overload_gbit=1.0)
+        rows += [dict(base, placement="consolidated", network="tcp", avg_jct_s=100.0, ecn_s=10.0),
+                 dict(base, placement="aligned", network="tcp", avg_jct_s=120.0, ecn_s=20.0),
+                 dict(base, placement="cassini", network="tcp", avg_jct_s=cassini_avg, ecn_s=5.0),
+                 dict(base, placement="consolidated", network="ideal", avg_jct_s=50.0, ecn_s=0.0)]
+    return __import__("pandas").DataFrame(rows)
+
+
+def test_cassini_table_compares_with_both_baselines_and_the_ideal_network():
+    from netlab import repro
+
+    table = repro.cassini_table(fake_runs()).set_index("seed")
+    assert table.loc[0, "avg_jct_s_vs_random"] == pytest.approx(100 / 80)
+    assert table.loc[0, "avg_jct_s_vs_aligned"] == pytest.approx(120 / 80)
+    assert table.loc[1, "avg_jct_s_vs_random"] == pytest.approx(100 / 110)
+    assert table.loc[0, "ecn_s_vs_random"] == pytest.approx(2.0) and table.loc[0, "base_vs_ideal"] == pytest.approx(2.0)
+    summary = repro.cassini_summary(table.reset_index())
+    assert summary.avg_jct_s_vs_random.iloc[0] == pytest.approx((1.25 + 100 / 110) / 2)
+    assert summary.worst_avg_vs_random.iloc[0] == pytest.approx(100 / 110) and summary.seeds.iloc[0] == "0,1"
+    claims = repro.cassini_claims(summary).set_index("claim")
+    assert claims.loc["avg_jct", "measured_factor"] == pytest.approx((1.25 + 100 / 110) / 2)
+    assert claims.loc["avg_jct", "holds"] == False  # noqa: E712  (below 1.6)
+    assert claims.loc["never_worse", "holds"] == False  # noqa: E712  seed 1: 110 s against the host's 100 s

@@ -7,12 +7,12 @@ check and result files both share are in :mod:`.common`. The notebooks
 ``02-dally`` and ``03-cassini`` are thin shells over these functions.
 """
 
-from .cassini import (CASSINI_GPUS, CASSINI_MODELS, CASSINI_POLICIES, CASSINI_TOPOLOGY, cassini_grid, cassini_table,
-                      cassini_trace, load_of)
+from .cassini import (CASSINI_GPUS, CASSINI_MODELS, CASSINI_TOPOLOGY, DEV_SEEDS, REPORT_SEEDS, cassini_cells,
+                      cassini_claims, cassini_runs, cassini_summary, cassini_table, cassini_trace)
 from .common import BASELINE, CLAIMS, NETWORK_AWARE, acceptance, claims_vs_measured, run, write_results
 from .dally import DALLY_POLICIES, DALLY_TOPOLOGY, comm_overhead, dally_grid, dally_table
 
-__all__ = ["BASELINE", "CASSINI_GPUS", "CASSINI_MODELS", "CASSINI_POLICIES", "CASSINI_TOPOLOGY", "CLAIMS",
-           "DALLY_POLICIES", "DALLY_TOPOLOGY", "NETWORK_AWARE", "acceptance", "cassini_grid", "cassini_table",
-           "cassini_trace", "claims_vs_measured", "comm_overhead", "dally_grid", "dally_table", "load_of", "run",
-           "write_results"]
+__all__ = ["BASELINE", "CASSINI_GPUS", "CASSINI_MODELS", "CASSINI_TOPOLOGY", "CLAIMS", "DALLY_POLICIES",
+           "DALLY_TOPOLOGY", "DEV_SEEDS", "NETWORK_AWARE", "REPORT_SEEDS", "acceptance", "cassini_cells",
+           "cassini_claims", "cassini_runs", "cassini_summary", "cassini_table", "cassini_trace",
+           "claims_vs_measured", "comm_overhead", "dally_grid", "dally_table", "run", "write_results"]
