@@ -111,3 +111,54 @@ def test_background_traffic_takes_a_share_of_a_tier():
     assert np.allclose(b.link_capacity_gbps[~spine], t.link_capacity_gbps[~spine])
     with pytest.raises(TopologyError, match="must be in \\(0, 1\\]"):
         t.with_capacity({"tor-spine": 0.0})
+
+
+# Host and switch names become file names, sshd_config lines and command arguments on the testbed.
+BAD_NAMES = ["../../../../tmp/x/escape", "h1\nPasswordAuthentication yes\nPermitEmptyPasswords yes", "h 1",
+             "h;1", "..", ".", "-h", "", "h/1", "x" * 65]
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+def test_yaml_host_name_outside_the_pattern_is_refused_naming_file_field_and_pattern(tmp_path, name):
+    import yaml
+
+    doc = {"hosts": [{"name": name, "gpus": 1, "rack": "r"}, {"name": "h2", "gpus": 1, "rack": "r"}],
+           "switches": [{"name": "s"}], "links": [{"a": name, "b": "s", "gbps": 10}, {"a": "h2", "b": "s", "gbps": 10}]}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(TopologyError) as err:
+        load_topology(path)
+    msg = str(err.value)
+    assert "bad.yaml: hosts[0]: field 'name'" in msg and "[A-Za-z0-9][A-Za-z0-9_.-]{0,63}" in msg, msg
+
+
+@pytest.mark.parametrize("name", ["sw 1", "../sw", "sw\nx"])
+def test_yaml_switch_name_outside_the_pattern_is_refused(tmp_path, name):
+    import yaml
+
+    doc = {"hosts": [{"name": "h1", "gpus": 1, "rack": "r"}], "switches": [{"name": name}],
+           "links": [{"a": "h1", "b": name, "gbps": 10}]}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(TopologyError, match=r"bad.yaml: switches\[0\]: field 'name'.*must match"):
+        load_topology(path)
+
+
+def test_every_topology_checks_its_names_not_only_yaml():
+    from netlab.topology import Host, Topology
+
+    with pytest.raises(TopologyError, match=r"host 0, field 'name'.*must match"):
+        Topology("t", [Host("../../x", 1, "r")], {"s": "tor"}, [("../../x", "s", 10.0, "host")])
+    with pytest.raises(TopologyError, match=r"switch, field 'name'.*must match"):
+        Topology("t", [Host("h1", 1, "r")], {"s;rm": "tor"}, [("h1", "s;rm", 10.0, "host")])
+    # Names the builders make, FQDN-like names and 64 characters pass.
+    ok = Topology("t", [Host("gpu1.lab-a_2", 1, "r"), Host("x" * 64, 1, "r")], {"leaf-rack1": "tor"},
+                  [("gpu1.lab-a_2", "leaf-rack1", 10.0, "host"), ("x" * 64, "leaf-rack1", 10.0, "host")])
+    assert ok.n_hosts == 2
+
+
+def test_crux_switch_names_from_the_csv_are_checked(tmp_path):
+    p = tmp_path / "topo.csv"
+    p.write_text("ip,DSW,PSW,ASW\nabc,G6,P1,S1\ndef,G6,P1,S 2\n")
+    with pytest.raises(TopologyError, match=r"topo.csv: line 3: field 'ASW': 'S 2' is not an allowed name"):
+        load_topology(p)

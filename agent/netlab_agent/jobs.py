@@ -20,16 +20,16 @@ from typing import Callable
 from .errors import NotFound, SpecError
 from .procs import child_env, proc_start_time, stop_group
 from .state import StateStore, log
-from .validate import check_args, is_int, is_num, name_id
+from .validate import IFNAME_WHAT, NAME_WHAT, check_args, ifname_ok, is_int, is_num, name_id
 
 JOB_SCHEMA = {
-    "job_id": (True, name_id, "a non-negative integer or a name of [A-Za-z0-9_.-]"),
+    "job_id": (True, name_id, NAME_WHAT),
     "rank": (True, lambda v: is_int(v) and v >= 0, "a non-negative integer"),
     "world_size": (True, lambda v: is_int(v) and v >= 1, "a positive integer"),
     "master_addr": (True, lambda v: isinstance(v, str) and v != "", "an address"),
     "master_port": (True, lambda v: is_int(v) and 1 <= v <= 65535, "a port in [1, 65535]"),
     "backend": (False, lambda v: v in ("gloo", "nccl", "auto"), "gloo, nccl or auto"),
-    "ifname": (True, lambda v: isinstance(v, str) and v != "", "an interface name"),
+    "ifname": (True, ifname_ok, IFNAME_WHAT),
     "nccl_ib_disable": (False, lambda v: isinstance(v, bool), "true or false"),
     "grad_bytes": (True, lambda v: is_int(v) and v >= 4, "an integer >= 4"),
     "compute_ms": (True, lambda v: is_num(v) and v >= 0, "a non-negative number"),
@@ -116,7 +116,7 @@ class JobManager:
 
     def _of(self, job_id) -> list[Rank]:
         if not name_id(job_id):
-            raise SpecError("job_id must be a non-negative integer or a name", "job_id")
+            raise SpecError(f"job_id must be {NAME_WHAT}, got {job_id!r}", "job_id")
         with self.lock:
             found = [r for (j, _), r in self.ranks.items() if j == str(job_id)]
         if not found:

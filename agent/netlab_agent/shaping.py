@@ -28,6 +28,7 @@ from pyroute2 import IPRoute, NetlinkError
 
 from .errors import NotFound, QdiscUnavailable, SpecError
 from .state import StateStore, log
+from .validate import IFNAME_WHAT, ifname_ok
 
 TC_H_ROOT = 0xFFFFFFFF
 # htb/tbf carry the rate as u32 bytes/s unless the 64-bit attributes are used: 34.3 Gbit.
@@ -159,8 +160,8 @@ class Shaper:
         if not isinstance(args, dict):
             raise SpecError("args must be an object")
         ifname = args.get("ifname")
-        if not isinstance(ifname, str) or not ifname:
-            raise SpecError("ifname must be a non-empty string", "ifname")
+        if not ifname_ok(ifname):
+            raise SpecError(f"ifname must be {IFNAME_WHAT}, got {ifname!r}", "ifname")
         kind = args.get("kind")
         if kind not in KIND_FIELDS:
             raise SpecError(f"kind must be one of {sorted(KIND_FIELDS)}, got {kind!r}", "kind")
@@ -211,8 +212,8 @@ class Shaper:
         return {"ifname": spec.ifname, "kind": spec.kind, "applied": applied}
 
     def clear(self, ifname: str) -> dict:
-        if not isinstance(ifname, str) or not ifname:
-            raise SpecError("ifname must be a non-empty string", "ifname")
+        if not ifname_ok(ifname):
+            raise SpecError(f"ifname must be {IFNAME_WHAT}, got {ifname!r}", "ifname")
         snaps = self.state.get("shaping")
         if ifname not in snaps:
             raise NotFound(f"{ifname!r} was not shaped by this agent", "ifname")

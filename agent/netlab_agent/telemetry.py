@@ -16,6 +16,7 @@ from typing import Callable
 from pyroute2 import IPRoute
 
 from .errors import SpecError
+from .validate import IFNAME_WHAT, ifname_ok
 
 TC_H_ROOT = 0xFFFFFFFF
 LINK_FIELDS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "tx_dropped", "rx_dropped")
@@ -93,8 +94,8 @@ def sample(ipr: IPRoute, ifnames: list[str] | None = None) -> dict:
 
 def check_ifnames(args: dict) -> list[str] | None:
     ifnames = args.get("ifnames")
-    if ifnames is not None and not (isinstance(ifnames, list) and all(isinstance(x, str) for x in ifnames)):
-        raise SpecError("ifnames must be a list of interface names", "ifnames")
+    if ifnames is not None and not (isinstance(ifnames, list) and all(ifname_ok(x) for x in ifnames)):
+        raise SpecError(f"ifnames must be a list of interface names, each {IFNAME_WHAT}", "ifnames")
     return ifnames
 
 

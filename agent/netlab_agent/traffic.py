@@ -27,7 +27,7 @@ from typing import Callable
 from .errors import NotFound, SpecError
 from .procs import child_env, proc_start_time, stop_group
 from .state import StateStore, log
-from .validate import check_args, is_int, is_num, name_id
+from .validate import NAME_WHAT, check_args, is_int, is_num, name_id
 
 CHUNK = 64 * 1024
 CONNECT_RETRY_S = 10.0
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
 
 # ---- the agent side -------------------------------------------------------------
 TRAFFIC_SCHEMA = {
-    "flow_id": (True, name_id, "a non-negative integer or a name of [A-Za-z0-9_.-]"),
+    "flow_id": (True, name_id, NAME_WHAT),
     "role": (True, lambda v: v in ("sink", "source"), "sink or source"),
     "addr": (True, lambda v: isinstance(v, str) and v != "", "an address"),
     "port": (True, lambda v: is_int(v) and 1 <= v <= 65535, "a port in [1, 65535]"),
@@ -190,7 +190,7 @@ class TrafficManager:
 
     def stop(self, flow_id) -> dict:
         if not name_id(flow_id):
-            raise SpecError("flow_id must be a non-negative integer or a name", "flow_id")
+            raise SpecError(f"flow_id must be {NAME_WHAT}, got {flow_id!r}", "flow_id")
         with self.lock:
             flow = self.flows.get(str(flow_id))
         if flow is None:

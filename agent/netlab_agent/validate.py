@@ -12,7 +12,15 @@ import re
 
 from .errors import SpecError
 
-NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+# Job and flow ids become directory and file names under the state dir: a letter or digit first (so
+# never "." or ".."), then letters, digits, "_", "." or "-"; at most 64 characters. The controller holds
+# host names to the same pattern (netlab.topology.NAME_PATTERN); this package cannot import netlab.
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+NAME_RE = re.compile(NAME_PATTERN)
+# Linux interface names: 1-15 bytes, no "/", ":" or whitespace (they reach tc's argv and rank env vars).
+IFNAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
+NAME_WHAT = f"a non-negative integer or a name matching {NAME_PATTERN}"
+IFNAME_WHAT = f"an interface name matching {IFNAME_RE.pattern} (not '.' or '..')"
 
 
 def is_int(v) -> bool:
@@ -25,7 +33,11 @@ def is_num(v) -> bool:
 
 def name_id(v) -> bool:
     """Ids become file names: a short safe string or an integer."""
-    return (is_int(v) and v >= 0) or (isinstance(v, str) and bool(NAME_RE.match(v)))
+    return (is_int(v) and v >= 0) or (isinstance(v, str) and NAME_RE.fullmatch(v) is not None)
+
+
+def ifname_ok(v) -> bool:
+    return isinstance(v, str) and IFNAME_RE.fullmatch(v) is not None and v not in (".", "..")
 
 
 def check_args(args, schema: dict) -> dict:

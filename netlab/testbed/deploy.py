@@ -97,7 +97,11 @@ def install_agent(ssh, host, wheel: Path, mode: str = "target") -> list[str]:
     controller's interpreter). ``mode="venv"`` makes a venv on the host and
     installs the wheel with its dependencies (a physical lab).
     """
-    work = host.workdir
+    from .paths import require_remote_path
+
+    work = require_remote_path(host.workdir, f"{host.name}: workdir")  # pip reads "a;b" as a marker
+    if "/" in host.python:
+        require_remote_path(host.python, f"{host.name}: python")
     remote_wheel = posixpath.join(work, wheel.name)
     with ssh.open_sftp() as sftp:
         _sftp_makedirs(sftp, work)

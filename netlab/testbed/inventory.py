@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import socket
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
-from ..topology import Host, Topology, load_topology
+from ..topology import Host, Topology, TopologyError, check_name, load_topology
 from .base import Testbed, TestbedError, TestbedHost
+from .paths import IFNAME_PATTERN, REMOTE_PATH_PATTERN, USER_PATTERN, ifname_ok, remote_path_ok
 
 FIELDS = {  # inventory variable -> (type, required, default)
     "ansible_host": (str, True, None),
@@ -82,12 +84,21 @@ def load_inventory(path) -> tuple[list[dict], dict]:
         raise InventoryError(f"{path}:{line}: field 'all.hosts' must map host names to their variables")
     host_nodes = _mapping_nodes(groups["hosts"][1])
     racks = {}
+    rack_nodes = _mapping_nodes(groups["children"][1]) if "children" in groups else {}
     for rack, group in (doc["all"].get("children") or {}).items():
+        try:  # a rack becomes the switch leaf-<rack>
+            check_name(str(rack), f"{path}:{_line(rack_nodes, str(rack))}: group {rack!r} under 'all.children'")
+        except TopologyError as exc:
+            raise InventoryError(str(exc)) from None
         for name in ((group or {}).get("hosts") or {}):
             racks[str(name)] = str(rack)
     records = []
     for name, vars_ in hosts_doc.items():
         key_node, val_node = host_nodes[name]
+        try:  # host names become directory names and agent arguments
+            check_name(str(name), f"{path}:{key_node.start_mark.line + 1}: host {name!r}, field 'name'")
+        except TopologyError as exc:
+            raise InventoryError(str(exc)) from None
         fields = _mapping_nodes(val_node)
         merged = {**defaults, **(vars_ or {})}
         rec = {"name": str(name), "rack": racks.get(str(name), "rack0")}
@@ -108,10 +119,27 @@ def load_inventory(path) -> tuple[list[dict], dict]:
     return records, defaults
 
 
+def _line(nodes: dict, key: str) -> int | str:
+    return nodes[key][0].start_mark.line + 1 if key in nodes else "?"
+
+
 def _check(rec: dict, path, fields: dict, key_node) -> None:
     def fail(var, why):
         line = (fields[var][0] if var in fields else key_node).start_mark.line + 1
         raise InventoryError(f"{path}:{line}: host {rec['name']!r}, field {var!r}: {why}")
+
+    # Values that reach file names, pip/sshd arguments or the agent's command line: strict patterns.
+    if not remote_path_ok(rec["netlab_workdir"]):
+        fail("netlab_workdir", f"must be an absolute path matching {REMOTE_PATH_PATTERN} without '.' or '..' "
+                               f"components, got {rec['netlab_workdir']!r}")
+    if not remote_path_ok(rec["netlab_python"]):
+        fail("netlab_python", f"must be an absolute path matching {REMOTE_PATH_PATTERN} without '.' or '..' "
+                              f"components, got {rec['netlab_python']!r}")
+    if not ifname_ok(rec["netlab_data_iface"]):
+        fail("netlab_data_iface", f"must be an interface name matching {IFNAME_PATTERN}, "
+                                  f"got {rec['netlab_data_iface']!r}")
+    if re.fullmatch(USER_PATTERN, rec["ansible_user"]) is None:
+        fail("ansible_user", f"must be a user name matching {USER_PATTERN}, got {rec['ansible_user']!r}")
 
     try:
         ipaddress.ip_address(rec["netlab_data_addr"])

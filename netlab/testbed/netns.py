@@ -40,6 +40,7 @@ from ..topology import Topology, load_topology
 from . import sshd as sshd_mod
 from .base import Testbed, TestbedError, TestbedHost
 from .ledger import NETNS_DIR, Ledger, netns_inode, proc_start_time
+from .paths import host_file, require_remote_path
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +158,8 @@ class NetnsTestbed(Testbed):
             raise TestbedError(f"queue_pkts must be a positive integer or None, got {queue_pkts!r}")
         self.queue_pkts = queue_pkts
         self.user = user or getpass.getuser()
+        if workdir is not None:  # it becomes sshd_config lines, pip --target and the agents' --state-dir
+            workdir = require_remote_path(str(Path(workdir).resolve()), f"testbed {self.tid}: workdir")
         self._workdir_arg = workdir
         self.ns_switch, self.ns_mgmt = f"nl{self.tid}-sw", f"nl{self.tid}-mg"
         self.ns_hosts = [f"nl{self.tid}-h{i + 1}" for i in range(n)]
@@ -368,9 +371,10 @@ class NetnsTestbed(Testbed):
     def _build_hosts(self) -> None:
         self._step = "host records"
         hosts = []
+        require_remote_path(str(self.workdir), f"testbed {self.tid}: workdir")
         for i, h in enumerate(self.topology.hosts):
-            wd = self.workdir / "hosts" / h.name
-            wd.mkdir(parents=True, exist_ok=True)
+            wd = host_file(self.workdir / "hosts", h.name)  # a checked name, never a path
+            wd.mkdir(exist_ok=True)
             hosts.append(TestbedHost(name=h.name, index=i, netns=self.ns_hosts[i],
                                      data_addr=str(self.subnet.network_address + i + 1), ifname="eth0",
                                      ssh_addr=str(self.mgmt_subnet.network_address + i + 1), ssh_port=22,
@@ -384,22 +388,22 @@ class NetnsTestbed(Testbed):
         sshdir = self.workdir / "ssh"
         self.client_key, self.known_hosts = sshdir / "client_ed25519", sshdir / "known_hosts"
         specs = [(self.client_key, f"netlab-{self.tid}-controller")]
-        specs += [(sshdir / f"{h.name}_host_ed25519", f"netlab-{self.tid}-{h.name}") for h in self.hosts]
+        host_key = {h.name: host_file(sshdir, h.name, "_host_ed25519") for h in self.hosts}
+        specs += [(host_key[h.name], f"netlab-{self.tid}-{h.name}") for h in self.hosts]
         sshd_mod.make_keys(specs)
         auth = sshdir / "authorized_keys"
         auth.write_text(sshd_mod.public_key(self.client_key) + "\n")
-        sshd_mod.write_known_hosts(self.known_hosts, [(h.ssh_addr, h.ssh_port,
-                                                       sshd_mod.public_key(sshdir / f"{h.name}_host_ed25519"))
+        sshd_mod.write_known_hosts(self.known_hosts, [(h.ssh_addr, h.ssh_port, sshd_mod.public_key(host_key[h.name]))
                                                       for h in self.hosts])
         sshd_mod.ensure_privsep_dir()
         self.timings["ssh_keys_s"] = time.monotonic() - t0
         started = []
         for h in self.hosts:
             self._step = f"sshd on {h.name}"
-            cfg = sshdir / f"{h.name}_sshd_config"
-            sshd_mod.write_sshd_config(cfg, h.ssh_addr, h.ssh_port, sshdir / f"{h.name}_host_ed25519",
-                                       sshdir / f"{h.name}_sshd.pid", auth)
-            logf = sshdir / f"{h.name}_sshd.log"
+            cfg = host_file(sshdir, h.name, "_sshd_config")
+            sshd_mod.write_sshd_config(cfg, h.ssh_addr, h.ssh_port, host_key[h.name],
+                                       host_file(sshdir, h.name, "_sshd.pid"), auth)
+            logf = host_file(sshdir, h.name, "_sshd.log")
             proc = sshd_mod.start_sshd(cfg, h.netns, logf)
             self._procs.append(proc)
             self._ledger.add("process", role="sshd", pid=proc.pid, start=proc_start_time(proc.pid), netns=h.netns)

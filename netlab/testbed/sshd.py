@@ -58,7 +58,18 @@ def public_key(path: Path) -> str:
 
 def write_sshd_config(path: Path, listen_addr: str, port: int, host_key: Path, pid_file: Path,
                       authorized_keys: Path) -> None:
-    """An sshd_config for a host namespace: key login only, files outside any home (StrictModes no)."""
+    """An sshd_config for a host namespace: key login only, files outside any home (StrictModes no).
+
+    Every value must be one plain token: a newline would add a directive of its own (sshd takes the
+    first value of a keyword, so an injected line would win over the ones below) and whitespace,
+    quotes or '#' change how sshd splits the line.
+    """
+    for key, value in (("ListenAddress", listen_addr), ("Port", port), ("HostKey", host_key),
+                       ("PidFile", pid_file), ("AuthorizedKeysFile", authorized_keys)):
+        text = str(value)
+        if not text or any(c.isspace() or not c.isprintable() or c in "\"'#%\\" for c in text):
+            raise TestbedError(f"sshd_config {path}: {key} value {text!r} is not one plain token "
+                               "(no whitespace, control characters, quotes, '#', '%' or backslashes)")
     path.write_text(
         f"# netlab testbed sshd (generated)\n"
         f"ListenAddress {listen_addr}\n"

@@ -14,9 +14,10 @@ import yaml
 
 from ..spec import Spec, SpecError
 from .builders import BUILDERS
-from .model import Host, Topology, TopologyError
+from .model import NAME_PATTERN, Host, Topology, TopologyError, check_name
 
-__all__ = ["Topology", "Host", "TopologyError", "BUILDERS", "load_topology", "load_yaml", "save_yaml"]
+__all__ = ["Topology", "Host", "TopologyError", "BUILDERS", "NAME_PATTERN", "check_name", "load_topology",
+           "load_yaml", "save_yaml"]
 
 
 def load_topology(what) -> Topology:
@@ -88,7 +89,7 @@ def load_yaml(path) -> Topology:
         raise TopologyError(f"{path}: {line}invalid YAML: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(doc, dict):
         raise TopologyError(f"{path}: top level must be a mapping")
-    name = str(doc.get("name", path.stem))
+    name = str(doc.get("name", path.stem))  # a label only: never a file name or a command argument
     if "builder" in doc:
         params = doc.get("params") or {}
         if not isinstance(params, dict):
@@ -108,11 +109,12 @@ def load_yaml(path) -> Topology:
         gpus = _field(h, "gpus", where, int)
         if gpus < 0:
             raise TopologyError(f"{where}: field 'gpus' must be >= 0, got {gpus}")
-        hosts.append(Host(str(_field(h, "name", where)), gpus, rack=str(_field(h, "rack", where)),
+        name = check_name(str(_field(h, "name", where)), f"{where}: field 'name'")
+        hosts.append(Host(name, gpus, rack=str(_field(h, "rack", where)),
                           pod=str(h.get("pod", "pod0")), intra_gbps=_field(h, "intra_gbps", where, float, 1200.0)))
     switches = {}
     for where, s in _entries(doc, "switches", path, []):
-        switches[str(_field(s, "name", where))] = str(s.get("tier", "switch"))
+        switches[check_name(str(_field(s, "name", where)), f"{where}: field 'name'")] = str(s.get("tier", "switch"))
     cables = []
     for where, c in _entries(doc, "links", path):
         gbps = _field(c, "gbps", where, float)

@@ -11,7 +11,7 @@ import csv
 from pathlib import Path
 
 from ..registry import Registry
-from .model import Host, Topology, TopologyError
+from .model import Host, Topology, TopologyError, check_name
 
 BUILDERS: Registry[Topology] = Registry("topology builder")
 
@@ -113,6 +113,8 @@ def crux(path: str, gpus_per_host: int = 8, host_gbps: float = 200.0, oversub: f
             for col in need:
                 if not (row.get(col) or "").strip():
                     raise TopologyError(f"{path}: line {line}: field {col!r} is empty")
+            for col in ("DSW", "PSW", "ASW"):  # they become switch names
+                check_name(row[col], f"{path}: line {line}: field {col!r}")
             rows.append(row)
             if max_hosts and len(rows) >= max_hosts:
                 break

@@ -26,6 +26,7 @@ Routing is equal-cost multi-path over hop-shortest paths. The documented rule
 
 from __future__ import annotations
 
+import re
 import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -35,9 +36,24 @@ import numpy as np
 
 ECMP_MODES = ("split", "hash")
 
+# Host and switch names become file names, sshd_config lines and command arguments on a testbed
+# (netlab/testbed), so they are held to one strict pattern here, where every topology is made: a letter
+# or digit first (never "." or ".."), then letters, digits, "_", "." or "-"; at most 64 characters.
+# The agent (agent/netlab_agent/validate.py) holds its job and flow ids to the same pattern.
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+NAME_RE = re.compile(NAME_PATTERN)
+
 
 class TopologyError(ValueError):
     """A topology description is invalid; the message names where and what."""
+
+
+def check_name(name, where: str) -> str:
+    """``name`` if it matches :data:`NAME_PATTERN`, else a TopologyError naming ``where`` and the pattern."""
+    if not isinstance(name, str) or NAME_RE.fullmatch(name) is None:
+        raise TopologyError(f"{where}: {name!r} is not an allowed name: names must match {NAME_PATTERN} "
+                            "(a letter or digit, then letters, digits, '_', '.' or '-'; at most 64 characters)")
+    return name
 
 
 @dataclass
@@ -64,6 +80,10 @@ class Topology:
         if self.ecmp not in ECMP_MODES:
             raise TopologyError(f"topology {self.name}: ecmp must be one of {ECMP_MODES}, not {self.ecmp!r}")
         names = [h.name for h in self.hosts]
+        for i, h in enumerate(self.hosts):
+            check_name(h.name, f"topology {self.name}: host {i}, field 'name'")
+        for s in self.switches:
+            check_name(s, f"topology {self.name}: switch, field 'name'")
         if len(set(names)) != len(names):
             raise TopologyError(f"topology {self.name}: duplicate host names")
         clash = set(names) & set(self.switches)

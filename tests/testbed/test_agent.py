@@ -283,6 +283,37 @@ def test_invalid_spec_is_refused_and_changes_nothing(pair, agent_a, spec, err_ty
     assert agent_a.ok("shape", ifname=pair.ifa, kind="htb", rate_mbit=50)["kind"] == "htb"
 
 
+# ---- 3b. names that become paths or arguments are checked -------------------------------------------
+@pytest.mark.parametrize("cmd, args, field", [
+    ("job_start", {"job_id": ".."}, "job_id"),
+    ("job_start", {"job_id": "../../escape"}, "job_id"),
+    ("job_start", {"job_id": 1, "ifname": "eth0 x"}, "ifname"),
+    ("job_log", {"job_id": ".."}, "job_id"),
+    ("job_stop", {"job_id": "."}, "job_id"),
+    ("traffic_start", {"flow_id": "..", "role": "sink", "port": 5999}, "flow_id"),
+    ("traffic_stop", {"flow_id": ".."}, "flow_id"),
+    ("shape", {"ifname": "../lo", "kind": "htb", "rate_mbit": 10}, "ifname"),
+])
+def test_names_in_requests_match_the_strict_pattern(pair, agent_a, tmp_path, cmd, args, field):
+    """Job ids, flow ids and interface names become file names and arguments: '..' never reaches a path."""
+    if cmd == "job_start":
+        args = {**dict(rank=0, world_size=2, master_addr=pair.addr_a, master_port=29999, backend="gloo",
+                       ifname=pair.ifa, grad_bytes=4096, compute_ms=0, iterations=1), **args}
+    if cmd == "traffic_start":
+        args = {"addr": pair.addr_a, **args}
+    state = tmp_path / "state-a"
+    before = sorted(p.relative_to(state) for p in state.rglob("*") if p.name != "agent.log")
+    reply = agent_a.request(cmd, **args)
+    assert reply["ok"] is False, reply
+    assert reply["error"]["type"] == "SpecError" and reply["error"]["field"] == field, reply
+    pattern = "[A-Za-z0-9_.-]{1,15}" if field == "ifname" else "[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+    assert pattern in reply["error"]["message"], reply
+    after = sorted(p.relative_to(state) for p in state.rglob("*") if p.name != "agent.log")
+    assert after == before  # no job or flow directory, no rank started
+    status = agent_a.ok("status")
+    assert status["jobs"] == [] and status["traffic"] == []
+
+
 # ---- 4. a kind the kernel lacks -----------------------------------------------------------
 @pytest.mark.parametrize("kind, extra", [("netem", {"delay_ms": 10}), ("fq_codel", {"rate_mbit": 50})])
 def test_missing_qdisc_is_qdisc_unavailable(pair, agent_a, kind, extra):

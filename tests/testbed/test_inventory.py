@@ -104,3 +104,27 @@ def test_the_example_inventory_loads():
     lab = PhysicalLab(EXAMPLE)
     assert len(lab.hosts) >= 2
     assert all(h.ifname and h.data_addr for h in lab.hosts)
+
+
+@pytest.mark.parametrize("old, new, needle", [
+    ("    gpu3:\n", "    ../../tmp/x/escape:\n", "host '../../tmp/x/escape', field 'name'"),
+    ("    gpu3:\n", "    'gpu3\\nPasswordAuthentication yes':\n", "field 'name'"),
+    ("    gpu3:\n", "    gpu 3:\n", "host 'gpu 3', field 'name'"),
+    ("    rack2:\n", "    rack 2:\n", "group 'rack 2'"),
+    ("    netlab_nic_gbps: 100\n", "    netlab_nic_gbps: 100\n    netlab_workdir: /var/tmp/a;b\n",
+     "field 'netlab_workdir': must be an absolute path"),
+    ("    netlab_nic_gbps: 100\n", "    netlab_nic_gbps: 100\n    netlab_workdir: /var/tmp/../../etc\n",
+     "field 'netlab_workdir'"),
+    ("    netlab_python: /opt/py/bin/python3\n", "    netlab_python: 'python3 -c x'\n", "field 'netlab_python'"),
+    ("      netlab_data_iface: ens1f0\n      netlab_data_addr: 10.10.0.13\n",
+     "      netlab_data_iface: ../ens1f0\n      netlab_data_addr: 10.10.0.13\n", "field 'netlab_data_iface'"),
+    ("    ansible_user: lab\n", "    ansible_user: 'lab; id'\n", "field 'ansible_user'"),
+])
+def test_names_and_paths_that_reach_files_or_commands_are_checked(tmp_path, old, new, needle):
+    """Host names, rack names, the workdir, the interpreter, the interface and the user: one error each,
+    naming the file, line, host and field, with the allowed pattern."""
+    assert old in GOOD
+    with pytest.raises(InventoryError) as err:
+        load_inventory(write(tmp_path, GOOD.replace(old, new, 1)))
+    msg = str(err.value)
+    assert msg.startswith(f"{tmp_path / 'lab.yaml'}:") and needle in msg and "match" in msg, msg

@@ -1,0 +1,88 @@
+"""Testbed boundaries: names that would become paths or config lines.
+
+Host names are checked once, when the topology is made (every backend gets it); the testbed checks
+again where it names a host's files and writes sshd_config, so a name never acts as a path.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from netlab.testbed import NetnsTestbed, TestbedError
+from netlab.topology import TopologyError
+
+from .backend_helpers import DUMBBELL
+
+PATTERN = "[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+ISSUE_NAMES = ["../../../../tmp/x/escape", "l0\nPasswordAuthentication yes\nPermitEmptyPasswords yes", "l 0", "l0;x"]
+
+
+def _dumbbell_with(tmp_path: Path, name: str) -> Path:
+    doc = yaml.safe_load(DUMBBELL.read_text())
+    if "hosts" not in doc:  # builder form: write the explicit one
+        from netlab.topology import load_topology
+
+        doc = load_topology(DUMBBELL).to_dict()
+    old = doc["hosts"][0]["name"]
+    doc["hosts"][0]["name"] = name
+    for link in doc["links"]:
+        link["a"], link["b"] = (name if link["a"] == old else link["a"]), (name if link["b"] == old else link["b"])
+    path = tmp_path / "topo.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.mark.parametrize("name", ISSUE_NAMES)
+def test_testbed_refuses_a_host_name_that_would_be_a_path_or_a_config_line(tmp_path, name):
+    path = _dumbbell_with(tmp_path, name)
+    with pytest.raises(TopologyError) as err:
+        NetnsTestbed(path)
+    msg = str(err.value)
+    assert f"{path}: hosts[0]: field 'name'" in msg and PATTERN in msg, msg
+
+
+def test_testbed_refuses_a_workdir_that_would_break_sshd_config_or_pip(tmp_path):
+    for bad in (tmp_path / "a b", tmp_path / "a;b", tmp_path / "a#b"):
+        with pytest.raises(TestbedError, match="workdir.*must be an absolute path matching"):
+            NetnsTestbed(DUMBBELL, workdir=bad)
+        assert not bad.exists()
+
+
+def test_host_files_are_named_from_checked_names_only(tmp_path):
+    from netlab.testbed.paths import host_file
+
+    assert host_file(tmp_path, "l0", "_sshd_config") == tmp_path / "l0_sshd_config"
+    for bad in ("../../escape", "..", "a/b", "a\nb", ""):
+        with pytest.raises(TestbedError, match=re.escape(PATTERN)):
+            host_file(tmp_path, bad, "_sshd_config")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sshd_config_values_are_single_tokens(tmp_path):
+    from netlab.testbed.sshd import write_sshd_config
+
+    cfg = tmp_path / "sshd_config"
+    good = tmp_path / "k"
+    write_sshd_config(cfg, "10.78.0.1", 22, good, tmp_path / "pid", tmp_path / "auth")
+    assert "PasswordAuthentication no" in cfg.read_text()
+    cfg.unlink()
+    for key in ("host_key", "pid_file", "authorized_keys"):
+        args = dict(host_key=good, pid_file=tmp_path / "pid", authorized_keys=tmp_path / "auth")
+        args[key] = Path(f"{tmp_path}/x\nPasswordAuthentication yes")
+        with pytest.raises(TestbedError, match="is not one plain token"):
+            write_sshd_config(cfg, "10.78.0.1", 22, **args)
+        assert not cfg.exists()
+
+
+def test_agent_install_refuses_a_workdir_pip_would_misread():
+    from netlab.testbed.base import TestbedHost
+    from netlab.testbed.deploy import install_agent
+
+    host = TestbedHost("h1", 0, None, "10.0.0.1", "eth0", "10.0.0.1", 22, "root", 0, "/usr/bin/python3",
+                       "/var/tmp/a;b")
+    with pytest.raises(TestbedError, match="h1: workdir: '/var/tmp/a;b' is not allowed"):
+        install_agent(None, host, Path("netlab_agent-0.1.0-py3-none-any.whl"))  # refused before any SSH
