@@ -33,11 +33,15 @@ class AgentClient:
     A reader thread owns the channel's stdout: replies resolve the matching
     :class:`Future`; events (``telemetry``, ``job_exit``, ...) are appended to
     :attr:`events` and passed to ``on_event`` (called from the reader thread).
+    When the channel closes (the agent exited, or its SSH session or
+    connection died), pending requests fail and ``on_close`` is called once
+    with the reason, from the reader thread, after every event read before.
     """
 
-    def __init__(self, host: str, channel, ssh=None, on_event=None, stderr_lines: int = 200):
+    def __init__(self, host: str, channel, ssh=None, on_event=None, stderr_lines: int = 200, on_close=None):
         self.host, self.channel, self.ssh = host, channel, ssh
-        self.on_event = on_event
+        self.on_event, self.on_close = on_event, on_close
+        self.close_reason: str | None = None
         self.hello: dict | None = None
         self.events: list[dict] = []
         self.stderr = collections.deque(maxlen=stderr_lines)
@@ -55,6 +59,7 @@ class AgentClient:
 
     # ------------------------------------------------------------ reading
     def _read(self) -> None:
+        why = "reader stopped"
         try:
             for line in self._out:
                 line = line.strip()
@@ -68,15 +73,31 @@ class AgentClient:
                 self._dispatch(msg)
         except (OSError, EOFError) as exc:  # the channel dropped
             log.debug("agent on %s: channel closed: %r", self.host, exc)
+            why = f"{type(exc).__name__}: {exc}"
+        else:
+            why = "end of stream"
         finally:
             self._closed.set()
             self._hello.set()
+            # The agent's stderr reader may still be draining; give it a moment so the reason has the tail.
+            self._threads[1].join(timeout=0.5)
+            bye = any(e.get("event") == "bye" for e in self.events[-3:])
+            status = self.channel.exit_status if self.channel.exit_status_ready() else None
+            self.close_reason = (f"agent on {self.host}: channel closed ({why}"
+                                 f"{', after the agent said bye' if bye else ', without a bye from the agent'}"
+                                 f"{f', exit status {status}' if status not in (None, -1) else ''})"
+                                 + self._stderr_tail())
             err = AgentError(self.host, "channel closed before a reply" + self._stderr_tail(), "ChannelClosed")
             with self._lock:
                 pending, self._pending = self._pending, {}
             for fut in pending.values():
                 if not fut.done():
                     fut.set_exception(err)
+            if self.on_close is not None:
+                try:
+                    self.on_close(self.host, self.close_reason)
+                except Exception:  # noqa: BLE001 - a callback bug must not hide the closure
+                    log.exception("close callback failed for %s", self.host)
 
     def _dispatch(self, msg: dict) -> None:
         if "id" in msg:

@@ -65,10 +65,11 @@ class RunningJob:
     exits: dict[int, int] = field(default_factory=dict)  # rank -> returncode
     started_s: float = 0.0
     done: threading.Event = field(default_factory=threading.Event)
+    failure: str | None = None  # why the job ended without every rank's exit (an agent's channel closed)
 
     @property
     def ok(self) -> bool:
-        return self.done.is_set() and all(rc == 0 for rc in self.exits.values())
+        return self.done.is_set() and self.failure is None and all(rc == 0 for rc in self.exits.values())
 
 
 class Controller:
@@ -124,7 +125,7 @@ class Controller:
             argv = prefix + ["-m", "netlab_agent", "--state-dir", f"{host.workdir}/agent-state", "--host", host.name]
             chan = ssh.get_transport().open_session()
             chan.exec_command(shlex.join(argv))
-            agent = AgentClient(host.name, chan, ssh, on_event=self._on_event)
+            agent = AgentClient(host.name, chan, ssh, on_event=self._on_event, on_close=self._on_agent_closed)
             hello = agent.wait_hello(self.hello_timeout_s)
         except Exception:
             ssh.close()
@@ -245,6 +246,21 @@ class Controller:
         if finished and self.on_job_done is not None:
             self.on_job_done(job.spec.job_id)
 
+    def _on_agent_closed(self, host: str, reason: str) -> None:
+        """An agent's channel closed: its unfinished jobs fail now (their exits can no longer arrive)."""
+        failed = []
+        with self._lock:
+            for job in self.jobs.values():
+                lost = sorted(r for h, r in job.ranks if h == host and r not in job.exits)
+                if lost and not job.done.is_set():
+                    job.failure = f"ranks {lost} on {host} were lost: {reason}"
+                    job.done.set()
+                    failed.append(job.spec.job_id)
+        for job_id in failed:
+            log.error("job %s failed: agent on %s is gone: %s", job_id, host, reason)
+            if self.on_job_done is not None:
+                self.on_job_done(job_id)
+
     def new_job_id(self) -> int:
         """A job id not used on this controller yet (agents keep finished jobs' logs by id)."""
         while True:
@@ -291,6 +307,8 @@ class Controller:
         job = self.jobs[job_id]
         if not job.done.wait(timeout_s):
             raise TestbedError(f"job {job_id} did not finish within {timeout_s:.0f} s (exits so far: {job.exits})")
+        if job.failure is not None:
+            raise TestbedError(f"job {job_id} failed: {job.failure} (rank exit codes so far: {job.exits})")
         if not job.ok:
             tails = {h: list(self.agents[h].stderr)[-3:] for h in {h for h, _ in job.ranks} if h in self.agents}
             raise TestbedError(f"job {job_id} failed: rank exit codes {job.exits}; agent stderr: {tails}")

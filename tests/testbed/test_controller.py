@@ -240,3 +240,53 @@ def test_scenario_raw_logs_keep_every_rank_and_iteration(ctl, testbed):
     assert (raw.compute_start >= raw.start_at.iloc[0] - 0.05).all()
     summary = summarise_logs(sc, split_logs(raw))
     assert summary.job_id.tolist() == [1, 2] and summary.iter_s.notna().all()
+
+
+@needs_torch
+def test_a_dead_agent_fails_its_jobs_at_once_with_the_reason():
+    """SIGKILL the sshd session that carries one agent mid-job: wait_job fails within seconds, saying why."""
+    import os
+    import signal
+
+    import psutil
+
+    from netlab.testbed import NetnsTestbed, TestbedError
+    from netlab.testbed.controller import Controller, TrainSpec
+    from netlab.testbed.ledger import Ledger
+    from netlab.topology import load_topology
+
+    with NetnsTestbed(load_topology(DUMBBELL)) as testbed:
+        c = Controller(testbed, progress=False).deploy(hosts=["l0", "r0"])
+        try:
+            c.start_job(TrainSpec(5, [("l0", 1), ("r0", 1)], grad_bytes=100_000, compute_ms=50, iterations=100000))
+            assert all(rank_pids(c.agent(h), 5) for h in ("l0", "r0"))
+            # The session: the parent of the agent whose pid the controller recorded (its hello), and a child of
+            # the sshd listener the testbed's ledger recorded for r0. Exactly that process, by pidfd.
+            host = testbed.host("r0")
+            listener = [r["pid"] for r in Ledger.load(testbed.info()["ledger"]).records
+                        if r.get("role") == "sshd" and r.get("netns") == host.netns]
+            agent_pid = c.agent("r0").hello["pid"]
+            session = psutil.Process(agent_pid).parent()
+            assert session.ppid() in listener and session.name() == "sshd", (session, listener)
+            fd = os.pidfd_open(session.pid)
+            try:
+                assert psutil.Process(session.pid).create_time() == session.create_time()  # not a reused pid
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            finally:
+                os.close(fd)
+            t0 = time.monotonic()
+            with pytest.raises(TestbedError) as err:
+                c.wait_job(5, timeout_s=30)
+            waited = time.monotonic() - t0
+            msg = str(err.value)
+            assert waited < 10, f"the controller took {waited:.1f} s to notice: {msg}"
+            assert "job 5 failed" in msg and "r0" in msg and "channel closed" in msg, msg
+            assert not c.jobs[5].ok and c.jobs[5].failure
+            # The agent saw its stdin close and took its rank with it.
+            gone = lambda pid: not Path(f"/proc/{pid}").exists()  # noqa: E731
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not gone(agent_pid):
+                time.sleep(0.1)
+            assert gone(agent_pid)
+        finally:
+            c.close()
