@@ -209,7 +209,8 @@ def main(argv=None) -> int:
             agent.request_stop(f"signal {signal.Signals(signum).name}")
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, on_signal)
+        if signal.getsignal(sig) != signal.SIG_IGN:  # an inherited SIG_IGN (nohup, `cmd &`) stays ignored
+            signal.signal(sig, on_signal)
     try:
         agent = Agent(args.state_dir, args.host, out, args.python)
     except Exception as exc:  # noqa: BLE001 - report why no hello will come

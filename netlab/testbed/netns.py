@@ -416,11 +416,18 @@ class NetnsTestbed(Testbed):
 
     # -- signals -------------------------------------------------------------
     def _install_signal_handlers(self) -> None:
-        """Ctrl-C / kill tears the testbed down, then does what the previous handler would have done."""
+        """Ctrl-C / kill tears the testbed down, then does what the previous handler would have done.
+
+        A signal the process ignores stays ignored: a script started in the background (``nohup``,
+        ``cmd &`` in a non-interactive shell) inherits SIG_IGN for SIGINT, and a Ctrl-C meant for the
+        foreground job must not tear its testbed down.
+        """
         if threading.current_thread() is not threading.main_thread():
             return
         for sig in (signal.SIGINT, signal.SIGTERM):
             prev = signal.getsignal(sig)
+            if prev == signal.SIG_IGN:
+                continue
 
             def handler(signum, frame, prev=prev):
                 # pyroute2 forks helpers (no exec) that inherit this handler and get SIGTERM: only the
@@ -432,7 +439,7 @@ class NetnsTestbed(Testbed):
                         log.error("%s", exc)
                 if callable(prev):
                     prev(signum, frame)
-                elif prev != signal.SIG_IGN:
+                else:
                     signal.signal(signum, signal.SIG_DFL)
                     os.kill(os.getpid(), signum)
 

@@ -1,4 +1,4 @@
-"""Testbed boundaries: names that would become paths or config lines.
+"""Testbed boundaries: names that would become paths or config lines, and inherited ignored signals.
 
 Host names are checked once, when the topology is made (every backend gets it); the testbed checks
 again where it names a host's files and writes sshd_config, so a name never acts as a path.
@@ -6,7 +6,13 @@ again where it names a host's files and writes sshd_config, so a name never acts
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -15,7 +21,8 @@ import yaml
 from netlab.testbed import NetnsTestbed, TestbedError
 from netlab.topology import TopologyError
 
-from .backend_helpers import DUMBBELL
+from .backend_helpers import DUMBBELL, REPO, assert_clean, snapshot
+from .conftest import needs_netadmin
 
 PATTERN = "[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
 ISSUE_NAMES = ["../../../../tmp/x/escape", "l0\nPasswordAuthentication yes\nPermitEmptyPasswords yes", "l 0", "l0;x"]
@@ -86,3 +93,49 @@ def test_agent_install_refuses_a_workdir_pip_would_misread():
                        "/var/tmp/a;b")
     with pytest.raises(TestbedError, match="h1: workdir: '/var/tmp/a;b' is not allowed"):
         install_agent(None, host, Path("netlab_agent-0.1.0-py3-none-any.whl"))  # refused before any SSH
+
+
+# A child that starts with `sig` ignored (as a script started in the background inherits SIGINT),
+# brings a testbed up, and reports whether it is still up after the test has sent it `sig`.
+CHILD = textwrap.dedent("""
+    import json, os, sys
+    from netlab.testbed import NetnsTestbed
+    sig = int(sys.argv[2])
+    tb = NetnsTestbed(sys.argv[1], ssh=False).up()
+    print(json.dumps({"tid": tb.tid, "namespaces": tb.info()["namespaces"], "workdir": str(tb.workdir)}), flush=True)
+    sys.stdin.readline()  # the test sends the signal, then a line
+    up = tb.info()["up"] and all(os.path.exists(f"/run/netns/{n}") for n in tb.info()["namespaces"])
+    print(json.dumps({"still_up": up}), flush=True)
+    tb.down()
+""")
+
+
+@needs_netadmin
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_inherited_ignored_signal_stays_ignored(sig):
+    from netlab.testbed.ledger import netns_inode
+
+    before = snapshot()
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(DUMBBELL), str(int(sig))], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN))  # inherited across exec
+    try:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()[-2000:]
+        state = json.loads(line)
+        inodes = [netns_inode(n) for n in state["namespaces"]]
+        proc.send_signal(sig)  # our own child, by its Popen
+        proc.stdin.write("check\n")
+        proc.stdin.flush()
+        answer = proc.stdout.readline()
+        assert answer, f"child died on an ignored {sig.name}: {proc.stderr.read()[-2000:]}"
+        assert json.loads(answer) == {"still_up": True}, f"an ignored {sig.name} tore the testbed down"
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()  # its guardian then removes the testbed
+            proc.wait()
+    assert_clean(before, state["tid"], inodes, [])
+    assert not Path(state["workdir"]).exists()
