@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -106,22 +107,36 @@ def split_logs(raw: pd.DataFrame) -> dict[int, pd.DataFrame]:
 
 
 def summarise_logs(sc: Scenario, logs: dict[int, pd.DataFrame]) -> pd.DataFrame:
-    """Per job: median iteration, all-reduce and compute seconds in the common window."""
+    """Per job: median iteration, all-reduce and compute seconds in the common window.
+
+    ``overlapped`` says whether the job's numbers come from that common window (at least two of
+    its steady iterations while every job of the scenario ran). When it is False the job's own
+    steady state is reported instead, which for a scenario of several jobs is *not* a shared
+    measurement: a RuntimeWarning names the jobs, and callers that need contention must check
+    the column.
+    """
     r0 = {jid: df[df["rank"] == 0].sort_values("iter") for jid, df in logs.items()}
     lo = max(float(df.compute_start.iloc[min(sc.warmup, len(df) - 1)]) for df in r0.values())
     hi = min(float(df.allreduce_end.iloc[-1]) for df in r0.values())
-    rows = []
+    rows, apart = [], []
     for j in sc.jobs:
         df = r0[j.job_id]
         steady = df[(df.compute_start >= lo) & (df.allreduce_end <= hi) & (df.iter >= sc.warmup)]
-        if len(steady) < 2:  # no common window: fall back to the job's own steady state
+        overlapped = len(steady) >= 2
+        if not overlapped:  # no common window: fall back to the job's own steady state, and say so
             steady = df[df.iter >= sc.warmup]
+            apart.append(j.job_id)
         period = steady.compute_start.diff().dropna()
         rows.append(dict(scenario=sc.name, job_id=j.job_id, hosts=",".join(j.hosts), grad_bytes=j.grad_bytes,
                          compute_ms=j.compute_ms, offset_ms=j.offset_ms, iterations=len(steady),
                          iter_s=float(period.median()) if len(period) else float("nan"),
                          allreduce_s=float(steady.allreduce_s.median()),
-                         compute_s=float(steady.compute_s.median())))
+                         compute_s=float(steady.compute_s.median()), overlapped=overlapped))
+    if apart and len(sc.jobs) > 1:
+        warnings.warn(f"scenario {sc.name!r}: jobs {apart} had fewer than 2 steady iterations in the window "
+                      f"where all {len(sc.jobs)} jobs ran ({max(hi - lo, 0.0):.3f} s); their rows "
+                      "(overlapped=False) are each job's own steady state, not a shared measurement",
+                      RuntimeWarning, stacklevel=2)
     return pd.DataFrame(rows)
 
 
