@@ -72,7 +72,10 @@ def run_cell(cell: Cell) -> CellResult:
     background = float(p.get("background", 0.0))
     if background:  # steady traffic that does not back off occupies this share of every fabric link
         topo = topo.with_capacity({t: 1.0 - background for t in set(topo.link_tier) if t != "host"})
-    jobs = jobs_from_frame(_trace(p["trace"], cell.workload_seed, p["max_jobs"]), topo)
+    frame = _trace(p["trace"], cell.workload_seed, p["max_jobs"])
+    if p.get("batch"):  # the same jobs, all submitted at once (their order kept by job id)
+        frame = frame.assign(submit_s=0.0)
+    jobs = jobs_from_frame(frame, topo)
     cfg = SimConfig(network=p["network"], seed=cell.sim_seed, checkpoint_s=p["checkpoint_s"],
                     restore_s=p["restore_s"], backfill=p["backfill"])
     res = Simulator(topo, jobs, p["policy"], p["placement"], p["preemption"], cfg).run()

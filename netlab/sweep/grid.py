@@ -55,7 +55,8 @@ DEFAULTS = dict(trace="philly-sample", max_jobs=None, topology=DEMO_TOPOLOGY, ov
                 restore_s=20.0, backfill=None)  # None: the ordering policy's own rule (strict fifo, fjf...)
 #: optional parameters: they enter a cell (and its id) only when a grid sets them, so adding
 #: one never changes the ids of cells already stored
-OPTIONAL = dict(background=0.0)  # share of every switch-to-switch link taken by background traffic
+OPTIONAL = dict(background=0.0,  # share of every switch-to-switch link taken by background traffic
+                batch=False)  # every job submitted at t=0 (a batch-submission makespan experiment)
 META_KEYS = ("name", "description", "links", "grid")
 
 

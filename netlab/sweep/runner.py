@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from .backends import BACKENDS, Backend
-from .grid import DEFAULTS, Cell, expand, read_grid
+from .grid import DEFAULTS, OPTIONAL, Cell, expand, read_grid
 from .store import MemoryStore, Store, StoreError
 
 PARAM_COLUMNS = tuple(DEFAULTS)
@@ -45,7 +45,8 @@ def add_ideal_ratio(summary: pd.DataFrame) -> pd.DataFrame:
     """``jct_vs_ideal``: a cell's average JCT over the same cell's on the ideal network."""
     if summary.empty or "network" not in summary or not (summary.network == "ideal").any():
         return summary
-    keys = [c for c in PARAM_COLUMNS if c != "network"]
+    # optional parameters a grid sets are part of the match too (else batch and trace-time cells would pair up)
+    keys = [c for c in PARAM_COLUMNS + tuple(OPTIONAL) if c != "network" and c in summary]
     ideal = summary.loc[summary.network == "ideal", keys + ["avg_jct_s"]].rename(columns={"avg_jct_s": "_ideal"})
     merged = summary.merge(ideal, on=keys, how="left")
     summary = summary.copy()
