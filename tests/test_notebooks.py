@@ -16,7 +16,9 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.i
 
 SMALL = {
     "01-quickstart.ipynb": dict(MAX_JOBS=60, POLICIES=[("fifo", "consolidated"), ("tiresias", "random")]),
-    "02-dally.ipynb": dict(TRACES=["philly-sample"], MAX_JOBS=80, OVERSUB=[4], SEEDS=1, BACKEND="serial"),
+    "02-dally.ipynb": dict(TRACES=["synthetic,jobs=50,load=0.9,cluster_gpus=256,gpus=0.2+0.3+0.3+0.2"],
+                           MAX_JOBS=None, OVERSUB=[8], BACKGROUND=[], NETWORKS=["tcp"], SEEDS=[0],
+                           BACKEND="serial"),
     "03-cassini.ipynb": dict(JOBS=30, SWEEP_OVERSUB=[1, 4], SWEEP_LOADS=[0.9], SEEDS=1, BACKEND="serial"),
     "04-testbed.ipynb": dict(BUSBW_RATES_MBIT=[200], BUSBW_RANKS=[2], GRAD_BYTES=2_000_000, ITERATIONS=4),
     # 05 runs the testbed parts only where the testbed can run (else it reads the recorded results).
