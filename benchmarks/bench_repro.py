@@ -6,9 +6,13 @@ other (``--part dally`` / ``--part cassini`` write ``repro_dally.json`` /
 ``repro.json`` with the acceptance check and each paper claim beside what
 netlab measured (``--part merge`` only merges).
 
-* Dally-like: Philly and ITP cluster03 (first ``--max-jobs`` jobs) on a 256-GPU
+* Dally: Philly and ITP cluster03 (first ``--max-jobs`` jobs) on a 256-GPU
   leaf-spine, consolidation-based Tiresias vs Dally (full and parts),
-  topology-aware best fit, FIFO, random (:func:`netlab.repro.dally_grid`).
+  topology-aware best fit and FIFO over a congestion sweep (4:1-32:1, 25/50%
+  background at 8:1), trace-time and batch submission, on tcp and fair with
+  the ideal network as reference (:func:`netlab.repro.dally_grid`);
+  ``--dally-seeds report`` (default) runs the reporting seeds, ``dev`` the
+  development one.
 * CASSINI: 24 one-GPU servers, the ``paper`` (13 models) and ``snapshot`` (one model, 4 GPUs each)
   setups; Themis/Tiresias alone (random phases), in step (aligned) and with CASSINI, on the tcp model
   with phase and ideal beside it (:mod:`netlab.repro.cassini`); ``--cassini-seeds report`` (default)
@@ -34,14 +38,27 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def run_dally(args) -> dict:
+    """The congestion sweep (4:1-32:1, background 25/50% at 8:1) x trace-time and batch submission on tcp and
+    fair, plus ideal; developed on DALLY_DEV_SEEDS, reported on DALLY_REPORT_SEEDS (``--dally-seeds``)."""
     t0 = time.perf_counter()
-    result = repro.run(repro.dally_grid(traces=("philly", "itp,cluster=03"), oversub=(4, 8), seeds=args.seeds,
-                                        max_jobs=args.max_jobs), out=f"{args.store}/dally", backend=args.backend)
+    report = args.dally_seeds == "report"
+    seeds = repro.DALLY_REPORT_SEEDS if report else repro.DALLY_DEV_SEEDS
+    # the reporting run: baseline, Dally, topo-bestfit and 50% background only (the ablation is on the dev seed)
+    grid = repro.dally_grid(seeds=seeds, max_jobs=args.max_jobs, networks=tuple(args.dally_networks),
+                            **(dict(policies=repro.DALLY_REPORT_POLICIES, background=(0.5,)) if report else {}))
+    result = repro.run(grid, out=f"{args.store}/dally-{args.dally_seeds}", backend=args.backend)
     table = repro.dally_table(result)
-    with pd.option_context("display.width", 220, "display.max_columns", 30):
-        print(table.to_string(index=False))
-    return dict(dally=table, setup=dict(max_jobs=args.max_jobs, seeds=args.seeds, topology=repro.DALLY_TOPOLOGY,
-                                        wall_s=time.perf_counter() - t0, failed_cells=len(result.errors)))
+    claims = repro.dally_claims(table)
+    with pd.option_context("display.width", 250, "display.max_columns", 40):
+        cols = ["trace", "batch", "oversub", "background", "network", "label", "baseline_ideal_ratio",
+                "makespan_gain", "avg_jct_gain", "p99_jct_gain", "comm_overhead_gain"]
+        print(table[cols].round(3).to_string(index=False))
+        print(claims.to_string(index=False))
+    cell_s = result.summary.groupby("network").cell_s.agg(["mean", "max"]).round(2).to_dict(orient="index")
+    return dict(dally=table, dally_claims=claims,
+                setup=dict(max_jobs=args.max_jobs, seeds=list(seeds), topology=repro.DALLY_TOPOLOGY, grid=grid["grid"],
+                           networks=list(args.dally_networks), cell_s_by_network=cell_s,
+                           wall_s=time.perf_counter() - t0, failed_cells=len(result.errors)))
 
 
 def run_cassini(args) -> dict:
@@ -81,7 +98,10 @@ def merge(out: Path) -> Path | None:
     doc = dict(setup={p: d["setup"] for p, d in parts.items()}, claims=claims)
     if dally is not None:
         doc["dally"] = dally
-        doc["acceptance"] = repro.acceptance(dally[dally.oversub == 4], pd.DataFrame(columns=["oversub", "load"]))
+        main = dally[(dally.oversub == 4) & ~dally.batch.astype(bool) & (dally.background == 0)]  # trace-time, 4:1
+        main = main[main.network == ("tcp" if (main.network == "tcp").any() else "fair")]
+        doc["acceptance"] = repro.acceptance(main, pd.DataFrame(columns=["oversub", "load"]))
+        doc["dally_claims"] = pd.DataFrame(parts["dally"]["dally_claims"])
     if cassini is not None:
         doc["cassini"] = cassini
         doc["cassini_claims"] = pd.DataFrame(parts["cassini"]["cassini_claims"])
@@ -94,6 +114,8 @@ def main(argv=None):
     ap.add_argument("--part", choices=("dally", "cassini", "merge", "all"), default="all")
     ap.add_argument("--max-jobs", type=int, default=2000)
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--dally-seeds", choices=("dev", "report"), default="report")
+    ap.add_argument("--dally-networks", nargs="+", default=["tcp", "fair"])
     ap.add_argument("--cassini-jobs", type=int, default=120)
     ap.add_argument("--cassini-seeds", choices=("dev", "report"), default="report")
     ap.add_argument("--workers", type=int, default=2, help="Processes for the CASSINI runs.")
