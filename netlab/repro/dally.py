@@ -9,7 +9,9 @@ Why the setups look like this:
   be more than 1 - 1/r better through placement alone. So each row carries
   that ``baseline_ideal_ratio`` and the grid sweeps oversubscription (4:1 to
   32:1) and background traffic (a share of every fabric link taken by
-  traffic that does not back off) to find setups where the room is large;
+  traffic that does not back off) to find setups where the room is large.
+  Background is a capacity cut on the fabric links, so 8:1 with 50%
+  background is exactly 16:1 (the recorded rows are identical);
 * **communication overhead as extra time** (:func:`comm_overhead`): the
   paper's "communication overhead" is what the network costs a job beyond
   running alone, not all the seconds it spends communicating (those are
