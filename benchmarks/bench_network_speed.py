@@ -3,7 +3,9 @@ benchmarks/results/network_speed.json.
 
 Tiresias + consolidated placement on the 512-GPU 4:1 leaf-spine, one core,
 as in ``bench_core.py``. Runs alternate (fair, tcp, fair, tcp, ...) so that
-load from elsewhere on the machine hits both alike; medians are reported.
+load from elsewhere on the machine hits both alike; medians are reported, with
+the machine's load average before and after (other work on this 2-core machine
+moves both times, and their ratio, by tens of percent).
 
 Target (issue "Faithful simulator"): tcp at most 30 s and at most 1.5x the
 fair time of the same run.
@@ -37,6 +39,7 @@ def main(argv=None) -> int:
     trace = load_trace("philly", trace_dir=args.trace_dir, seed=0)
     for net in ("fair", "tcp"):
         philly_run(trace, 500, network=net)  # warm-up: numba compiles or loads its cache
+    load_before = os.getloadavg()
     runs = {"fair": [], "tcp": []}
     for _ in range(args.repeats):
         for net in ("fair", "tcp"):
@@ -45,7 +48,9 @@ def main(argv=None) -> int:
             print(f"{net}: {r['jobs']} jobs {r['wall_s']:.2f} s, avg JCT {r['avg_jct_s']:.0f} s", flush=True)
     med = {net: statistics.median(r["wall_s"] for r in rs) for net, rs in runs.items()}
     ratio = med["tcp"] / med["fair"]
-    out = dict(machine=dict(python=platform.python_version(), cpus=os.cpu_count()), topology=PHILLY_TOPOLOGY,
+    machine = dict(python=platform.python_version(), cpus=os.cpu_count(), loadavg_before=load_before,
+                   loadavg_after=os.getloadavg())
+    out = dict(machine=machine, topology=PHILLY_TOPOLOGY,
                policy="tiresias", placement="consolidated", runs=runs, median_wall_s=med, tcp_over_fair=ratio,
                target_wall_s=30.0, target_ratio=1.5, meets_target=bool(med["tcp"] <= 30.0 and ratio <= 1.5))
     print(f"median fair {med['fair']:.2f} s, tcp {med['tcp']:.2f} s, ratio {ratio:.2f}")
