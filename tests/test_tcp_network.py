@@ -139,3 +139,36 @@ def test_a_shift_survives_later_arrivals_on_other_links():
     assert ends["tcp"][1] == pytest.approx(iterations * alone, rel=1e-6)
     assert ends["tcp"][2] == pytest.approx(0.1 + iterations * alone, rel=1e-6)
     assert ends["fair"][1] > 1.3 * iterations * alone
+
+
+class Recording(Fixed):
+    """Fixed placement that records what the view says about the running jobs' phases at each decision."""
+
+    def __init__(self, where):
+        super().__init__(where)
+        self.seen = {}
+
+    def place(self, job, view):
+        self.seen[job.job_id] = {j: (view.phase(j), js.phase) for j, js in view.running.items()}
+        return super().place(job, view)
+
+
+def test_policies_see_where_the_network_has_moved_a_job():
+    # Jobs 1 and 2 start in step (phase 0) on the dumbbell's bottleneck; with the leader advantage and jitter
+    # they separate into turns, half an iteration apart. Job 3 arrives later elsewhere: the placement policy's
+    # view must show the pair half a period apart (where the model has them), not the phase 0 both started at.
+    topo = load_topology("dumbbell,hosts_per_side=4,gpus_per_host=1,host_gbps=100,bottleneck_gbps=100")
+    h = topo.host_index
+    zoo = ModelZoo.default().with_model(JobModel("half", compute_s=0.1, grad_bytes=BYTES))
+    jobs = [Job(1, 0.0, 2, "half", 1000), Job(2, 0.0, 2, "half", 1000), Job(3, 30.0, 2, "half", 10)]
+    where = {1: ((h["l0"], h["r0"]), (1, 1)), 2: ((h["l1"], h["r1"]), (1, 1)), 3: ((h["l2"], h["l3"]), (1, 1))}
+    policy = Recording(where)
+    Simulator(topo, jobs, "fifo", policy, config=SimConfig(network="tcp"), zoo=zoo).run()
+    seen = policy.seen[3]
+    assert seen[1][1] == 0.0 and seen[2][1] == 0.0  # the phases set when they started: in step
+    gap = (seen[2][0] - seen[1][0]) % 1.0
+    assert abs(gap - 0.5) < 0.05  # where the model has them: taking turns
+    # on fair (no phase state) the view falls back to the phase set
+    policy = Recording(where)
+    Simulator(topo, jobs, "fifo", policy, config=SimConfig(network="fair"), zoo=zoo).run()
+    assert policy.seen[3][1][0] == 0.0 and policy.seen[3][2][0] == 0.0

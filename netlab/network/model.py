@@ -120,6 +120,11 @@ class NetworkModel:
     def forget(self, job_id: int) -> None:
         """A job left the network (models that keep per-job state drop it)."""
 
+    def phase_now(self, job_id: int) -> float | None:
+        """Where the job's iterations start now, as a fraction of its period (``phase x period + k x
+        period``), for models that move it as jobs interact; None: the phase a policy set still holds."""
+        return None
+
     def solve(self, demands: list[CommDemand], capacity_gbps: np.ndarray) -> NetSolution:  # pragma: no cover
         raise NotImplementedError
 

@@ -71,7 +71,8 @@ JITTER = 0.0125  # relative std of compute per iteration: median compute CV of t
 ALPHA = 1.0  # share weight = flow bytes ** ALPHA
 LEAD = 2.0  # a transfer's weight grows by LEAD x the fraction of it already sent (leader advantage; calibrated)
 HORIZON = 24  # iterations simulated per job and re-solve ...
-WARMUP = 4  # ... the first of which are left out of the mean period
+WARMUP = 12  # ... the first half of which are left out of the mean period: jobs started in step take ~5-8
+#              iterations to separate into turns, and a period averaged over that transient is off by ~2%
 MAX_EXACT_JOBS = 8  # larger components use the mean-field fixed point
 MAX_EVENTS = 20_000  # per simulation: beyond it, the mean-field fixed point
 ECN_THRESHOLD_US = 50.0  # queue above this many microseconds of the link's rate counts as marking
@@ -623,6 +624,14 @@ class TcpNetwork(NetworkModel):
             self.anchor_s[r] = self.period_s[r] = self.phase_s[r] = np.nan
             self._free.append(r)
 
+    def phase_now(self, job_id: int) -> float | None:
+        """The job's anchor on its current period (its iterations start at ``phase x period + k x period``):
+        where the model has moved it, e.g. two jobs started in step that have separated into turns."""
+        r = self._row.get(job_id)
+        if r is None or not (self.period_s[r] > 0 and np.isfinite(self.anchor_s[r])):
+            return None
+        return float(self.anchor_s[r] % self.period_s[r] / self.period_s[r])
+
     def _rows(self, ids: np.ndarray) -> np.ndarray:
         """The state rows of these jobs, new (empty) rows for jobs without one."""
         keys = ids.astype(np.int64).tolist()
@@ -681,7 +690,7 @@ class TcpNetwork(NetworkModel):
                 large[members] = True
                 continue
             self.exact_solves += 1
-            p_it, l_over, l_queue, anchor = res
+            p_it, anchor, l_over, l_queue = res
             it[members] = p_it
             overload[blinks] += l_over
             queue[blinks] = l_queue
@@ -710,7 +719,9 @@ class TcpNetwork(NetworkModel):
             st_phase[a], until[a], it_start[a] = p, u, s0
             rem[a] = r * gbit[i] if p == 1 else r
         phi = _weights(gbit[members], self.alpha)
-        starts = np.zeros((k, self.horizon + 1))
+        # every start of every job is kept: the fastest makes about (slowest / fastest period) x horizon of them
+        ratio = alone_it[members].max() / max(alone_it[members].min(), 1e-300)
+        starts = np.zeros((k, int(min(math.ceil((self.horizon + 1) * ratio) + 2, 64 * (self.horizon + 1)))))
         n_starts = np.zeros(k, np.int64)
         stats = np.zeros((len(cap_link), 3))
         noise_at = (ids[members].astype(np.int64) * 977) % len(_NOISE)
@@ -721,11 +732,31 @@ class TcpNetwork(NetworkModel):
                           stats)
         if n_starts.min() < 3 or not t_end > 0:
             return None
-        w = np.minimum(self.warmup, n_starts - 3)
-        last = np.minimum(n_starts, self.horizon + 1) - 1
-        period = (starts[np.arange(k), last] - starts[np.arange(k), w]) / (last - w)
-        anchor = now_s + starts[np.arange(k), last]
-        return period, stats[:, L_OVER] / t_end, stats[:, L_ABOVE] / t_end, anchor
+        return (*_window_periods(starts, n_starts, self.warmup, now_s), stats[:, L_OVER] / t_end, stats[:, L_ABOVE] / t_end)
+
+
+def _window_periods(starts: np.ndarray, n_starts: np.ndarray, warmup: int, now_s: float = 0.0):
+    """(period, anchor) per job from one simulation's iteration starts, over one common time window.
+
+    The window opens once every job is past its ``warmup`` starts and closes at the last recorded start
+    of the job that finished last, so that it spans whole periods of the slowest job: a fast job's mean
+    period then counts every contended episode the slow one causes, not a share that depends on where its
+    own count of iterations happened to stop. The anchor is each job's last start (relative to ``now_s``).
+    """
+    k = len(n_starts)
+    kept = np.minimum(n_starts, starts.shape[1])
+    w = np.minimum(warmup, n_starts - 3)
+    t0 = max(starts[i, w[i]] for i in range(k))
+    t1 = max(starts[i, kept[i] - 1] for i in range(k))
+    period, anchor = np.empty(k), np.empty(k)
+    for i in range(k):
+        s = starts[i, :kept[i]]
+        inside = s[(s >= t0 - 1e-12) & (s <= t1 + 1e-12)]
+        if len(inside) < 2:  # too few starts in the common window: its own warm-up to its last start
+            inside = s[w[i]:]
+        period[i] = (inside[-1] - inside[0]) / (len(inside) - 1)
+        anchor[i] = now_s + s[-1]
+    return period, anchor
 
 
 def simulate_starts(model: TcpNetwork, demands, capacity_gbps, start_s: dict, iterations: dict, draw: int = 0) -> dict:

@@ -82,7 +82,8 @@ class ClusterView:
 
     def __init__(self, topology, free_gpus: np.ndarray, running: Mapping[int, JobState], now: float,
                  link_load_gbps: np.ndarray | None = None, waiting: Iterable[JobState] = (), zoo=None,
-                 network: str = "fair", free_total: Callable[[], int] | None = None):
+                 network: str = "fair", free_total: Callable[[], int] | None = None,
+                 phase_of: Callable[[int], float | None] | None = None):
         self.topology = topology
         self.free_gpus = free_gpus
         self.running = running
@@ -92,6 +93,13 @@ class ClusterView:
         self.zoo = zoo
         self.network = network  # the network model in force: fair, phase or ideal
         self._free_total = free_total  # the owner's running count of free GPUs, if it keeps one
+        self._phase_of = phase_of  # the network model's current phase of a running job, if it moves them
+
+    def phase(self, job_id: int) -> float:
+        """Where a running job's iterations start, as a fraction of its period: the network model's current
+        value where the model moves jobs (``tcp``: jobs in step separate into turns), else the phase set."""
+        now = self._phase_of(job_id) if self._phase_of is not None else None
+        return now if now is not None else (self.running[job_id].phase or 0.0) % 1.0
 
     @property
     def total_free(self) -> int:

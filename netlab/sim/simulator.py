@@ -199,7 +199,8 @@ class Simulator:
     def view(self, now: float | None = None) -> ClusterView:
         return ClusterView(self.topology, self.free, self.running, self.kernel.now if now is None else now,
                            self.fabric.load_gbps, (self.states[j] for _, j in self.waiting_order()), self.zoo,
-                           self.config.network, free_total=lambda: self.free_total)
+                           self.config.network, free_total=lambda: self.free_total,
+                           phase_of=self.fabric.model.phase_now)
 
     def _refresh_keys(self, now: float) -> None:
         items = [self.states[j] for _, j in self.waiting_order()]

@@ -40,7 +40,7 @@ class Decision:
         self.index, self.running = index, view.running
         self.capacity = view.topology.link_capacity_gbps
         self.bins, self.max_periods, self.grid = bins, max_periods, bins * max_periods
-        self.phase = {j: (js.phase or 0.0) % 1.0 for j, js in view.running.items()}
+        self.phase = {j: view.phase(j) for j in view.running}  # where each job is now, not where it started
         self._rows: dict[int, np.ndarray] = {}
         self._layouts: dict[int, Layout] = {}
         self._current: dict[int, float] = {}
