@@ -1,8 +1,17 @@
-"""The ``netlab`` command line (typer). Every command is a thin shell over a library call."""
+"""The ``netlab`` command line (typer). Every command is a thin shell over a library call.
+
+Options are checked where they are declared (typer/click ranges: ``--max-jobs``
+>= 1, ``--seed`` >= 0, finite non-negative costs), output directories before
+anything runs, and the library's own :class:`netlab.errors.InputError` (trace,
+topology and spec errors, which name the file, line or field and the allowed
+values) is printed as one ``error:`` line with exit status 2.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import os
 from pathlib import Path
 
 import typer
@@ -16,6 +25,32 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _message(exc: BaseException) -> str:
+    """The whole message of an error (``str``), not its first argument: a KeyError keeps its text unquoted."""
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    return str(exc) or type(exc).__name__
+
+
+def _finite_seconds(value: float) -> float:
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number of seconds")
+    return value
+
+
+def _check_out_dir(out: Path, option: str = "--out") -> None:
+    """``out`` must be a directory or creatable as one, checked before any work (nothing written here)."""
+    if out.exists() and not out.is_dir():
+        _fail(f"{option} {out}: exists and is not a directory; give a directory (it is created if missing)")
+    parent = out
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        _fail(f"{option} {out}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        _fail(f"{option} {out}: {parent} is not writable")
+
+
 @app.command()
 def simulate(
     trace: str = typer.Option("philly-sample", help="Trace name, spec string (e.g. 'synthetic,jobs=200') or path."),
@@ -24,23 +59,26 @@ def simulate(
     policy: str = typer.Option("fifo", help="Ordering policy (see `netlab policies`)."),
     placement: str = typer.Option(None, help="Placement policy; default: the policy's own, else consolidated."),
     network: str = typer.Option("fair", help="fair | phase | ideal"),
-    seed: int = typer.Option(0, help="Seed for every random stream of the run."),
+    seed: int = typer.Option(0, min=0, help="Seed for every random stream of the run."),
     out: Path = typer.Option(Path("results/simulate"), help="Output directory."),
-    max_jobs: int = typer.Option(None, help="Keep the first N jobs by submit time."),
+    max_jobs: int = typer.Option(None, min=1, help="Keep the first N jobs by submit time."),
     trace_dir: Path = typer.Option(None, help="Directory holding the shared traces."),
-    checkpoint_s: float = typer.Option(10.0, help="Checkpoint cost paid at each restart (s)."),
-    restore_s: float = typer.Option(20.0, help="Restore cost paid at each restart (s)."),
+    checkpoint_s: float = typer.Option(10.0, min=0, callback=_finite_seconds,
+                                       help="Checkpoint cost paid at each restart (s)."),
+    restore_s: float = typer.Option(20.0, min=0, callback=_finite_seconds, help="Restore cost paid at each restart (s)."),
     quiet: bool = typer.Option(False, help="No progress bar."),
 ):
     """Simulate a trace; write jobs.parquet, links.parquet, summary.json, config.json."""
+    from .errors import InputError
     from .experiments import run
 
+    _check_out_dir(out)
     try:
         result = run(trace=trace, topology=topology, policy=policy, placement=placement, network=network, seed=seed,
                      max_jobs=max_jobs, trace_dir=trace_dir, progress=None if not quiet else False,
                      checkpoint_s=checkpoint_s, restore_s=restore_s)
-    except (KeyError, ValueError, FileNotFoundError) as exc:
-        _fail(exc.args[0] if exc.args else str(exc))
+    except (InputError, KeyError, ValueError, FileNotFoundError) as exc:
+        _fail(_message(exc))
     result.save(out)
     s = result.summary
     typer.echo(json.dumps({k: s[k] for k in ("jobs", "finished", "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s",
@@ -80,22 +118,24 @@ def demo(
     trace: str = typer.Option("philly-sample", help="Trace (default: the sample bundled with the package)."),
     topology: str = typer.Option(None, help="Base topology spec; oversub 2 and 4 are swept (default: a 128-GPU "
                                             "leaf-spine)."),
-    seeds: int = typer.Option(3, help="Replicates per configuration."),
-    max_jobs: int = typer.Option(None, help="Keep the first N jobs."),
+    seeds: int = typer.Option(3, min=1, help="Replicates per configuration."),
+    max_jobs: int = typer.Option(None, min=1, help="Keep the first N jobs."),
     backend: str = typer.Option("processes", help=BACKEND_HELP),
-    workers: int = typer.Option(None, help="Worker processes (default: one per core)."),
+    workers: int = typer.Option(None, min=1, help="Worker processes (default: one per core)."),
     ideal: bool = typer.Option(True, help="Also run every cell on the ideal network (for the ratio to ideal)."),
 ):
     """The main job: sweep every ordering policy x consolidated/network-aware placement x oversub 2, 4 x seeds
     on the bundled trace, print the summary table, write an HTML report with figures."""
+    from .errors import InputError
     from .report import demo_report
     from .sweep import StoreError
 
+    _check_out_dir(out)
     try:
         report = demo_report(out, trace=trace, topology=topology, seeds=seeds, max_jobs=max_jobs, backend=backend,
                              workers=workers, ideal=ideal)
-    except (KeyError, ValueError, StoreError) as exc:
-        _fail(exc.args[0] if exc.args else str(exc))
+    except (InputError, KeyError, ValueError, StoreError) as exc:
+        _fail(_message(exc))
     typer.echo(f"\nreport: {report.resolve()}")
     typer.echo(f"results and figures in {report.parent.resolve()}")
 
@@ -106,18 +146,20 @@ def sweep(
     out: Path = typer.Option(..., help="Results store directory (re-running resumes it)."),
     backend: str = typer.Option("serial", help=BACKEND_HELP),
     address: str = typer.Option(None, help="Dask scheduler address (tcp://host:8786); default: a LocalCluster."),
-    workers: int = typer.Option(None, help="Local workers for processes/dask (default: one per core)."),
+    workers: int = typer.Option(None, min=1, help="Local workers for processes/dask (default: one per core)."),
     report: bool = typer.Option(False, help="Also write OUT/report.html."),
     quiet: bool = typer.Option(False, help="No progress bar."),
 ):
     """Run every cell of a grid not yet in OUT; print the summary table. Exit 1 if any cell failed."""
+    from .errors import InputError
     from .report import comparison_table, print_table, render_report
     from .sweep import GridError, StoreError, run_sweep
 
+    _check_out_dir(out)
     try:
         res = run_sweep(grid, out=out, backend=backend, progress=not quiet, address=address, workers=workers)
-    except (KeyError, GridError, StoreError) as exc:
-        _fail(exc.args[0] if exc.args else str(exc))
+    except (InputError, KeyError, GridError, StoreError) as exc:
+        _fail(_message(exc))
     if not res.summary.empty:
         print_table(comparison_table(res.summary))
     if report:
@@ -154,6 +196,8 @@ def report(
     from .report import render_report
     from .sweep import StoreError
 
+    if out is not None:
+        _check_out_dir(out)
     try:
         path = render_report(sweep_dir, out)
     except StoreError as exc:

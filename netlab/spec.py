@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .errors import InputError
 
-class SpecError(ValueError):
+#: a spec string longer than this is refused before it is split (they are typed or written in a grid file)
+MAX_SPEC_CHARS = 4096
+
+
+class SpecError(InputError):
     """A spec string or a spec file is malformed; the message says where."""
 
 
@@ -36,11 +41,17 @@ class Spec:
 
     @classmethod
     def parse(cls, text: str) -> "Spec":
-        parts = [p.strip() for p in str(text).split(",") if p.strip()]
-        if not parts or "=" in parts[0]:
+        text = str(text)
+        if len(text) > MAX_SPEC_CHARS:
+            raise SpecError(f"spec {text[:40]!r}...: {len(text):,} characters, over the limit of {MAX_SPEC_CHARS}")
+        parts = [p.strip() for p in text.split(",")]
+        if not parts[0] or "=" in parts[0]:
             raise SpecError(f"spec {text!r}: must start with a kind, e.g. 'leafspine,racks=4'")
         params = {}
-        for part in parts[1:]:
+        for i, part in enumerate(parts[1:], start=2):
+            if not part:  # 'leafspine,,racks=2' or a trailing comma: a typo, not a default
+                raise SpecError(f"spec {text!r}: part {i} is empty (two commas in a row or a trailing comma); "
+                                "expected kind,key=value,key=value")
             key, sep, value = part.partition("=")
             if not sep or not key.strip():
                 raise SpecError(f"spec {text!r}: {part!r} is not key=value")

@@ -45,7 +45,7 @@ def test_policies_and_traces_list_what_is_registered():
 
 def test_bad_topology_and_policy_fail_clearly(tmp_path):
     result = runner.invoke(app, ["simulate", "--topology", "leafspine,racks=0", "--out", str(tmp_path)])
-    assert result.exit_code == 2 and "racks must be > 0" in result.output
+    assert result.exit_code == 2 and "field 'racks' must be >= 1" in result.output
     result = runner.invoke(app, ["simulate", "--policy", "nope", "--max-jobs", "5", "--out", str(tmp_path)])
     assert result.exit_code == 2 and "unknown ordering policy 'nope'" in result.output
 

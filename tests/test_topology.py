@@ -71,7 +71,7 @@ def test_bad_yaml_names_file_and_field(tmp_path, text, needle):
 
 
 @pytest.mark.parametrize("spec,needle", [
-    ("leafspine,racks=0", "racks must be > 0"),
+    ("leafspine,racks=0", "field 'racks' must be >= 1"),
     ("leafspine,bogus=1", "bogus"),
     ("torus,k=4", "unknown topology builder 'torus'"),
     ("fattree,k=3", "even number"),

@@ -9,19 +9,29 @@ file or the Crux host list.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Optional, Union
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..errors import Float, Int, Label, describe_errors, read_text
 from ..spec import Spec, SpecError
-from .builders import BUILDERS
-from .model import NAME_PATTERN, Host, Topology, TopologyError, check_name
+from .builders import BUILDERS, Ecmp, Gbps, Gpus
+from .model import MAX_CABLES, MAX_HOSTS, NAME_PATTERN, Host, Topology, TopologyError, check_name
 
 __all__ = ["Topology", "Host", "TopologyError", "BUILDERS", "NAME_PATTERN", "check_name", "load_topology",
-           "load_yaml", "save_yaml"]
+           "load_yaml", "save_yaml", "MAX_HOSTS", "MAX_CABLES", "MAX_YAML_BYTES"]
+
+#: topology YAML files are written by hand or by save_yaml; anything larger is refused before it is parsed
+MAX_YAML_BYTES = 64 * 2**20
 
 
 def load_topology(what) -> Topology:
-    """A Topology from a Topology, a YAML path, a Crux ``topo.csv`` path or a spec string."""
+    """A Topology from a Topology, a YAML path, a Crux ``topo.csv`` path or a spec string.
+
+    Every bad input is one :class:`TopologyError` naming the spec or file, the
+    field (and line, in a file) and the allowed values.
+    """
     if isinstance(what, Topology):
         return what
     text = str(what)
@@ -40,31 +50,89 @@ def load_topology(what) -> Topology:
         raise TopologyError(f"topology spec {text!r}: {exc.args[0]}") from None
     try:
         return builder(**spec.params)
-    except TypeError as exc:
+    except TopologyError as exc:
         raise TopologyError(f"topology spec {text!r}: {exc}") from None
 
 
-def _field(doc: dict, key: str, where: str, kind=None, default=...):
-    if key not in doc:
-        if default is ...:
-            raise TopologyError(f"{where}: missing field {key!r}")
-        return default
-    value = doc[key]
-    if kind is not None:
-        try:
-            value = kind(value)
-        except (TypeError, ValueError):
-            raise TopologyError(f"{where}: field {key!r} must be {kind.__name__}, got {value!r}") from None
-    return value
+# -- the YAML schema -------------------------------------------------------------------------------------------------
+
+#: host, rack and pod names may be written as numbers in YAML (``rack: 1``); they are names, so text
+Name = Label
 
 
-def _entries(doc: dict, key: str, path, default=...):
-    """(where, mapping) for each entry of the list ``doc[key]``; ``where`` names file, list and index."""
-    for i, entry in enumerate(_field(doc, key, str(path), list, default)):
-        where = f"{path}: {key}[{i}]"
-        if not isinstance(entry, dict):
-            raise TopologyError(f"{where}: must be a mapping")
-        yield where, entry
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class HostEntry(_Entry):
+    name: Name
+    gpus: Gpus
+    rack: Name
+    pod: Name = "pod0"
+    intra_gbps: Gbps = 1200.0
+
+
+class SwitchEntry(_Entry):
+    name: Name
+    tier: Name = "switch"
+
+
+class LinkEntry(_Entry):
+    a: Name
+    b: Name
+    gbps: Gbps
+    tier: Name = "link"
+
+
+class BuilderDoc(_Entry):
+    builder: Name
+    name: Optional[Label] = None
+    params: Optional[dict[str, Any]] = Field(default=None, description="a mapping of the builder's parameters")
+
+
+class ExplicitDoc(_Entry):
+    name: Optional[Label] = None
+    ecmp: Ecmp = "split"
+    hosts: list[HostEntry] = Field(description=f"a list of at most {MAX_HOSTS:,} hosts")
+    switches: list[SwitchEntry] = []
+    links: list[LinkEntry] = Field(description=f"a list of at most {MAX_CABLES:,} links")
+
+
+def _node_line(node, loc: tuple) -> Optional[int]:
+    """The 1-based line of ``loc`` (keys and list indexes) in a composed YAML node tree."""
+    line = None
+    for part in loc:
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            node = None
+    if node is not None:
+        line = node.start_mark.line + 1
+    return line
+
+
+def _parse_yaml(path: Path):
+    text = read_text(path, TopologyError, MAX_YAML_BYTES, what="topology YAML file")
+    loader = None
+    try:
+        loader = yaml.SafeLoader(text)  # its reader already refuses control characters
+        node = loader.get_single_node()
+        doc = loader.construct_document(node) if node is not None else None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f", line {mark.line + 1}" if mark else ""
+        raise TopologyError(f"{path}{line}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    except RecursionError:
+        raise TopologyError(f"{path}: invalid YAML: nested too deeply") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    return doc, node
 
 
 def load_yaml(path) -> Topology:
@@ -74,56 +142,51 @@ def load_yaml(path) -> Topology:
 
     * builder form: ``builder: leafspine`` plus ``params: {racks: 2, ...}``;
     * explicit form: ``hosts`` (name, gpus, rack, [pod, intra_gbps]),
-      ``switches`` (name, tier) and ``links`` (a, b, gbps, [tier]).
+      ``switches`` (name, [tier]) and ``links`` (a, b, gbps, [tier]), with
+      optional ``name`` and ``ecmp``.
 
-    Errors name the file, the list entry and the field.
+    The file is checked against that schema (pydantic models above) before
+    anything is built: errors name the file, the list entry, the field, its
+    line and the allowed values; unknown fields are errors too.
     """
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise TopologyError(f"{path}: no such file") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f"line {mark.line + 1}: " if mark else ""
-        raise TopologyError(f"{path}: {line}invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    doc, node = _parse_yaml(path)
     if not isinstance(doc, dict):
-        raise TopologyError(f"{path}: top level must be a mapping")
-    name = str(doc.get("name", path.stem))  # a label only: never a file name or a command argument
-    if "builder" in doc:
-        params = doc.get("params") or {}
-        if not isinstance(params, dict):
-            raise TopologyError(f"{path}: field 'params' must be a mapping")
+        raise TopologyError(f"{path}: top level must be a mapping (the builder or the explicit form), "
+                            f"got {type(doc).__name__}")
+    model = BuilderDoc if "builder" in doc else ExplicitDoc
+    if model is ExplicitDoc:
+        for key, limit in (("hosts", MAX_HOSTS), ("links", MAX_CABLES), ("switches", MAX_CABLES)):
+            if isinstance(doc.get(key), list) and len(doc[key]) > limit:
+                raise TopologyError(f"{path}: field {key!r}: {len(doc[key]):,} entries, over the limit of {limit:,}")
+    try:
+        parsed = model.model_validate(doc)
+    except ValidationError as exc:
+        where = lambda loc: (f"line {line}" if (line := _node_line(node, loc)) else None)  # noqa: E731
+        raise TopologyError(f"{path}: " + describe_errors(exc, model, where)) from None
+    except RecursionError:
+        raise TopologyError(f"{path}: nested too deeply") from None
+    name = parsed.name or path.stem  # a label only: never a file name or a command argument
+    if isinstance(parsed, BuilderDoc):
         try:
-            builder = BUILDERS.get(str(doc["builder"]))
+            builder = BUILDERS.get(parsed.builder)
         except KeyError as exc:
             raise TopologyError(f"{path}: field 'builder': {exc.args[0]}") from None
         try:
-            return builder(name=name, **params)
-        except TypeError as exc:
-            raise TopologyError(f"{path}: field 'params': {exc}") from None
+            return builder(name=name, **(parsed.params or {}))
         except TopologyError as exc:
-            raise TopologyError(f"{path}: {exc}") from None
+            raise TopologyError(f"{path}: field 'params': {exc}") from None
     hosts = []
-    for where, h in _entries(doc, "hosts", path):
-        gpus = _field(h, "gpus", where, int)
-        if gpus < 0:
-            raise TopologyError(f"{where}: field 'gpus' must be >= 0, got {gpus}")
-        name = check_name(str(_field(h, "name", where)), f"{where}: field 'name'")
-        hosts.append(Host(name, gpus, rack=str(_field(h, "rack", where)),
-                          pod=str(h.get("pod", "pod0")), intra_gbps=_field(h, "intra_gbps", where, float, 1200.0)))
+    for i, h in enumerate(parsed.hosts):
+        where = f"{path}: hosts[{i}]"
+        hosts.append(Host(check_name(h.name, f"{where}: field 'name'"), h.gpus, rack=h.rack, pod=h.pod,
+                          intra_gbps=h.intra_gbps))
     switches = {}
-    for where, s in _entries(doc, "switches", path, []):
-        switches[check_name(str(_field(s, "name", where)), f"{where}: field 'name'")] = str(s.get("tier", "switch"))
-    cables = []
-    for where, c in _entries(doc, "links", path):
-        gbps = _field(c, "gbps", where, float)
-        if gbps <= 0:
-            raise TopologyError(f"{where}: field 'gbps' must be > 0, got {gbps}")
-        cables.append((str(_field(c, "a", where)), str(_field(c, "b", where)), gbps, str(c.get("tier", "link"))))
+    for i, s in enumerate(parsed.switches):
+        switches[check_name(s.name, f"{path}: switches[{i}]: field 'name'")] = s.tier
+    cables = [(c.a, c.b, c.gbps, c.tier) for c in parsed.links]
     try:
-        return Topology(name, hosts, switches, cables, ecmp=str(doc.get("ecmp", "split")),
-                        params={"builder": "yaml", "path": str(path)})
+        return Topology(name, hosts, switches, cables, ecmp=parsed.ecmp, params={"builder": "yaml", "path": str(path)})
     except TopologyError as exc:
         raise TopologyError(f"{path}: {exc}") from None
 

@@ -3,34 +3,45 @@
 Capacities follow one rule everywhere: a switch's uplinks carry its downlink
 capacity divided by ``oversub`` (1 = non-blocking), split evenly over the
 uplink cables. All rates are Gbit/s.
+
+Each builder's annotated signature is its parameter schema (:func:`netlab.errors.checked`):
+counts are whole numbers, rates finite and positive, a misspelt key names the
+valid ones, and the size is bounded (:data:`MAX_HOSTS`, :data:`MAX_CABLES`)
+before anything is built, whether the call comes from a spec string, a YAML
+file or Python.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
+from typing import Literal, Optional
 
+from ..errors import Float, Int, Label, checked, read_text
 from ..registry import Registry
-from .model import Host, Topology, TopologyError, check_name
+from .model import MAX_HOSTS, Host, Topology, TopologyError, check_name, check_size
 
 BUILDERS: Registry[Topology] = Registry("topology builder")
+
+Count = Int(ge=1, le=MAX_HOSTS)
+Gpus = Int(ge=0, le=1024)
+Gbps = Float(gt=0, le=1e9)
+Ratio = Float(gt=0, le=1e6)
+Ecmp = Literal["split", "hash"]
+#: Crux host lists are a few hundred KB; the reader refuses files over this before reading them
+MAX_CSV_BYTES = 64 * 2**20
 
 HOST_DEFAULTS = dict(gpus_per_host=8, host_gbps=100.0, intra_gbps=1200.0, nics=1, ecmp="split")
 
 
-def _check_positive(name: str, **values):
-    for key, value in values.items():
-        if value is None or value <= 0:
-            raise TopologyError(f"{name}: {key} must be > 0, got {value}")
-
-
 @BUILDERS.register("leafspine")
-def leafspine(racks: int = 4, hosts_per_rack: int = 4, gpus_per_host: int = 8, host_gbps: float = 100.0,
-              oversub: float = 1.0, spines: int = 2, intra_gbps: float = 1200.0, nics: int = 1,
-              ecmp: str = "split", name: str | None = None) -> Topology:
+@checked(TopologyError, "leafspine")
+def leafspine(racks: Count = 4, hosts_per_rack: Count = 4, gpus_per_host: Gpus = 8, host_gbps: Gbps = 100.0,
+              oversub: Ratio = 1.0, spines: Count = 2, intra_gbps: Gbps = 1200.0, nics: Int(ge=1, le=64) = 1,
+              ecmp: Ecmp = "split", name: Optional[Label] = None) -> Topology:
     """Two-tier leaf-spine: racks of hosts behind ToRs, every ToR cabled to every spine."""
-    _check_positive("leafspine", racks=racks, hosts_per_rack=hosts_per_rack, host_gbps=host_gbps,
-                    oversub=oversub, spines=spines, nics=nics, intra_gbps=intra_gbps)
+    check_size("leafspine", racks * hosts_per_rack, racks * hosts_per_rack + racks * spines)
     nic = host_gbps * nics
     up = hosts_per_rack * nic / oversub / spines
     hosts, switches, cables = [], {}, []
@@ -51,16 +62,17 @@ def leafspine(racks: int = 4, hosts_per_rack: int = 4, gpus_per_host: int = 8, h
 
 
 @BUILDERS.register("fattree")
-def fattree(k: int = 4, hosts_per_edge: int | None = None, gpus_per_host: int = 8, host_gbps: float = 100.0,
-            oversub: float = 1.0, intra_gbps: float = 1200.0, nics: int = 1, ecmp: str = "split",
-            name: str | None = None) -> Topology:
+@checked(TopologyError, "fattree")
+def fattree(k: Int(ge=2, le=1024, what="an even number >= 2") = 4, hosts_per_edge: Optional[Count] = None,
+            gpus_per_host: Gpus = 8, host_gbps: Gbps = 100.0, oversub: Ratio = 1.0, intra_gbps: Gbps = 1200.0,
+            nics: Int(ge=1, le=64) = 1, ecmp: Ecmp = "split", name: Optional[Label] = None) -> Topology:
     """k-ary fat-tree (k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores)."""
-    if k < 2 or k % 2:
-        raise TopologyError(f"fattree: k must be an even number >= 2, got {k}")
+    if k % 2:
+        raise TopologyError(f"fattree: field 'k' is not even, got {k} (allowed: an even number >= 2)")
     half = k // 2
     hosts_per_edge = hosts_per_edge or half
-    _check_positive("fattree", hosts_per_edge=hosts_per_edge, host_gbps=host_gbps, oversub=oversub, nics=nics,
-                    intra_gbps=intra_gbps)
+    hosts = k * half * hosts_per_edge
+    check_size("fattree", hosts, hosts + k * half * half * 2)
     nic = host_gbps * nics
     edge_up = hosts_per_edge * nic / oversub / half
     hosts, switches, cables = [], {}, []
@@ -88,36 +100,39 @@ def fattree(k: int = 4, hosts_per_edge: int | None = None, gpus_per_host: int = 
 
 
 @BUILDERS.register("crux")
-def crux(path: str, gpus_per_host: int = 8, host_gbps: float = 200.0, oversub: float = 1.0,
-         core_oversub: float = 1.0, intra_gbps: float = 1200.0, nics: int = 1, ecmp: str = "split",
-         max_hosts: int | None = None, name: str | None = None) -> Topology:
+@checked(TopologyError, "crux")
+def crux(path: Path, gpus_per_host: Gpus = 8, host_gbps: Gbps = 200.0, oversub: Ratio = 1.0,
+         core_oversub: Ratio = 1.0, intra_gbps: Gbps = 1200.0, nics: Int(ge=1, le=64) = 1, ecmp: Ecmp = "split",
+         max_hosts: Optional[Count] = None, name: Optional[Label] = None) -> Topology:
     """The Alibaba Lingjun 3-tier Clos host list used by Crux (``topo.csv``: ip,DSW,PSW,ASW).
 
     A ToR is the pair (PSW, ASW): ASW names repeat across PSWs. Each ToR has one
     aggregated uplink to its PSW, each PSW one aggregated uplink to the core
     (DSW). The file gives no bandwidths or GPU counts; they are parameters.
     """
-    _check_positive("crux", host_gbps=host_gbps, oversub=oversub, core_oversub=core_oversub, nics=nics,
-                    gpus_per_host=gpus_per_host)
     path = Path(path)
-    if not path.exists():
-        raise TopologyError(f"crux: {path}: no such file")
+    text = read_text(path, TopologyError, MAX_CSV_BYTES, what="Crux topo.csv")
     rows = []
-    with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        need = ["ip", "DSW", "PSW", "ASW"]
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    need = ["ip", "DSW", "PSW", "ASW"]
+    try:
         missing = [c for c in need if c not in (reader.fieldnames or [])]
         if missing:
             raise TopologyError(f"{path}: line 1: missing column(s) {missing}; expected header ip,DSW,PSW,ASW")
-        for line, row in enumerate(reader, start=2):
+        for row in reader:
+            line = reader.line_num
             for col in need:
-                if not (row.get(col) or "").strip():
+                if not isinstance(row.get(col), str) or not row[col].strip():
                     raise TopologyError(f"{path}: line {line}: field {col!r} is empty")
             for col in ("DSW", "PSW", "ASW"):  # they become switch names
                 check_name(row[col], f"{path}: line {line}: field {col!r}")
             rows.append(row)
+            if len(rows) > MAX_HOSTS:
+                check_size(str(path), len(rows), len(rows))
             if max_hosts and len(rows) >= max_hosts:
                 break
+    except csv.Error as exc:
+        raise TopologyError(f"{path}: line {reader.reader.line_num}: not valid CSV: {exc}") from None
     if not rows:
         raise TopologyError(f"{path}: no host rows")
     nic = host_gbps * nics
@@ -150,11 +165,11 @@ def crux(path: str, gpus_per_host: int = 8, host_gbps: float = 200.0, oversub: f
 
 
 @BUILDERS.register("dumbbell")
-def dumbbell(hosts_per_side: int = 2, gpus_per_host: int = 1, host_gbps: float = 100.0,
-             bottleneck_gbps: float | None = None, intra_gbps: float = 1200.0, ecmp: str = "split",
-             name: str | None = None) -> Topology:
+@checked(TopologyError, "dumbbell")
+def dumbbell(hosts_per_side: Int(ge=1, le=MAX_HOSTS // 2) = 2, gpus_per_host: Gpus = 1, host_gbps: Gbps = 100.0,
+             bottleneck_gbps: Optional[Gbps] = None, intra_gbps: Gbps = 1200.0, ecmp: Ecmp = "split",
+             name: Optional[Label] = None) -> Topology:
     """Two switches joined by one bottleneck cable, hosts on each side (a rack per side)."""
-    _check_positive("dumbbell", hosts_per_side=hosts_per_side, host_gbps=host_gbps)
     bottleneck = bottleneck_gbps or host_gbps
     hosts, switches, cables = [], {"swL": "tor", "swR": "tor"}, []
     for side, sw in (("L", "swL"), ("R", "swR")):

@@ -26,6 +26,8 @@ Routing is equal-cost multi-path over hop-shortest paths. The documented rule
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -33,6 +35,8 @@ from functools import lru_cache
 
 import networkx as nx
 import numpy as np
+
+from ..errors import InputError
 
 ECMP_MODES = ("split", "hash")
 
@@ -44,8 +48,24 @@ NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
 NAME_RE = re.compile(NAME_PATTERN)
 
 
-class TopologyError(ValueError):
+#: Size bounds, checked before anything is built (a typo such as hosts_per_rack=10000000 would otherwise be a
+#: MemoryError after minutes). The largest topology the project uses (Crux's Lingjun list) has ~3,800 hosts.
+MAX_HOSTS = 100_000
+MAX_CABLES = 1_000_000
+
+
+class TopologyError(InputError):
     """A topology description is invalid; the message names where and what."""
+
+
+def check_size(where: str, hosts: int, cables: int) -> None:
+    """A TopologyError if a topology of ``hosts`` hosts and ``cables`` cables is over the bounds above."""
+    if hosts > MAX_HOSTS:
+        raise TopologyError(f"{where}: {hosts:,} hosts, over the limit of {MAX_HOSTS:,} "
+                            "(netlab.topology.model.MAX_HOSTS)")
+    if cables > MAX_CABLES:
+        raise TopologyError(f"{where}: {cables:,} cables, over the limit of {MAX_CABLES:,} "
+                            "(netlab.topology.model.MAX_CABLES)")
 
 
 def check_name(name, where: str) -> str:
@@ -91,9 +111,14 @@ class Topology:
             raise TopologyError(f"topology {self.name}: names used for both hosts and switches: {sorted(clash)[:5]}")
         if not self.hosts:
             raise TopologyError(f"topology {self.name}: no hosts")
+        check_size(f"topology {self.name}", len(self.hosts), len(self.cables))
         for h in self.hosts:
-            if h.gpus < 0:
-                raise TopologyError(f"topology {self.name}: host {h.name}: gpus must be >= 0, got {h.gpus}")
+            if not isinstance(h.gpus, numbers.Integral) or isinstance(h.gpus, bool) or h.gpus < 0:
+                raise TopologyError(f"topology {self.name}: host {h.name}: gpus must be an integer >= 0, "
+                                    f"got {h.gpus!r}")
+            if not isinstance(h.intra_gbps, numbers.Real) or not math.isfinite(h.intra_gbps) or h.intra_gbps <= 0:
+                raise TopologyError(f"topology {self.name}: host {h.name}: intra_gbps must be a finite number > 0, "
+                                    f"got {h.intra_gbps!r}")
         self.host_index = {h.name: i for i, h in enumerate(self.hosts)}
         self.host_gpus = np.array([h.gpus for h in self.hosts], dtype=np.int64)
         self.host_intra_gbps = np.array([h.intra_gbps for h in self.hosts], dtype=float)
@@ -113,8 +138,10 @@ class Topology:
             for end in (a, b):
                 if end not in nodes:
                     raise TopologyError(f"topology {self.name}: cable {i} ({a}-{b}): unknown node {end!r}")
-            if not gbps or gbps <= 0:
-                raise TopologyError(f"topology {self.name}: cable {i} ({a}-{b}): capacity must be > 0 Gbit/s, got {gbps}")
+            if (not isinstance(gbps, numbers.Real) or isinstance(gbps, bool) or not math.isfinite(gbps)
+                    or gbps <= 0):
+                raise TopologyError(f"topology {self.name}: cable {i} ({a}-{b}): capacity must be a finite number "
+                                    f"> 0 Gbit/s, got {gbps!r}")
             if graph.has_edge(a, b):
                 raise TopologyError(f"topology {self.name}: cable {i} ({a}-{b}) given twice")
             graph.add_edge(a, b)

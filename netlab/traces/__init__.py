@@ -12,8 +12,8 @@ model names get seeded models (:mod:`netlab.traces.models`).
 
 from __future__ import annotations
 
-import csv
 import inspect
+import numbers
 from pathlib import Path
 
 import pandas as pd
@@ -22,11 +22,12 @@ from ..spec import Spec, SpecError, check_params
 from . import alibaba, gavel, itp, philly, pollux, synthetic  # noqa: F401  (registers the loaders)
 from .files import DEFAULT_FILES, TRACES, find_trace_dir
 from .models import assign_models
-from .schema import COLUMNS, TraceError, validate
+from .reader import read_header
+from .schema import COLUMNS, TraceError, TraceNotFound, validate
 from .synthetic import poisson_trace
 
-__all__ = ["load_trace", "list_traces", "TRACES", "TraceError", "validate", "assign_models", "poisson_trace",
-           "find_trace_dir", "COLUMNS"]
+__all__ = ["load_trace", "list_traces", "TRACES", "TraceError", "TraceNotFound", "validate", "assign_models",
+           "poisson_trace", "find_trace_dir", "COLUMNS"]
 
 #: (columns the header must have, reader) in the order tried; supersets first
 FORMATS = [
@@ -42,8 +43,7 @@ FORMATS = [
 def _read_file(path: Path, seed: int, skip_bad: bool, trace_dir) -> pd.DataFrame:
     if path.suffix == ".trace":
         return gavel.read_gavel(path, skip_bad=skip_bad)
-    with open(path, newline="", encoding="utf-8") as fh:
-        header = {h.strip() for h in next(csv.reader(fh), [])}
+    header = {h.strip() for h in read_header(path)}
     for columns, reader in FORMATS:
         if header.issuperset(columns):
             return reader(path, seed, skip_bad, trace_dir)
@@ -59,6 +59,10 @@ def _spec_params(text: str, spec: Spec, loader) -> dict:
     """
     sig = inspect.signature(loader).parameters
     allowed = {k: p.default for k, p in sig.items() if k not in ("trace_dir", "seed", "skip_bad")}
+    for key in ("trace_dir", "seed", "skip_bad"):
+        if key in spec.params:
+            raise SpecError(f"trace spec {text!r}: {key!r} is not a spec parameter (pass it to load_trace, or "
+                            f"--seed/--trace-dir on the command line); known: {sorted(allowed)}")
     params = check_params(f"trace {spec.kind!r}", spec.params, allowed)
     raw = dict(part.strip().partition("=")[::2] for part in text.split(",")[1:] if part.strip())
     for key in spec.params:
@@ -76,11 +80,16 @@ def load_trace(what, trace_dir=None, seed: int = 0, max_jobs: int | None = None,
     ``skip_bad`` drops bad rows (recorded in ``attrs["skipped"]``, with a warning)
     instead of raising :class:`TraceError`.
     """
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+        raise TraceError(f"seed {seed!r}: must be an integer >= 0")
+    if max_jobs is not None and (not isinstance(max_jobs, numbers.Integral) or isinstance(max_jobs, bool)
+                                 or max_jobs < 1):
+        raise TraceError(f"max_jobs {max_jobs!r}: must be an integer >= 1 (or None for every job)")
     text = str(what)
     path = Path(text)
     if path.suffix in (".csv", ".trace"):
         if not path.exists():
-            raise FileNotFoundError(f"trace file {text!r} not found")
+            raise TraceNotFound(f"trace file {text!r} not found")
         df = _read_file(path, seed, skip_bad, trace_dir)
     else:
         spec = Spec.parse(text)
@@ -89,7 +98,14 @@ def load_trace(what, trace_dir=None, seed: int = 0, max_jobs: int | None = None,
         except KeyError as exc:
             raise SpecError(f"trace spec {text!r}: {exc.args[0]}") from None
         merged = {**_spec_params(text, spec, loader), **params}
-        df = loader(trace_dir=trace_dir, seed=seed, skip_bad=skip_bad, **merged)
+        try:
+            df = loader(trace_dir=trace_dir, seed=seed, skip_bad=skip_bad, **merged)
+        except TraceError as exc:
+            if text in str(exc) or isinstance(exc, TraceNotFound):
+                raise
+            raise TraceError(f"trace spec {text!r}: {exc}") from None
+    if not len(df):
+        raise TraceError(f"trace {text!r}: no jobs left to simulate (filtered: {df.attrs.get('filtered', {})})")
     if max_jobs is not None and len(df) > max_jobs:
         attrs = dict(df.attrs, filtered={**df.attrs.get("filtered", {}), f"beyond max_jobs={max_jobs}": len(df) - max_jobs})
         df = df.head(max_jobs).copy()

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..errors import checked
 from .files import register, shared_file
 from .models import assign_models
 from .reader import Table
-from .schema import finish
+from .schema import TraceError, finish
 
 HEADER = ("name", "num_gpu", "gpu_milli", "creation_time", "scheduled_time", "deletion_time")
 FILE = "alibaba-gpu-v2023/openb_pod_list_default.csv"
@@ -57,6 +58,7 @@ def read_alibaba(path, *, seed: int = 0, skip_bad: bool = False, source: str = "
 
 
 @register("alibaba", FILE)
+@checked(TraceError, "alibaba", skip=("trace_dir", "seed", "skip_bad"))
 def alibaba(trace_dir=None, *, seed: int = 0, skip_bad: bool = False) -> pd.DataFrame:
     """Alibaba PAI openb 2023 GPU pods that ran (real arrivals, run times, GPUs; seeded models)."""
     return read_alibaba(shared_file(trace_dir, FILE), seed=seed, skip_bad=skip_bad)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..registry import Registry
+from .schema import TraceNotFound
 
 #: name -> loader(trace_dir=None, seed=0, skip_bad=False, **params) -> DataFrame
 TRACES: Registry[pd.DataFrame] = Registry("trace")
@@ -30,18 +31,18 @@ def find_trace_dir(trace_dir=None) -> Path:
     if trace_dir is not None:
         path = Path(trace_dir)
         if not path.is_dir():
-            raise FileNotFoundError(f"trace_dir {str(path)!r} is not a directory")
+            raise TraceNotFound(f"trace_dir {str(path)!r} is not a directory")
         return path
     env = os.environ.get("NETLAB_TRACE_DIR")
     if env:
         if not Path(env).is_dir():
-            raise FileNotFoundError(f"NETLAB_TRACE_DIR={env!r} is not a directory")
+            raise TraceNotFound(f"NETLAB_TRACE_DIR={env!r} is not a directory")
         return Path(env)
     for rel in CANDIDATES:
         path = Path.cwd() / rel
         if path.is_dir():
             return path.resolve()
-    raise FileNotFoundError(
+    raise TraceNotFound(
         "the shared traces directory was not found: pass trace_dir=, set NETLAB_TRACE_DIR, or run from a "
         f"directory where one of {', '.join(CANDIDATES)} exists (cwd {Path.cwd()}); "
         "the bundled 'philly-sample' and 'synthetic' traces need no shared directory")
@@ -52,7 +53,7 @@ def shared_file(trace_dir, rel: str) -> Path:
     root = find_trace_dir(trace_dir)
     path = root / rel
     if not path.exists():
-        raise FileNotFoundError(f"trace file {str(path)!r} not found (trace dir {str(root)!r} has no {rel!r})")
+        raise TraceNotFound(f"trace file {str(path)!r} not found (trace dir {str(root)!r} has no {rel!r})")
     return path
 
 

@@ -33,9 +33,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from typing import Literal
+
+from ..errors import Name, checked
 from .files import register, shared_file
 from .reader import Table
-from .schema import finish
+from .schema import TraceError, finish
 
 NAMES = ("job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps", "arrival_time", "scale_factor")
 
@@ -66,7 +69,8 @@ def gavel_duration_s(df: pd.DataFrame, rates: pd.DataFrame) -> pd.Series:
 def read_gavel(path, *, skip_bad: bool = False, use: str = "duration", source: str = "gavel") -> pd.DataFrame:
     """Load one Gavel ``.trace`` file."""
     if use not in ("iterations", "duration"):
-        raise ValueError(f"gavel: use={use!r}; expected 'iterations' or 'duration'")
+        raise TraceError(f"gavel: field 'use' is not one of the allowed values, got {use!r} (allowed: one of "
+                         "'iterations', 'duration')")
     path = Path(path)
     t = Table(path, names=NAMES, sep="\t", skip_bad=skip_bad)
     parts = t.frame["job_type"].str.strip().str.extract(r"^(?P<name>[^(]+?)\s*(?:\(batch size (?P<bsz>\d+)\))?$")
@@ -94,7 +98,8 @@ def read_gavel(path, *, skip_bad: bool = False, use: str = "duration", source: s
 
 
 @register("gavel", "gavel-philly-vc/seed0/b436b2.trace")
-def gavel(trace_dir=None, *, seed: int = 0, skip_bad: bool = False, vc: str = "b436b2",
-          use: str = "duration") -> pd.DataFrame:
+@checked(TraceError, "gavel", skip=("trace_dir", "seed", "skip_bad"))
+def gavel(trace_dir=None, *, seed: int = 0, skip_bad: bool = False, vc: Name = "b436b2",
+          use: Literal["duration", "iterations"] = "duration") -> pd.DataFrame:
     """Gavel per-VC Philly trace (real arrivals and GPUs; Gavel's random job types and steps)."""
     return read_gavel(shared_file(trace_dir, f"gavel-philly-vc/seed0/{vc}.trace"), skip_bad=skip_bad, use=use)

@@ -15,10 +15,18 @@ from __future__ import annotations
 
 import pandas as pd
 
+from typing import Annotated
+
+from pydantic import BeforeValidator, Field
+
+from ..errors import _label, checked
 from .files import register, shared_file
 from .models import assign_models
 from .reader import Table
-from .schema import finish
+from .schema import TraceError, finish
+
+#: a cluster number as written (``2``, ``02``)
+Cluster = Annotated[str, BeforeValidator(_label), Field(pattern=r"^[0-9]{1,2}$", description="a cluster number, 1 or 2 digits (02, 2)")]
 
 RAW_HEADER = ("job_id", "submission_time", "duration", "num_gpu")
 EF_HEADER = RAW_HEADER + ("model_name", "num_iteration", "batch_size", "deadline")
@@ -60,20 +68,22 @@ def read_elasticflow(path, *, skip_bad: bool = False, source: str = "elasticflow
     return finish(df, source, path, skipped)
 
 
-def _cluster(cluster) -> str:
+def _cluster(cluster) -> str:  # noqa: D401
     """``2``, ``"2"`` and ``"02"`` all name cluster02 (spec strings turn ``02`` into 2)."""
     return f"{int(cluster):02d}"
 
 
 @register("itp", "microsoft-itp-elasticflow/raw/cluster02.csv")
-def itp(trace_dir=None, *, seed: int = 0, skip_bad: bool = False, cluster: str = "02") -> pd.DataFrame:
+@checked(TraceError, "itp", skip=("trace_dir", "seed", "skip_bad"))
+def itp(trace_dir=None, *, seed: int = 0, skip_bad: bool = False, cluster: Cluster = "02") -> pd.DataFrame:
     """Microsoft ITP 2021 raw cluster trace (real arrivals, durations, GPUs; seeded models)."""
     path = shared_file(trace_dir, f"microsoft-itp-elasticflow/raw/cluster{_cluster(cluster)}.csv")
     return read_itp(path, seed=seed, skip_bad=skip_bad)
 
 
 @register("elasticflow", "microsoft-itp-elasticflow/elasticflow/cluster02.csv")
-def elasticflow(trace_dir=None, *, seed: int = 0, skip_bad: bool = False, cluster: str = "02") -> pd.DataFrame:
+@checked(TraceError, "elasticflow", skip=("trace_dir", "seed", "skip_bad"))
+def elasticflow(trace_dir=None, *, seed: int = 0, skip_bad: bool = False, cluster: Cluster = "02") -> pd.DataFrame:
     """ITP trace as augmented by ElasticFlow (generated models and iterations; real durations)."""
     path = shared_file(trace_dir, f"microsoft-itp-elasticflow/elasticflow/cluster{_cluster(cluster)}.csv")
     return read_elasticflow(path, skip_bad=skip_bad)

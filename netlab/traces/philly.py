@@ -19,10 +19,11 @@ from importlib import resources
 
 import pandas as pd
 
+from ..errors import checked
 from .files import register, shared_file
 from .models import assign_models
 from .reader import Table
-from .schema import finish
+from .schema import TraceError, finish
 
 HEADER = ("timestamp", "duration", "num_gpus", "cluster")
 FILE = "microsoft-philly/philly.csv"
@@ -47,12 +48,14 @@ def read_philly(path, *, seed: int = 0, skip_bad: bool = False, source: str = "p
 
 
 @register("philly", FILE)
+@checked(TraceError, "philly", skip=("trace_dir", "seed", "skip_bad"))
 def philly(trace_dir=None, *, seed: int = 0, skip_bad: bool = False) -> pd.DataFrame:
     """Microsoft Philly 2017, 82,247 jobs (real arrivals, durations, GPUs; seeded models)."""
     return read_philly(shared_file(trace_dir, FILE), seed=seed, skip_bad=skip_bad)
 
 
 @register("philly-sample", "philly_sample.csv", needs_shared=False)
+@checked(TraceError, "philly-sample", skip=("trace_dir", "seed", "skip_bad"))
 def philly_sample(trace_dir=None, *, seed: int = 0, skip_bad: bool = False) -> pd.DataFrame:
     """500 contiguous Philly jobs bundled with netlab (41% multi-GPU); needs no shared dir."""
     with resources.as_file(resources.files("netlab.data").joinpath("philly_sample.csv")) as path:

@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..errors import Int, Name, checked
 from .files import find_trace_dir, register, shared_file
 from .reader import Table
-from .schema import finish
+from .schema import TraceError, TraceNotFound, finish
 
 HEADER = ("name", "time", "application", "num_replicas", "batch_size")
 PROFILES = "pollux/throughput-profiles"
@@ -41,7 +42,7 @@ def iterations_to_target(profiles_dir: str) -> dict[str, pd.Series]:
     for app in MODELS:
         files = sorted(Path(profiles_dir, app).glob("validation-*.csv"))
         if not files:
-            raise FileNotFoundError(f"no validation-*.csv profiles in {Path(profiles_dir, app)}")
+            raise TraceNotFound(f"no validation-*.csv profiles in {Path(profiles_dir, app)}")
         out[app] = pd.Series({int(f.stem.split("-")[1]): float(pd.read_csv(f)["iteration"].iloc[-1]) for f in files}
                              ).sort_index()
     return out
@@ -79,15 +80,17 @@ def read_pollux(path, *, trace_dir=None, skip_bad: bool = False, source: str = "
 
 
 @register("pollux", "pollux/workloads/workloads/workload-1.csv")
-def pollux(trace_dir=None, *, seed: int = 0, skip_bad: bool = False, set: str = "workloads",
-           n: int = 1) -> pd.DataFrame:
+@checked(TraceError, "pollux", skip=("trace_dir", "seed", "skip_bad"))
+def pollux(trace_dir=None, *, seed: int = 0, skip_bad: bool = False, set: Name = "workloads",
+           n: Int(ge=1, le=10_000) = 1) -> pd.DataFrame:
     """Pollux 8-hour Philly-sampled workload, 160 jobs (iterations from Pollux's training curves)."""
     path = shared_file(trace_dir, f"pollux/workloads/{set}/workload-{n}.csv")
     return read_pollux(path, trace_dir=trace_dir, skip_bad=skip_bad)
 
 
 @register("sia", "sia-workloads/philly/workload-1.csv")
-def sia(trace_dir=None, *, seed: int = 0, skip_bad: bool = False, set: str = "philly", n: int = 1) -> pd.DataFrame:
+@checked(TraceError, "sia", skip=("trace_dir", "seed", "skip_bad"))
+def sia(trace_dir=None, *, seed: int = 0, skip_bad: bool = False, set: Name = "philly", n: Int(ge=1, le=10_000) = 1) -> pd.DataFrame:
     """Sia 8-hour workload from Philly or Helios-Saturn, 160 jobs (iterations as for pollux)."""
     path = shared_file(trace_dir, f"sia-workloads/{set}/workload-{n}.csv")
     return read_pollux(path, trace_dir=trace_dir, skip_bad=skip_bad, source="sia")

@@ -40,11 +40,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
+
 COLUMNS = ("job_id", "submit_s", "gpus", "model", "duration_s", "iterations", "pattern", "source")
 
 
-class TraceError(ValueError):
+class TraceError(InputError):
     """A trace file is malformed; the message names the file, line and field."""
+
+
+class TraceNotFound(TraceError, FileNotFoundError):
+    """A trace file or the shared trace directory does not exist (both a TraceError and a FileNotFoundError)."""
 
 
 def finish(df: pd.DataFrame, source: str, source_file: str, skipped: list | None = None,
@@ -107,7 +113,9 @@ def validate(df: pd.DataFrame, source: str = "trace") -> pd.DataFrame:
     first_bad(df["gpus"] <= 0, "gpus must be > 0")
     dur, its = df["duration_s"], df["iterations"]
     first_bad(~(dur > 0) & dur.notna(), "duration_s must be > 0 or NaN")
+    first_bad(np.isinf(dur), "duration_s is not finite")
     first_bad(~(its > 0) & its.notna(), "iterations must be > 0 or NaN")
+    first_bad(np.isinf(its), "iterations is not finite")
     first_bad(dur.isna() & its.isna(), "needs duration_s or iterations")
     zoo = ModelZoo.default()
     first_bad(~df["model"].isin(zoo.names()), f"model not in the zoo ({', '.join(zoo.names())})")

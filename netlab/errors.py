@@ -1,0 +1,314 @@
+"""The project's error type for bad input, and the checks every input boundary shares.
+
+Every boundary netlab reads from (command-line options, spec strings such as
+``leafspine,racks=4``, topology YAML and Crux CSV files, trace files) turns a
+bad input into one :class:`InputError` whose message names the file, the line
+or field, and what is allowed, before anything is written. The parsers raise
+subclasses (:class:`netlab.spec.SpecError`, :class:`netlab.topology.TopologyError`,
+:class:`netlab.traces.TraceError`), so ``except InputError`` catches them all;
+they are ``ValueError``\\ s too, as before. Anything else escaping a parser is a bug
+(``tests/test_fuzz_inputs.py`` fuzzes them for that).
+
+Parameters of builders and loaders are checked with pydantic against the
+function's own annotated signature (:func:`checked`), so the signature is the
+schema: a fraction for an integer, NaN or infinity for a rate, a misspelt key
+(listing the valid keys) are refused there, whoever calls the function.
+
+Text files are read through :func:`read_text`, which checks the size before
+reading and reports undecodable bytes with their line.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import os
+import reprlib
+from pathlib import Path
+from typing import Annotated, Any, Callable, Literal, get_args, get_origin, get_type_hints
+
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, create_model
+
+
+class InputError(ValueError):
+    """Bad input at a boundary; the message names the file, the line or field, and what is allowed."""
+
+
+_repr = reprlib.Repr()
+_repr.maxstring = 60
+_repr.maxother = 60
+_repr.maxlevel = 2
+_repr.maxlist = _repr.maxtuple = _repr.maxdict = 4
+
+
+def short(value) -> str:
+    """A bounded ``repr`` for messages (a value can be a 128 KiB field or a deeply nested YAML structure)."""
+    try:
+        return _repr.repr(value)
+    except Exception:  # noqa: BLE001 - a repr that fails must not hide the real error
+        return f"<{type(value).__name__}>"
+
+
+# -- annotated types: the allowed values, said once ---------------------------------------------------------------
+
+def _not_bool(value):
+    if isinstance(value, bool):
+        raise ValueError("is a yes/no value, not a number")
+    return value
+
+
+def _finite(value):
+    _not_bool(value)
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return value  # pydantic says "is not a number"
+    if isinstance(number, float) and not math.isfinite(number):
+        raise ValueError("is not finite (NaN and infinity are not allowed)")
+    return value
+
+
+def _label(value):
+    """Labels may be written as numbers (``name: 2024``); anything else must already be a string."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def Int(ge: int | None = None, le: int | None = None, what: str | None = None):
+    """An integer (2.0 and "2" are 2; 2.5, "abc" and yes/no are refused) within ``[ge, le]``."""
+    bounds = [f">= {ge}" if ge is not None else None, f"<= {le:,}" if le is not None else None]
+    text = what or " ".join(["an integer", " and ".join(b for b in bounds if b)]).strip()
+    return Annotated[int, BeforeValidator(_not_bool), Field(ge=ge, le=le, description=text)]
+
+
+def Float(gt: float | None = None, ge: float | None = None, le: float | None = None, what: str | None = None):
+    """A finite number (NaN and infinity are refused) within the bounds."""
+    num = lambda x: f"{int(x):,}" if float(x).is_integer() else f"{x:,}"  # noqa: E731
+    bounds = [f"> {num(gt)}" if gt is not None else None, f">= {num(ge)}" if ge is not None else None,
+              f"<= {num(le)}" if le is not None else None]
+    text = what or " ".join(["a finite number", " and ".join(b for b in bounds if b)]).strip()
+    return Annotated[float, BeforeValidator(_finite),
+                     Field(gt=gt, ge=ge, le=le, allow_inf_nan=False, description=text)]
+
+
+#: a free-form label (topology name, ...): a string or a number written as one, at most 200 characters
+Label = Annotated[str, BeforeValidator(_label), Field(max_length=200, description="a text label of at most 200 "
+                                                                                   "characters")]
+
+#: a name that may end up in a file path (a Gavel VC, a workload set): the topology's name pattern
+Name = Annotated[str, BeforeValidator(_label),
+                 Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+                       description="a name: a letter or digit, then letters, digits, '_', '.' or '-' "
+                                   "(at most 64 characters)")]
+
+# -- checking a function's parameters ------------------------------------------------------------------------------
+
+_REASONS = {
+    "int_from_float": "is not a whole number",
+    "int_parsing": "is not an integer",
+    "int_type": "is not an integer",
+    "float_parsing": "is not a number",
+    "float_type": "is not a number",
+    "finite_number": "is not finite",
+    "string_type": "is not text",
+    "literal_error": "is not one of the allowed values",
+    "extra_forbidden": "is not a known field",
+    "string_pattern_mismatch": "does not match the allowed pattern",
+    "list_type": "is not a list",
+    "dict_type": "is not a mapping",
+    "model_type": "is not a mapping",
+    "model_attributes_type": "is not a mapping",
+}
+_BOUNDS = {"greater_than": ("gt", ">"), "greater_than_equal": ("ge", ">="), "less_than": ("lt", "<"),
+           "less_than_equal": ("le", "<=")}
+
+
+def reason(err: dict) -> str:
+    """A pydantic error as a predicate: ``is not a whole number``, ``must be >= 1``, ..."""
+    kind, ctx = err["type"], err.get("ctx") or {}
+    if kind in _REASONS:
+        return _REASONS[kind]
+    if kind in _BOUNDS:
+        key, op = _BOUNDS[kind]
+        return f"must be {op} {ctx.get(key)}"
+    if kind in ("string_too_long", "too_long"):
+        return f"is too long (at most {ctx.get('max_length')})"
+    if kind == "value_error":  # our own BeforeValidators
+        return str(ctx.get("error", err["msg"]))
+    return err["msg"][:1].lower() + err["msg"][1:]
+
+
+def loc_text(loc: tuple) -> str:
+    """``('hosts', 3, 'gpus')`` -> ``hosts[3].gpus``."""
+    return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(loc))
+
+
+def describe_errors(exc: ValidationError, model=None, where=lambda loc: None) -> str:
+    """Each problem as ``field 'x' <reason>, got <value> (allowed: <...>)``, joined by ``; ``.
+
+    ``model`` gives the allowed values (its fields' descriptions); ``where(loc)`` an
+    optional note such as a file line; an unknown key is listed with the known ones.
+    """
+    lines = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        # the entry, then its field: hosts[3]: field 'gpus'
+        cut = max((i for i, p in enumerate(loc) if isinstance(p, str)), default=0)
+        entry, field = loc_text(loc[:cut]), loc_text(loc[cut:])
+        entry = f"{entry}: " if entry else ""
+        note = where(loc)
+        note = f" at {note}" if note else ""
+        if err["type"] in ("missing", "missing_argument"):
+            lines.append(f"{entry}missing field {field!r}{note}")
+            continue
+        text = f"{entry}field {field!r} {reason(err)}" if field else f"{entry}value {reason(err)}"
+        text += f", got {short(err.get('input'))}{note}"
+        hint = field_hint(model, loc) if model is not None else None
+        owner = _model_at(model, loc[:-1]) if model is not None else None
+        if err["type"] == "extra_forbidden" and owner is not None:
+            text += " (known fields: " + ", ".join(owner.model_fields) + ")"
+        elif hint:
+            text += f" (allowed: {hint})"
+        lines.append(text)
+    return "; ".join(lines)
+
+
+def _model_at(model, loc: tuple):
+    """The pydantic model that holds the fields at ``loc`` (lists skipped)."""
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        info = getattr(model, "model_fields", {}).get(part)
+        model = _inner_model(info.annotation) if info is not None else None
+        if model is None:
+            return None
+    return model
+
+
+def field_hint(model, loc: tuple) -> str | None:
+    """The allowed values of ``loc`` in a pydantic ``model`` (its Field description), following nested models."""
+    current = model
+    hint = None
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return hint if part is loc[-1] else None
+        info = fields[part]
+        hint = info.description or _literal_hint(info.annotation) or _nested_hint(info.annotation)
+        current = _inner_model(info.annotation)
+    return hint
+
+
+def _nested_hint(annotation) -> str | None:
+    """The description inside ``Optional[Annotated[..., Field(description=...)]]``."""
+    for arg in get_args(annotation):
+        for meta in getattr(arg, "__metadata__", ()):
+            if getattr(meta, "description", None):
+                return meta.description + (" or empty" if type(None) in get_args(annotation) else "")
+        hint = _literal_hint(arg)
+        if hint:
+            return hint
+    return None
+
+
+def _literal_hint(annotation) -> str | None:
+    if get_origin(annotation) is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(annotation))
+    return None
+
+
+def _inner_model(annotation):
+    if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
+        return annotation
+    for arg in get_args(annotation):
+        inner = _inner_model(arg)
+        if inner is not None:
+            return inner
+    return None
+
+
+def checked(error: type[InputError], what: str, skip: tuple[str, ...] = ()) -> Callable:
+    """Decorate a builder or loader so every call checks its parameters against its annotated signature.
+
+    Unknown keyword arguments name the valid keys; each bad value is reported
+    with its field, the value given and the allowed values (the annotation's
+    description), as one ``error``. Parameters in ``skip`` are passed through.
+    """
+
+    def deco(func):
+        sig = inspect.signature(func)
+        hints = get_type_hints(func, include_extras=True)  # evaluates string annotations (PEP 563)
+        fields = {}
+        for name, p in sig.parameters.items():
+            if name in skip or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                continue
+            annotation = hints.get(name, Any)
+            fields[name] = (annotation, ... if p.default is p.empty else p.default)
+        model = create_model(f"{func.__name__}_params", __config__=ConfigDict(extra="forbid",
+                                                                              arbitrary_types_allowed=True), **fields)
+        known = sorted(fields) + sorted(skip)
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError as exc:
+                unknown = sorted(set(kwargs) - set(sig.parameters))
+                if unknown:
+                    raise error(f"{what}: unknown parameter(s) {', '.join(repr(u) for u in unknown)}; "
+                                f"known: {', '.join(known)}") from None
+                raise error(f"{what}: {exc}; known parameters: {', '.join(known)}") from None
+            given = {k: v for k, v in bound.arguments.items() if k in fields}
+            try:
+                values = model.model_validate(given)
+            except ValidationError as exc:
+                raise error(f"{what}: " + describe_errors(exc, model)) from None
+            bound.arguments.update({k: getattr(values, k) for k in given})
+            return func(*bound.args, **bound.kwargs)
+
+        wrapper.params_model = model
+        return wrapper
+
+    return deco
+
+
+# -- text files -----------------------------------------------------------------------------------------------------
+
+def read_text(path, error: type[InputError], max_bytes: int, what: str = "file") -> str:
+    """The UTF-8 text of ``path``, refusing before reading a file over ``max_bytes`` and naming the line of any
+    byte that is not UTF-8 (a binary or Latin-1 file); every failure is one ``error`` naming the file."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > max_bytes:
+                raise error(f"{path}: {what} is {size:,} bytes, over the limit of {max_bytes:,} bytes")
+            data = fh.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a directory, expected a {what}") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:  # grew while being read, or a special file with no size
+        raise error(f"{path}: {what} is over the limit of {max_bytes:,} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise error(f"{path}, line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); "
+                    f"a {what} must be UTF-8 (save it as UTF-8, not Latin-1 or a binary format)") from None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise error(f"{path}, line {line}: NUL byte; a {what} must be text (UTF-8)")
+    return text
+
+
+def finite(value: float) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
