@@ -274,3 +274,13 @@ def test_cli_out_that_is_a_file_fails_before_simulating(tmp_path, monkeypatch):
     assert res.exit_code == 2 and "exists and is not a directory" in _err(res), _err(res)
     assert target.read_text() == "keep me"
     assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_builder_yaml_with_a_name_in_params_loads(tmp_path):
+    # Found by benchmarks/bench_robustness.py: 'name' in params was a TypeError (multiple values for 'name').
+    path = tmp_path / "b.yaml"
+    path.write_text("builder: fattree\nparams: {k: 4, name: pods}\n")
+    assert load_topology(path).name == "pods"
+    path.write_text("builder: fattree\nparams: {k: 4, name: [1]}\n")
+    with pytest.raises(TopologyError, match="field 'name' is not text"):
+        load_topology(path)

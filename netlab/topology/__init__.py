@@ -173,7 +173,7 @@ def load_yaml(path) -> Topology:
         except KeyError as exc:
             raise TopologyError(f"{path}: field 'builder': {exc.args[0]}") from None
         try:
-            return builder(name=name, **(parsed.params or {}))
+            return builder(**{"name": name, **(parsed.params or {})})  # a name in params wins
         except TopologyError as exc:
             raise TopologyError(f"{path}: field 'params': {exc}") from None
     hosts = []
