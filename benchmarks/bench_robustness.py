@@ -156,6 +156,7 @@ def main(argv=None) -> dict:
         "inputs_total": sum(p["inputs"] for p in parsers.values()),
         "faults_total": sum(p["faults"] for p in parsers.values()) + cli["faults"],
         "faults_injected_into_trace_files": dict(collections.Counter(injected).most_common()),
+        "faults_injected_total": sum(1 for f in injected if f != "none"),
         "cli_simulate": cli,
         "left_behind": len(cli["left_behind_by_refused_runs"]) + len(cli["stray_files_in_cwd"]),
         "wall_s": round(time.perf_counter() - t0, 1),
