@@ -58,7 +58,8 @@ def simulate(
                                  help="Topology spec string, YAML file or Crux topo.csv."),
     policy: str = typer.Option("fifo", help="Ordering policy (see `netlab policies`)."),
     placement: str = typer.Option(None, help="Placement policy; default: the policy's own, else consolidated."),
-    network: str = typer.Option("fair", help="fair | phase | ideal"),
+    network: str = typer.Option("tcp", help="Network model (see `netlab policies`): tcp (the default, "
+                                "netlab.network.DEFAULT_NETWORK), fair, phase, ideal."),
     seed: int = typer.Option(0, min=0, help="Seed for every random stream of the run."),
     out: Path = typer.Option(Path("results/simulate"), help="Output directory."),
     max_jobs: int = typer.Option(None, min=1, help="Keep the first N jobs by submit time."),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .network.model import DEFAULT_NETWORK
 from .sim import SimConfig, SimResult, Simulator
 from .topology import load_topology
 from .workload.job import jobs_from_frame
@@ -35,7 +36,7 @@ def load_jobs(trace, topology, max_jobs: int | None = None, seed: int = 0, trace
     return topo, jobs_from_frame(df, topo, zoo), df
 
 
-def run(trace="philly-sample", topology=DEMO_TOPOLOGY, policy="fifo", placement=None, network="fair",
+def run(trace="philly-sample", topology=DEMO_TOPOLOGY, policy="fifo", placement=None, network=DEFAULT_NETWORK,
         seed: int = 0, max_jobs: int | None = None, trace_dir=None, progress=False, **config) -> SimResult:
     """One simulation from names; ``config`` fills :class:`netlab.sim.SimConfig`."""
     topo, jobs, _ = load_jobs(trace, topology, max_jobs=max_jobs, seed=seed, trace_dir=trace_dir)
@@ -53,7 +54,7 @@ class Comparison:
     links: pd.DataFrame  # per-link segments per run
 
 
-def compare(trace="philly-sample", topology=DEMO_TOPOLOGY, policies=DEMO_POLICIES, networks=("fair",),
+def compare(trace="philly-sample", topology=DEMO_TOPOLOGY, policies=DEMO_POLICIES, networks=(DEFAULT_NETWORK,),
             seeds=(0,), max_jobs: int | None = None, trace_dir=None, progress=True) -> Comparison:
     """Run every (policy, placement) x network x seed on the same trace and topology."""
     from tqdm.auto import tqdm

@@ -58,3 +58,13 @@ def test_demo_prints_table_and_writes_figures(tmp_path):
         assert (tmp_path / name).stat().st_size > 1000 or name == "summary.csv"
     table = pd.read_csv(tmp_path / "summary.csv")
     assert set(table.network) == {"fair", "ideal"}
+
+
+def test_the_cli_simulates_on_the_library_default_network():
+    import inspect
+
+    from netlab.cli import simulate
+    from netlab.network import DEFAULT_NETWORK, NETWORKS
+
+    default = inspect.signature(simulate).parameters["network"].default.default
+    assert default == DEFAULT_NETWORK and DEFAULT_NETWORK in NETWORKS.names()

@@ -42,7 +42,7 @@ def test_two_ring_jobs_sharing_one_link_each_get_half():
     h = topo.host_index
     jobs = [Job(0, 0.0, 2, "vgg16", 100), Job(1, 0.0, 2, "vgg16", 100)]
     where = {0: ([h["l0"], h["r0"]], [1, 1]), 1: ([h["l1"], h["r1"]], [1, 1])}
-    res = simulate(topo, jobs, "fifo", Fixed(where))
+    res = simulate(topo, jobs, "fifo", Fixed(where), network="fair")  # max-min: each flow gets half
     compute = ZOO["vgg16"].compute_s
     expected_iter = compute + ring_net_s("vgg16", 2, 50.0)  # each flow gets 100/2
     for _, row in res.jobs.iterrows():
@@ -72,7 +72,8 @@ def test_oversubscribed_spine_slows_cross_rack_jobs_by_expected_factor(oversub):
     spec = "leafspine,racks=2,hosts_per_rack=2,gpus_per_host=1,host_gbps=100,spines=1,oversub={}"
     jobs = [Job(0, 0.0, 2, "bert-base", 40), Job(1, 0.0, 2, "bert-base", 40)]
     where = {0: ([0, 2], [1, 1]), 1: ([1, 3], [1, 1])}  # both cross the ToR uplinks
-    res = {o: simulate(load_topology(spec.format(o)), jobs, "fifo", Fixed(where)).jobs for o in (1, oversub)}
+    res = {o: simulate(load_topology(spec.format(o)), jobs, "fifo", Fixed(where), network="fair").jobs
+           for o in (1, oversub)}
     # Uplink capacity is 2 x 100 / oversub, shared by the two jobs' flows (one each per direction).
     rate_full = min(100.0, 200.0 / 1 / 2)
     rate_over = min(100.0, 200.0 / oversub / 2)

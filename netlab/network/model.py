@@ -41,6 +41,10 @@ from .maxmin import _filling, max_min
 from .phase import BINS, MAX_PERIODS, unified_circle
 
 NETWORKS: Registry["NetworkModel"] = Registry("network model")
+#: the model a simulation uses unless told otherwise: ``tcp``, the one that matches the testbed under contention
+#: (benchmarks/results/fidelity.json: contended jobs 2.6% median error against 30% for ``fair``); ``fair``
+#: (max-min, about 1.6-1.8x faster on full Philly), ``phase`` and ``ideal`` remain as bounds
+DEFAULT_NETWORK = "tcp"
 
 GBIT = 1e9
 

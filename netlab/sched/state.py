@@ -11,6 +11,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from ..network.model import DEFAULT_NETWORK
 from ..workload.job import Job
 from .decision import Placement
 
@@ -82,7 +83,7 @@ class ClusterView:
 
     def __init__(self, topology, free_gpus: np.ndarray, running: Mapping[int, JobState], now: float,
                  link_load_gbps: np.ndarray | None = None, waiting: Iterable[JobState] = (), zoo=None,
-                 network: str = "fair", free_total: Callable[[], int] | None = None,
+                 network: str = DEFAULT_NETWORK, free_total: Callable[[], int] | None = None,
                  phase_of: Callable[[int], float | None] | None = None):
         self.topology = topology
         self.free_gpus = free_gpus
@@ -91,7 +92,7 @@ class ClusterView:
         self._link_load = link_load_gbps
         self._waiting = waiting
         self.zoo = zoo
-        self.network = network  # the network model in force: fair, phase or ideal
+        self.network = network  # the network model in force (a NETWORKS name)
         self._free_total = free_total  # the owner's running count of free GPUs, if it keeps one
         self._phase_of = phase_of  # the network model's current phase of a running job, if it moves them
 

@@ -59,4 +59,4 @@ def fair_view(topo, running: dict, free: np.ndarray, zoo=None):
         running[d.job_id].comm_s = sol.comm_s[d.job_id]
     load = np.zeros(topo.n_links)
     load[sol.links] = sol.load_gbps
-    return ClusterView(topo, free, running, 0.0, load)
+    return ClusterView(topo, free, running, 0.0, load, network="fair")

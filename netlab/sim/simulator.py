@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sortedcontainers import SortedList
 
-from ..network.model import NETWORKS, NetworkModel, iteration_time
+from ..network.model import DEFAULT_NETWORK, NETWORKS, NetworkModel, iteration_time
 from ..policies import ORDERING, PLACEMENT, PREEMPTION, OrderingPolicy, PlacementPolicy, PreemptionPolicy
 from ..sched import ClusterView, JobState, Placement, PolicyError
 from ..workload.job import Job, isolated_iter_s
@@ -42,7 +42,7 @@ from .metrics import SimResult, build_result
 
 @dataclass
 class SimConfig:
-    network: str = "fair"
+    network: str = DEFAULT_NETWORK
     seed: int = 0
     checkpoint_s: float = 10.0
     restore_s: float = 20.0  # Pollux's 30 s restart penalty, split

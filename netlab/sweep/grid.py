@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from ..network.model import DEFAULT_NETWORK
 from ..spec import Spec
 
 DEMO_TOPOLOGY = "leafspine,racks=4,hosts_per_rack=4,gpus_per_host=8,host_gbps=100,spines=2"
@@ -51,7 +52,7 @@ NETWORK_AWARE_PLACEMENTS = ("topo-bestfit", "k8s-netoverhead")  # first one regi
 
 #: parameters a cell understands, with their defaults (all of them enter the cell id)
 DEFAULTS = dict(trace="philly-sample", max_jobs=None, topology=DEMO_TOPOLOGY, oversub=None, policy="fifo",
-                placement=None, preemption=None, network="fair", seed=0, base_seed=0, checkpoint_s=10.0,
+                placement=None, preemption=None, network=DEFAULT_NETWORK, seed=0, base_seed=0, checkpoint_s=10.0,
                 restore_s=20.0, backfill=None)  # None: the ordering policy's own rule (strict fifo, fjf...)
 #: optional parameters: they enter a cell (and its id) only when a grid sets them, so adding
 #: one never changes the ids of cells already stored
