@@ -14,18 +14,15 @@ import html
 import io
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt  # no backend chosen here: notebooks import this module (inline figures)
+import pandas as pd
+import yaml
 
-matplotlib.use("Agg")  # the report writes files; it never opens a window
+from . import plotting
+from .sim.metrics import atomic_write
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import yaml  # noqa: E402
-
-from . import plotting  # noqa: E402
-from .sim.metrics import atomic_write  # noqa: E402
-
-TABLE_COLUMNS = ["finished", "avg_jct_s", "p99_jct_s", "makespan_s", "avg_queue_s", "gpu_util", "overload_gbit",
+TABLE_COLUMNS = ["finished", "avg_jct_s", "p99_jct_s", "makespan_s", "avg_wait_s", "avg_start_delay_s",
+                 "gpu_util", "overload_gbit",
                  "avg_slowdown", "jct_vs_ideal", "wall_s"]
 #: parameter columns a table or figure splits by, when they vary (topology is implied by oversub)
 GROUPS = ("label", "trace", "max_jobs", "topology", "oversub", "network")
@@ -88,8 +85,14 @@ def figures(res) -> dict:
         plotting.metric_bars(congested, y=col, hue=hue, ax=ax)
         out[name] = (f"{title} per policy (error bars: sd over seeds)", fig)
     fig, (ax,) = _fig()
-    plotting.queue_delay(cjobs, hue=hue, ax=ax)
-    out["queue_delay"] = ("Queueing delay per job (boxes; white dot: mean)", fig)
+    if "wait_s" in cjobs:  # total waiting: before the first start and after every preemption
+        plotting.queue_delay(cjobs.assign(queue_s=cjobs.wait_s), hue=hue, ax=ax)
+        ax.set_ylabel("total waiting per job (h)")
+        what = "Total waiting per job: queued before the first start and after every preemption"
+    else:  # a store written before wait_s existed
+        plotting.queue_delay(cjobs, hue=hue, ax=ax)
+        what = "First-start delay per job"
+    out["queue_delay"] = (f"{what} (boxes; white dot: mean)", fig)
     cell = _showcase_cell(res)
     if cell is not None:
         row = s[s.cell_id == cell].iloc[0]

@@ -91,3 +91,19 @@ def test_sweep_results_and_report_commands(tmp_path):
     bad.write_text(yaml.safe_dump(dict(GRID, max_jobs=10, grid=dict(policy=["fifo", "nope"]))))
     result = runner.invoke(app, ["sweep", str(bad), "--out", str(tmp_path / "bad"), "--quiet"])
     assert result.exit_code == 1 and "failed" in result.output and "unknown ordering policy" in result.output
+
+
+def test_importing_the_report_keeps_the_notebook_backend():
+    """Notebook 01 imports netlab.report: choosing Agg at import would hide every figure in Jupyter."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("matplotlib_inline")
+    backend = "module://matplotlib_inline.backend_inline"
+    code = ("import matplotlib; before = matplotlib.get_backend(); import netlab.report, netlab.plotting; "
+            "import matplotlib.pyplot; print(before); print(matplotlib.get_backend())")
+    env = dict(os.environ, MPLBACKEND=backend)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    before, after = out.stdout.split()
+    assert before == after == backend

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-SUMMARY_KEYS = ("jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "avg_queue_s", "gpu_util",
-                "overload_gbit", "wall_s", "events")
+SUMMARY_KEYS = ("jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "avg_wait_s", "avg_start_delay_s",
+                "gpu_util", "overload_gbit", "wall_s", "events")
 
 
 @dataclass
@@ -187,7 +187,11 @@ def summarise(jobs: pd.DataFrame, links: pd.DataFrame, total_gpus: int, wall_s: 
         p50_jct_s=float(np.percentile(jct, 50)) if len(jct) else np.nan,
         p99_jct_s=float(np.percentile(jct, 99)) if len(jct) else np.nan,
         makespan_s=makespan,
-        avg_queue_s=float(done.queue_s.mean()) if len(done) else np.nan,
+        # the queueing metric: all time not running (before the first start and after every preemption)
+        avg_wait_s=float(done.wait_s.mean()) if len(done) else np.nan,
+        # first start - submit only: blind to preemptions (a preemptive policy looks free)
+        avg_start_delay_s=float(done.queue_s.mean()) if len(done) else np.nan,
+        avg_queue_s=float(done.queue_s.mean()) if len(done) else np.nan,  # deprecated alias of avg_start_delay_s
         gpu_util=busy / (total_gpus * makespan) if makespan > 0 else 0.0,
         overload_gbit=overload,
         avg_slowdown=float(done.slowdown.mean()) if len(done) else np.nan,
