@@ -57,7 +57,7 @@ class Comparison:
 def compare(trace="philly-sample", topology=DEMO_TOPOLOGY, policies=DEMO_POLICIES, networks=(DEFAULT_NETWORK,),
             seeds=(0,), max_jobs: int | None = None, trace_dir=None, progress=True) -> Comparison:
     """Run every (policy, placement) x network x seed on the same trace and topology."""
-    from tqdm.auto import tqdm
+    from .progress import tqdm
 
     cells = list(itertools.product(policies, networks, seeds))
     jobs, rows, links = [], [], []

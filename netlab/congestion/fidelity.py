@@ -590,7 +590,7 @@ def collect_runs(ctl, scenarios: list[Scenario] | None = None, repeats: int = 1,
     no longer in the list (or defined differently) are dropped. Each write replaces the file atomically.
     ``extra``: columns added to every new row (e.g. how the collection was set up).
     """
-    from tqdm.auto import tqdm
+    from ..progress import tqdm
 
     tb = ctl.testbed
     scenarios = scenarios or fidelity_scenarios(tb)

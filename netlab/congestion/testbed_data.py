@@ -229,7 +229,7 @@ def testbed_dataset(ctl, n_experiments: int = 20, seed: int = 0, iterations: int
     With ``out``, rows already there are kept and their experiments skipped
     (resume), and the file is rewritten atomically after every experiment.
     """
-    from tqdm.auto import tqdm
+    from ..progress import tqdm
 
     if len(rack_hosts(ctl.testbed.topology)) < 2:
         raise ValueError("the testbed dataset needs a topology with two or more racks")

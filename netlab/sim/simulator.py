@@ -116,7 +116,7 @@ class Simulator:
         self._done = 0
         self._bar = None
         if self.config.progress is not False and len(self.jobs) > 0:
-            from tqdm.auto import tqdm
+            from ..progress import tqdm
 
             self._bar = tqdm(total=len(self.jobs), desc="simulate", unit="job",
                              disable=None if self.config.progress is None else False, mininterval=0.5, leave=False)

@@ -95,7 +95,7 @@ class Controller:
     # ------------------------------------------------------------ deployment
     def deploy(self, hosts: list[str] | None = None) -> "Controller":
         """Install and start the agent on every host in parallel (a progress bar shows hosts done)."""
-        from tqdm.auto import tqdm
+        from ..progress import tqdm
 
         names = hosts or list(self.hosts)
         t0 = time.perf_counter()
