@@ -11,14 +11,22 @@ import hashlib
 import os
 import posixpath
 import shlex
+import shutil
 import subprocess
 import sys
+import sysconfig
+import tempfile
 from pathlib import Path
 
 from .base import TestbedError
 
-AGENT_SRC = Path(__file__).resolve().parents[2] / "agent"
 WHEEL_ENV = "NETLAB_AGENT_WHEEL"
+#: where the agent's source is: a checkout's ``agent/``, else the copy an installed netlab carries as data files
+#: (pyproject.toml: ``[tool.setuptools.data-files]``, installed under ``<prefix>/share/netlab-agent``)
+AGENT_SOURCES = (Path(__file__).resolve().parents[2] / "agent",
+                 Path(sysconfig.get_path("data")) / "share" / "netlab-agent",
+                 Path(sys.prefix) / "share" / "netlab-agent")
+AGENT_SRC = next((p for p in AGENT_SOURCES if (p / "pyproject.toml").is_file()), AGENT_SOURCES[0])
 
 
 def _source_hash(src: Path) -> str:
@@ -40,7 +48,8 @@ def agent_wheel(wheel: str | os.PathLike | None = None, cache_dir: str | os.Path
             raise TestbedError(f"agent wheel {path} does not exist or is not a .whl file")
         return path
     if not (AGENT_SRC / "pyproject.toml").is_file():
-        raise TestbedError(f"no agent wheel given and no agent source at {AGENT_SRC}; build one with "
+        raise TestbedError(f"no agent wheel given and no agent source at {AGENT_SRC} (nor in "
+                           f"{AGENT_SOURCES[1]}: reinstall netlab); build one with "
                            f"`pip wheel --no-deps agent/` in a netlab checkout and pass it as wheel= "
                            f"or ${WHEEL_ENV}")
     cache = Path(cache_dir or os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "netlab" / "agent-wheels"
@@ -49,8 +58,11 @@ def agent_wheel(wheel: str | os.PathLike | None = None, cache_dir: str | os.Path
     if found:
         return found[-1]
     out.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(AGENT_SRC)]
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="netlab-agent-") as tmp:  # pip builds in tree: never in site-packages
+        src = shutil.copytree(AGENT_SRC, Path(tmp) / "agent",
+                              ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.pyc"))
+        argv = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(src)]
+        proc = subprocess.run(argv, capture_output=True, text=True)
     found = sorted(out.glob("netlab_agent-*.whl"))
     if proc.returncode != 0 or not found:
         raise TestbedError(f"building the agent wheel failed ({shlex.join(argv)}): {proc.stderr[-2000:]}")
