@@ -174,18 +174,65 @@ def sweep(
 
 
 @app.command()
-def results(root: Path = typer.Argument(Path("results"), help="Directory to search (3 levels deep).")):
-    """List the sweeps stored under ROOT."""
+def results(
+    root: Path = typer.Argument(Path("results"), help="Directory to search (3 levels deep); with --check or "
+                                                      "--repair, one sweep store."),
+    check: bool = typer.Option(False, "--check", help="Read back every stored cell of the sweep ROOT; list the "
+                                                      "corrupt ones (exit 1 if any)."),
+    repair: bool = typer.Option(False, "--repair", help="Set the corrupt cells of the sweep ROOT aside "
+                                                        "(ROOT/corrupt/, never deleted) and recompute them."),
+):
+    """List the sweeps stored under ROOT, or check/repair one sweep store."""
     import pandas as pd
 
     from .sweep import list_sweeps
 
+    if check or repair:
+        _check_store(root, repair)
+        return
     table = list_sweeps(root)
     if table.empty:
         typer.echo(f"no sweeps under {root}")
         return
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         typer.echo(table.to_string(index=False))
+
+
+def _check_store(root: Path, repair: bool) -> None:
+    import warnings
+
+    from .errors import InputError
+    from .sweep import GridError, Store, StoreError, run_sweep
+
+    store = Store(root)
+    try:
+        manifest = store.read_manifest()
+    except (StoreError, ValueError) as exc:
+        _fail(f"{root}: not a readable sweep store ({_message(exc)})")
+    stored = len(store.done_ids() | store.error_ids())
+    corrupt = store.corrupt_cells()
+    for cid, why in corrupt.items():
+        typer.secho(f"corrupt cell {cid}: {why}", fg=typer.colors.RED, err=True)
+    if not repair:
+        typer.echo(f"{stored} stored cells read back, {len(corrupt)} corrupt" +
+                   (f"; `netlab results {root} --repair` sets them aside and recomputes them" if corrupt else ""))
+        if corrupt:
+            raise typer.Exit(1)
+        return
+    if not corrupt:
+        typer.echo(f"{stored} stored cells read back, none corrupt: nothing to repair")
+        return
+    try:  # the resumed run sets the corrupt cells aside (under the store's lock) and computes them again
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = run_sweep(manifest["config"], out=root, progress=False)
+    except (InputError, GridError, StoreError) as exc:
+        _fail(_message(exc))
+    moved = res.manifest["runs"][-1].get("set_aside", {})
+    typer.echo(f"set aside {len(moved.get('cells', {}))} corrupt cell(s) in {moved.get('moved_to')}; "
+               f"recomputed {res.manifest['runs'][-1]['ran']} cell(s); {len(res.errors)} failed")
+    if not res.errors.empty:
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -201,7 +248,7 @@ def report(
         _check_out_dir(out)
     try:
         path = render_report(sweep_dir, out)
-    except StoreError as exc:
+    except StoreError as exc:  # not a store, or a corrupt cell (named, with the way to repair it)
         _fail(str(exc))
     typer.echo(f"report: {path.resolve()}")
 

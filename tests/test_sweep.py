@@ -104,12 +104,15 @@ def test_manifest_is_complete(tmp_path):
 
 @pytest.mark.parametrize("backend", ["serial", "processes"])
 def test_failing_cell_is_recorded_and_the_others_finish(tmp_path, backend):
-    grid = small_grid(grid=dict(policy=["fifo", "no-such-policy"], seed=[0, 1]))
+    # a valid grid whose tiny topology cannot hold the trace's 8-GPU jobs: those cells fail as they run
+    # (a misspelt policy is now refused with the grid, before anything runs: test_bad_grid_is_refused_...)
+    tiny = "leafspine,racks=1,hosts_per_rack=1,gpus_per_host=1"
+    grid = small_grid(grid=dict(topology=[TOPO, tiny], seed=[0, 1]))
     res = run_sweep(grid, out=tmp_path, backend=backend, workers=2, progress=False)
-    assert len(res.summary) == 2 and set(res.summary.policy) == {"fifo"}
-    assert len(res.errors) == 2 and set(res.errors.policy) == {"no-such-policy"}
+    assert len(res.summary) == 2 and set(res.summary.topology) == {TOPO}
+    assert len(res.errors) == 2 and set(res.errors.topology) == {tiny}
     for err in res.errors.itertuples():
-        assert "unknown ordering policy 'no-such-policy'" in err.error
+        assert "the topology has 1" in err.error
         assert "Traceback" in err.traceback and "run_cell" in err.traceback
         assert (tmp_path / "cells" / f"{err.cell_id}.error.json").exists()
     # a re-run retries only the failed cells

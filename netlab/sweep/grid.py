@@ -37,12 +37,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from ..errors import InputError, short
 from ..network.model import DEFAULT_NETWORK
 from ..spec import Spec
 
@@ -61,8 +63,8 @@ OPTIONAL = dict(background=0.0,  # share of every switch-to-switch link taken by
 META_KEYS = ("name", "description", "links", "grid")
 
 
-class GridError(ValueError):
-    """A grid document is malformed; the message says which key."""
+class GridError(InputError):
+    """A grid document is malformed; the message names the grid file, the key and the allowed values."""
 
 
 @dataclass(frozen=True)
@@ -107,52 +109,159 @@ def topology_spec(params: dict) -> str:
     return str(Spec(spec.kind, {**spec.params, "oversub": params["oversub"]}))
 
 
-def _matches(params: dict, selector) -> bool:
+def _matches(params: dict, selector, where: str = "grid") -> bool:
     if isinstance(selector, bool):
         return selector
     if isinstance(selector, dict):
         return all(params.get(k) in (v if isinstance(v, list) else [v]) for k, v in selector.items())
-    raise GridError(f"'links' must be true, false or a mapping of parameter values, got {selector!r}")
+    raise GridError(f"{where}: 'links' must be true, false or a mapping of parameter values, got {short(selector)}")
 
 
-def _axes(doc: dict) -> list[list[dict]]:
+def _axes(doc: dict, where: str = "grid") -> list[list[dict]]:
     """Each axis as a list of partial parameter dicts (fixed values are one-value axes)."""
     grid = doc.get("grid") or {}
     if not isinstance(grid, dict):
-        raise GridError("'grid' must be a mapping of parameter -> list of values")
+        raise GridError(f"{where}: 'grid' must be a mapping of parameter -> list of values, got {short(grid)}")
     axes = [[{k: v}] for k, v in doc.items() if k not in META_KEYS]
     for key, values in grid.items():
+        if not isinstance(key, str):
+            raise GridError(f"{where}: grid key {short(key)} is not a parameter name; known: "
+                            f"{sorted(set(DEFAULTS) | set(OPTIONAL))}")
+        if values is None:
+            raise GridError(f"{where}: grid axis {key!r} is empty (null); give a value or a list of values")
         values = values if isinstance(values, list) else [values]
         if not values:
-            raise GridError(f"grid axis {key!r} has no values")
+            raise GridError(f"{where}: grid axis {key!r} has no values")
         if all(isinstance(v, dict) for v in values):
             axes.append([dict(v) for v in values])
         elif any(isinstance(v, dict) for v in values):
-            raise GridError(f"grid axis {key!r} mixes mappings and plain values")
+            raise GridError(f"{where}: grid axis {key!r} mixes mappings and plain values")
         else:
             axes.append([{key: v} for v in values])
     return axes
 
 
-def expand(doc: dict) -> list[Cell]:
-    """Cross every axis; canonicalise each cell; ids are unique (duplicates are merged)."""
+def expand(doc: dict, where: str = "grid") -> list[Cell]:
+    """Cross every axis; canonicalise each cell; ids are unique (duplicates are merged).
+
+    Every cell is checked (:func:`check_cells`) before any is returned, so a bad
+    value is one :class:`GridError` naming ``where`` (the grid file), the key and
+    the allowed values, before anything is written.
+    """
     cells, seen = [], set()
+    _check_meta(doc, where)
     selector = doc.get("links", False)
-    for combo in itertools.product(*_axes(doc)):
+    combos = []
+    for combo in itertools.product(*_axes(doc, where)):
         params = dict(DEFAULTS)
         for part in combo:
             unknown = sorted(set(part) - set(DEFAULTS) - set(OPTIONAL))
             if unknown:
-                raise GridError(f"unknown grid parameter(s) {unknown}; known: {sorted(set(DEFAULTS) | set(OPTIONAL))}")
+                raise GridError(f"{where}: unknown grid parameter(s) {unknown}; known: "
+                                f"{sorted(set(DEFAULTS) | set(OPTIONAL))}")
             params.update(part)
+        combos.append(params)
+    check_cells(combos, where)
+    for params in combos:
         cid = short_hash(params)
         if cid in seen:
             continue
         seen.add(cid)
         workload, sim = cell_seeds(params)
         label = f"{params['policy']}+{params['placement'] or 'default'}"
-        cells.append(Cell(cid, params, workload, sim, _matches(params, selector), label))
+        cells.append(Cell(cid, params, workload, sim, _matches(params, selector, where), label))
     return cells
+
+
+# -- checking a whole grid before anything is written ----------------------------------------------------------------
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _registries() -> dict:
+    from ..network import NETWORKS
+    from ..policies import ORDERING, PLACEMENT, PREEMPTION
+
+    return dict(policy=(ORDERING, False), placement=(PLACEMENT, True), preemption=(PREEMPTION, True),
+                network=(NETWORKS, False))
+
+
+#: the plain-typed parameters: (check, what is allowed)
+_TYPED = dict(
+    max_jobs=(lambda v: v is None or (_is_int(v) and v >= 1), "an integer >= 1, or null for every job"),
+    seed=(lambda v: _is_int(v) and 0 <= v < 2**32, "an integer >= 0 (a replicate index)"),
+    base_seed=(lambda v: _is_int(v) and 0 <= v < 2**63, "an integer >= 0"),
+    oversub=(lambda v: v is None or (_is_number(v) and v > 0), "a finite number > 0, or null for the topology's own"),
+    checkpoint_s=(lambda v: _is_number(v) and v >= 0, "a finite number of seconds >= 0"),
+    restore_s=(lambda v: _is_number(v) and v >= 0, "a finite number of seconds >= 0"),
+    backfill=(lambda v: v is None or isinstance(v, bool), "true, false, or null for the ordering policy's own rule"),
+    background=(lambda v: _is_number(v) and 0 <= v < 1, "a finite number >= 0 and < 1 (a share of each link)"),
+    batch=(lambda v: isinstance(v, bool), "true or false"),
+    trace=(lambda v: isinstance(v, str) and bool(v.strip()), "a trace name, spec string or file path"),
+    topology=(lambda v: isinstance(v, str) and bool(v.strip()), "a topology spec string or file path"),
+)
+
+
+def _check_meta(doc: dict, where: str) -> None:
+    for key in ("name", "description"):
+        if doc.get(key) is not None and not isinstance(doc[key], (str, int, float)):
+            raise GridError(f"{where}: {key!r} must be text, got {short(doc[key])}")
+    _matches({}, doc.get("links", False), where)
+
+
+def check_cells(cells: list[dict], where: str = "grid") -> None:
+    """Every parameter of every cell: its type, a registered name (policy, placement, preemption,
+    network), a trace and a topology the project's parsers accept. Raises one :class:`GridError`."""
+    from ..traces import TRACES, TraceError
+    from ..traces import _spec_params as trace_params
+    from ..topology import TopologyError, load_topology
+
+    regs = _registries()
+    for key, (reg, nullable) in regs.items():
+        for value in {repr(c[key]): c[key] for c in cells}.values():
+            if value is None and nullable:
+                continue
+            if not isinstance(value, str) or value not in reg:
+                allowed = ", ".join(reg.names()) + (", or null for the default" if nullable else "")
+                raise GridError(f"{where}: {key!r}: {short(value)} is not a registered {reg.what}; "
+                                f"allowed: {allowed}")
+    for key, (ok, allowed) in _TYPED.items():
+        for c in cells:
+            if key in c and not ok(c[key]):
+                raise GridError(f"{where}: {key!r}: {short(c[key])} is not allowed; allowed: {allowed}")
+    for trace in sorted({c["trace"] for c in cells}):
+        try:
+            path = Path(trace)
+            if path.suffix in (".csv", ".trace"):
+                if not path.is_file():
+                    raise TraceError(f"trace file {trace!r} not found")
+            else:
+                spec = Spec.parse(trace)
+                try:
+                    loader = TRACES.get(spec.kind)
+                except KeyError as exc:
+                    raise TraceError(f"trace spec {trace!r}: {exc.args[0]}") from None
+                trace_params(trace, spec, loader)
+        except InputError as exc:
+            raise GridError(f"{where}: 'trace': {exc}") from None
+    for topo in sorted({topology_spec(c) for c in cells if c["oversub"] is None or _is_number(c["oversub"])}):
+        try:
+            load_topology(topo)
+        except (InputError, TopologyError) as exc:
+            raise GridError(f"{where}: 'topology'/'oversub': {exc}") from None
+
+
+def grid_source(what) -> str:
+    """How errors name a grid: its file, or "grid" for a dict or YAML text."""
+    if isinstance(what, Path) or (isinstance(what, str) and "\n" not in what
+                                  and Path(what).suffix in (".yaml", ".yml", ".json")):
+        return f"grid file {str(what)!r}"
+    return "grid"
 
 
 def read_grid(what) -> dict:
@@ -163,7 +272,10 @@ def read_grid(what) -> dict:
     if isinstance(what, Path) or ("\n" not in text and path.suffix in (".yaml", ".yml", ".json")):
         if not path.exists():
             raise GridError(f"grid file {text!r} not found")
-        text = path.read_text()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise GridError(f"grid file {text!r}: cannot read: {exc}") from None
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -11,13 +11,14 @@ backend gives the same frames.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from .backends import BACKENDS, Backend
-from .grid import DEFAULTS, OPTIONAL, Cell, expand, read_grid
+from .grid import DEFAULTS, OPTIONAL, Cell, expand, grid_source, read_grid
 from .store import MemoryStore, Store, StoreError
 
 PARAM_COLUMNS = tuple(DEFAULTS)
@@ -96,16 +97,28 @@ def run_sweep(grid, out=None, backend: str | Backend | None = None, progress: bo
     Failing cells never stop the sweep: see ``result.errors``.
     """
     doc = read_grid(grid)
-    cells = expand(doc)
+    cells = expand(doc, grid_source(grid))  # the whole grid is checked here, before anything is written
     if backend is None:
         dask_given = any(backend_options.get(k) is not None for k in ("client", "cluster", "address"))
         backend = "dask" if dask_given else "serial"
-    name = backend if isinstance(backend, str) else backend.name
-    store = Store(out) if out is not None else MemoryStore()
-    manifest = None
-    if out is not None:
+    if out is None:
+        return _run(cells, MemoryStore(), None, backend, progress, backend_options)
+    store = Store(out)
+    with store.lock():  # one run at a time; a second one fails here, before touching anything
         store.clean()
-        manifest = store.begin(doc, cells, name)
+        manifest = store.begin(doc, cells, backend if isinstance(backend, str) else backend.name)
+        stored = store.done_ids() | store.error_ids()
+        corrupt = store.corrupt_cells([c.id for c in cells if c.id in stored])
+        if corrupt:  # set aside (renamed, not deleted) and computed again below
+            where = store.set_aside(corrupt)
+            manifest["runs"][-1]["set_aside"] = dict(cells=corrupt, moved_to=str(where))
+            for cid, why in corrupt.items():
+                warnings.warn(f"{store.root}: cell {cid} was corrupt ({why}); set aside in {where} and recomputed",
+                              stacklevel=2)
+        return _run(cells, store, manifest, backend, progress, backend_options)
+
+
+def _run(cells, store, manifest, backend, progress, backend_options) -> SweepResult:
     done = store.done_ids()
     todo = [c for c in cells if c.id not in done]
     t0 = time.perf_counter()

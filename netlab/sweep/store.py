@@ -8,18 +8,31 @@ Layout::
     DIR/cells/<id>.links.parquet     per-link rows (only for cells that keep them)
     DIR/cells/<id>.summary.json      written LAST: its presence marks the cell complete
     DIR/cells/<id>.error.json        a failed cell's error and traceback (retried on re-run)
+    DIR/.lock, DIR/.lock.holder      one run at a time: a file lock and who holds it (pid, host, since)
+    DIR/corrupt/<time>/...           cell files found unreadable, set aside (never deleted); the cell is re-run
 
 Every file is written to a temporary name and renamed into place, so a
 reader never sees a partial file and a cell appears at most once whatever
 moment a SIGKILL lands: a cell without its summary is simply not done and
 its files are overwritten on the next run. Stray temporary files of a killed
 run are removed before a run starts. Only the driver process writes,
-so workers need no shared file system.
+so workers need no shared file system. Every write is fsynced (file, then
+directory). A run holds the store's lock (:meth:`Store.lock`) from before it
+cleans until it ends: a second run on the same directory fails at once naming
+the holder, and never touches the first one's files.
+
+A cell file that cannot be read back (a disk fault, a copy cut short) is
+found by :meth:`Store.corrupt_cells`; :meth:`Store.set_aside` moves the cell's
+files to ``DIR/corrupt/`` so a re-run computes it again (``netlab results DIR
+--repair``; a resumed run does both itself).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import socket
 import subprocess
 from datetime import datetime, timezone
 from importlib import metadata
@@ -38,7 +51,24 @@ PACKAGES = ("netlab-sched", "numpy", "pandas", "scipy", "pyarrow", "networkx", "
 
 
 class StoreError(RuntimeError):
-    """The directory holds a different sweep, or is not a sweep store."""
+    """The directory holds a different sweep, is not a sweep store, is in use, or holds a corrupt cell."""
+
+
+class StoreBusy(StoreError):
+    """Another run holds the store's lock."""
+
+
+class CorruptCell(StoreError):
+    """A stored cell file cannot be read back."""
+
+    def __init__(self, root, cell_id: str, file: str, reason: str):
+        self.cell_id, self.file, self.reason = cell_id, file, reason
+        super().__init__(f"{root}: cell {cell_id} is corrupt: {file}: {reason}; run `netlab results {root} "
+                         f"--repair` (or re-run the sweep) to set it aside and recompute it")
+
+
+#: the kinds of file a cell can have, the summary last (it marks the cell complete)
+CELL_FILES = ("jobs.parquet", "links.parquet", "error.json", "summary.json")
 
 
 def now_iso() -> str:
@@ -147,6 +177,44 @@ class Store:
     def _path(self, cell_id: str, kind: str) -> Path:
         return self.cells_dir / f"{cell_id}.{kind}"
 
+    @property
+    def lock_path(self) -> Path:
+        return self.root / ".lock"
+
+    @property
+    def holder_path(self) -> Path:
+        return self.root / ".lock.holder"
+
+    def holder(self) -> dict | None:
+        """Who holds (or last held) the lock, as it wrote: pid, host, since; None if unknown."""
+        try:
+            return json.loads(self.holder_path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    @contextlib.contextmanager
+    def lock(self):
+        """Hold the store for one run (creates the directory). Raises :class:`StoreBusy` at once if another
+        process holds it, naming the store and the holder; nothing else in the store is touched then."""
+        from filelock import FileLock, Timeout
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        flock = FileLock(str(self.lock_path), timeout=0)
+        try:
+            flock.acquire()
+        except Timeout:
+            who = self.holder()
+            desc = (f"pid {who.get('pid')} on {who.get('host')}, since {who.get('since')}" if who
+                    else "another process (it has not yet written its pid)")
+            raise StoreBusy(f"{self.root}: the sweep store is in use by {desc}; wait for that run to end or "
+                            f"use another --out (lock: {self.lock_path})") from None
+        try:
+            _write_json(self.holder_path, dict(pid=os.getpid(), host=socket.gethostname(), since=now_iso()))
+            yield self
+        finally:
+            self.holder_path.unlink(missing_ok=True)
+            flock.release()
+
     def clean(self) -> None:
         """Create the layout and remove temporary files a killed run left (only before running)."""
         self.cells_dir.mkdir(parents=True, exist_ok=True)
@@ -215,18 +283,85 @@ class Store:
         _write_json(self._path(cid, "summary.json"), ok)
         self._path(cid, "error.json").unlink(missing_ok=True)
 
+    def _read(self, cell_id: str, kind: str, read):
+        """``read(path)``; a file that cannot be read back is a :class:`StoreError` naming the cell and file."""
+        path = self._path(cell_id, kind)
+        try:
+            return read(path)
+        except Exception as exc:  # noqa: BLE001 - pyarrow, json and the OS each have their own errors
+            raise CorruptCell(self.root, cell_id, path.name, f"{type(exc).__name__}: {exc}") from None
+
     def read_summary(self, cell_id: str) -> dict:
-        return json.loads(self._path(cell_id, "summary.json").read_text())
+        return self._read(cell_id, "summary.json", lambda p: _json_object(p))
 
     def read_error(self, cell_id: str) -> dict:
-        return json.loads(self._path(cell_id, "error.json").read_text())
+        return self._read(cell_id, "error.json", lambda p: _json_object(p))
 
     def read_jobs(self, cell_id: str) -> pd.DataFrame:
-        return pd.read_parquet(self._path(cell_id, "jobs.parquet"))
+        return self._read(cell_id, "jobs.parquet", pd.read_parquet)
 
     def read_links(self, cell_id: str) -> pd.DataFrame | None:
         path = self._path(cell_id, "links.parquet")
-        return pd.read_parquet(path) if path.exists() else None
+        return self._read(cell_id, "links.parquet", pd.read_parquet) if path.exists() else None
+
+    # -------------------------------------------------------- check/repair
+    def check_cell(self, cell_id: str) -> str | None:
+        """Why a stored cell cannot be read back (every file read in full), or None if it can."""
+        try:
+            if cell_id in self.done_ids():
+                self.read_summary(cell_id)
+                self.read_jobs(cell_id)
+                self.read_links(cell_id)
+            elif self._path(cell_id, "error.json").exists():
+                self.read_error(cell_id)
+        except CorruptCell as exc:
+            return f"{exc.file}: {exc.reason}"
+        return None
+
+    def corrupt_cells(self, cell_ids=None) -> dict[str, str]:
+        """{cell id: reason} of the finished or failed cells that cannot be read back."""
+        ids = sorted(self.done_ids() | self.error_ids()) if cell_ids is None else cell_ids
+        found = {}
+        for cid in ids:
+            why = self.check_cell(cid)
+            if why is not None:
+                found[cid] = why
+        return found
+
+    def set_aside(self, cell_ids) -> Path | None:
+        """Move every file of these cells to ``DIR/corrupt/<time>/`` (renamed, never deleted), the summary
+        first, so the cells are no longer done and the next run computes them again."""
+        cell_ids = list(cell_ids)
+        if not cell_ids:
+            return None
+        dest = self.root / "corrupt" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        dest.mkdir(parents=True, exist_ok=True)
+        for cid in cell_ids:
+            for kind in reversed(CELL_FILES):  # summary first: a crash here leaves the cell merely not done
+                path = self._path(cid, kind)
+                if path.exists():
+                    os.replace(path, dest / path.name)
+        _fsync_dir(self.cells_dir)
+        _fsync_dir(dest)
+        return dest
+
+
+def _json_object(path: Path) -> dict:
+    obj = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    return obj
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _netlab_version() -> str:
