@@ -235,3 +235,34 @@ def test_bad_grid_is_refused_before_anything_is_written(tmp_path, name):
     assert not out.exists()  # nothing written: the corrected grid is not "a different sweep"
     fixed = _grid_file(tmp_path, small_grid(grid=dict(policy=["fifo"], seed=[0])))
     assert run_sweep(fixed, out=out, progress=False).errors.empty
+
+
+# ---------------------------------------------------------------------------------- the grid parser, fuzzed
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+_KEYS = ["trace", "max_jobs", "topology", "oversub", "policy", "placement", "preemption", "network", "seed",
+         "base_seed", "checkpoint_s", "restore_s", "backfill", "background", "batch", "name", "links", "pairs"]
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 10), st.floats(allow_nan=True),
+                     st.sampled_from(["fifo", "tiresias", "fair", "ideal", "consolidated", "philly-sample", TOPO,
+                                      "leafspine,racks=1", "synthetic,jobs=5", "x.csv", "a.yaml", "", "abc"]),
+                     st.text(max_size=12))
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                         st.dictionaries(st.sampled_from(_KEYS), inner,
+                                                                         max_size=3)), max_leaves=6)
+
+
+@hypothesis.settings(max_examples=150, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+@hypothesis.given(top=st.dictionaries(st.one_of(st.sampled_from(_KEYS), st.integers(0, 3)), _VALUES, max_size=4),
+                  axes=st.one_of(st.none(), _VALUES,
+                                 st.dictionaries(st.one_of(st.sampled_from(_KEYS), st.integers(0, 3)), _VALUES,
+                                                 max_size=3)))
+def test_any_grid_expands_or_raises_a_grid_error(top, axes):
+    doc = dict(top, grid=axes)
+    try:
+        cells = expand(doc, "grid file 'fuzz.yaml'")
+    except GridError as exc:
+        assert "fuzz.yaml" in str(exc)
+        return
+    assert cells and all(isinstance(c.params["policy"], str) for c in cells)

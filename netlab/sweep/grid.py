@@ -155,7 +155,7 @@ def expand(doc: dict, where: str = "grid") -> list[Cell]:
     for combo in itertools.product(*_axes(doc, where)):
         params = dict(DEFAULTS)
         for part in combo:
-            unknown = sorted(set(part) - set(DEFAULTS) - set(OPTIONAL))
+            unknown = sorted(str(k) for k in set(part) - set(DEFAULTS) - set(OPTIONAL))
             if unknown:
                 raise GridError(f"{where}: unknown grid parameter(s) {unknown}; known: "
                                 f"{sorted(set(DEFAULTS) | set(OPTIONAL))}")
@@ -249,11 +249,12 @@ def check_cells(cells: list[dict], where: str = "grid") -> None:
                 trace_params(trace, spec, loader)
         except InputError as exc:
             raise GridError(f"{where}: 'trace': {exc}") from None
-    for topo in sorted({topology_spec(c) for c in cells if c["oversub"] is None or _is_number(c["oversub"])}):
+    for base, oversub in sorted({(c["topology"], c["oversub"]) for c in cells}, key=repr):
         try:
-            load_topology(topo)
+            load_topology(topology_spec(dict(topology=base, oversub=oversub)))
         except (InputError, TopologyError) as exc:
-            raise GridError(f"{where}: 'topology'/'oversub': {exc}") from None
+            key = "'topology'" if oversub is None else "'topology' with 'oversub'"
+            raise GridError(f"{where}: {key}: {exc}") from None
 
 
 def grid_source(what) -> str:
