@@ -6,6 +6,7 @@ no outputs.
 """
 
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -29,6 +30,16 @@ SMALL = {
 # Notebooks that drive the emulated testbed need root, sshd and torch; they skip with the reason elsewhere.
 NEEDS_TESTBED = {"04-testbed.ipynb"}
 OUT_PARAM = "OUT"  # notebooks with a results store write it under the test's tmp dir
+# Warnings a notebook may still print, with the reason; anything else printed as a warning fails the test.
+KNOWN_WARNINGS = {
+    # netlab.sweep and netlab.repro still make their bars with tqdm.auto, not netlab.progress (issue 15)
+    "02-dally.ipynb": {"TqdmWarning", "RuntimeWarning"},
+    "03-cassini.ipynb": {"TqdmWarning"},
+    # not yet diagnosed (issue 15): RuntimeWarnings printed by 02, 04 and 05; the failure message shows the lines
+    "04-testbed.ipynb": {"RuntimeWarning"},
+    "05-congestion-model.ipynb": {"RuntimeWarning"},
+}
+WARNING = re.compile(r"\b(\w*Warning)\b")
 
 
 def test_every_notebook_has_small_parameters():
@@ -58,9 +69,17 @@ def test_notebook_runs_with_small_parameters(path, tmp_path, monkeypatch):
         small[OUT_PARAM] = str(tmp_path / "store")
     overrides = "\n".join(f"{k} = {v!r}" for k, v in small.items())
     nb.cells.insert(idx + 1, nbformat.v4.new_code_cell(overrides))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    # The kernel's own backend (inline), as in Jupyter: a library that picks Agg at import would hide the figures.
+    monkeypatch.delenv("MPLBACKEND", raising=False)
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     # Every code cell ran, and none raised (nbclient raises on error).
     ran = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in ran)
+    outputs = [o for c in ran for o in c.get("outputs", [])]
+    # Figures render inline, as a reader sees them in Jupyter.
+    assert any("image/png" in o.get("data", {}) for o in outputs), f"{path.name}: no figure rendered"
+    lines = [line for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stderr"
+             for line in o.get("text", "").splitlines() if WARNING.search(line)]
+    printed = {m for line in lines for m in WARNING.findall(line)}
+    assert printed <= KNOWN_WARNINGS.get(path.name, set()), f"{path.name} printed:\n" + "\n".join(lines)
