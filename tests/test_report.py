@@ -18,9 +18,11 @@ from netlab.report import comparison_table, render_report  # noqa: E402
 from netlab.sweep import run_sweep  # noqa: E402
 
 TOPO = "leafspine,racks=2,hosts_per_rack=2,gpus_per_host=8,host_gbps=100,spines=2"
+TINY = "leafspine,racks=1,hosts_per_rack=1,gpus_per_host=1"  # too small for the trace's 8-GPU jobs: cells fail
 GRID = dict(name="report-test", trace="philly-sample", max_jobs=80, topology=TOPO,
             links={"network": "fair", "seed": 0},
-            grid=dict(policy=["fifo", "tiresias", "broken-policy"], placement=["consolidated", "random"],
+            grid=dict(case=[{"policy": "fifo"}, {"policy": "tiresias"}, {"policy": "fifo", "topology": TINY}],
+                      placement=["consolidated", "random"],
                       oversub=[2, 4], network=["fair", "ideal"], seed=[0, 1]))
 FIGURES = ("jct_cdf", "avg_jct", "p99_jct", "makespan", "queue_delay", "link_utilisation", "placement_timeline",
            "ideal_ratio")
@@ -44,7 +46,7 @@ def test_report_has_table_and_every_figure_embedded(sweep_dir):
         assert m, f"{name} not embedded"
         assert base64.b64decode(m.group(1)) == png
     # failed cells are listed with their tracebacks; no external resource is referenced
-    assert "Failed cells (16)" in page and "unknown ordering policy" in page and "Traceback" in page
+    assert "Failed cells (16)" in page and "the topology has 1" in page and "Traceback" in page
     assert "src='http" not in page and "href=" not in page
 
 
@@ -90,7 +92,12 @@ def test_sweep_results_and_report_commands(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(dict(GRID, max_jobs=10, grid=dict(policy=["fifo", "nope"]))))
     result = runner.invoke(app, ["sweep", str(bad), "--out", str(tmp_path / "bad"), "--quiet"])
-    assert result.exit_code == 1 and "failed" in result.output and "unknown ordering policy" in result.output
+    assert result.exit_code == 2 and "'nope' is not a registered ordering policy" in result.output
+    assert not (tmp_path / "bad").exists()  # refused with the grid, before anything is written
+    failing = tmp_path / "failing.yaml"
+    failing.write_text(yaml.safe_dump(dict(GRID, max_jobs=10, grid=dict(topology=[TOPO, TINY]))))
+    result = runner.invoke(app, ["sweep", str(failing), "--out", str(tmp_path / "failing"), "--quiet"])
+    assert result.exit_code == 1 and "failed" in result.output and "the topology has 1" in result.output
 
 
 def test_importing_the_report_keeps_the_notebook_backend():
