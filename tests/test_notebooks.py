@@ -26,6 +26,7 @@ SMALL = {
     "05-congestion-model.ipynb": dict(SIM_TOPOLOGIES=["leafspine,racks=4,hosts_per_rack=2,gpus_per_host=8,oversub=4"],
                                       SIM_EXPERIMENTS=30, TESTBED_EXPERIMENTS=3, RUN_FIDELITY=True,
                                       FIDELITY_ITERATIONS=12, PLACEMENT_JOBS=40),
+    "06-interleaving.ipynb": dict(REPEAT=1),  # reads the recorded experiment only
 }
 # Notebooks that drive the emulated testbed need root, sshd and torch; they skip with the reason elsewhere.
 NEEDS_TESTBED = {"04-testbed.ipynb"}
