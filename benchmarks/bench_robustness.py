@@ -39,6 +39,29 @@ def _fuzz_module():
     return mod
 
 
+def _grid_case():
+    """The sweep-grid fuzz of ``tests/test_sweep_store.py`` (its strategies), as (strategy, check)."""
+    spec = importlib.util.spec_from_file_location("sweep_store_tests", ROOT / "tests" / "test_sweep_store.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    keys = st.one_of(st.sampled_from(mod._KEYS), st.integers(0, 3))
+    strategy = st.tuples(st.dictionaries(keys, mod._VALUES, max_size=4),
+                         st.one_of(st.none(), mod._VALUES, st.dictionaries(keys, mod._VALUES, max_size=3)))
+
+    def check(top, axes):
+        from netlab.sweep.grid import GridError, expand
+
+        try:
+            expand(dict(top, grid=axes), "grid file 'fuzz.yaml'")
+        except GridError as exc:
+            if "fuzz.yaml" not in str(exc):
+                raise AssertionError(f"a grid error that does not name the file: {exc}") from exc
+            return "refused"
+        return "loaded"
+
+    return strategy, check
+
+
 def fuzz(name: str, strategy, check, n: int) -> dict:
     """Run ``check`` on ``n`` generated inputs; count outcomes; record (not raise) faults."""
     counts = collections.Counter()
@@ -145,6 +168,7 @@ def main(argv=None) -> dict:
         "trace_file": fuzz("trace_file", fz.trace_csv(record=injected), fz.check_trace_file, n(3000)),
         "trace_spec": fuzz("trace_spec", fz.spec_text(fz.TRACE_KINDS, fz.TRACE_KEYS, fz.TRACE_VALUE),
                            fz.check_trace_spec, n(1000)),
+        "sweep_grid": fuzz("sweep_grid", *_grid_case(), n(2000)),
     }
     cli = cli_runs(fz, n(300))
     result = {
