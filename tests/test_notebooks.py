@@ -33,10 +33,8 @@ NEEDS_TESTBED = {"04-testbed.ipynb"}
 OUT_PARAM = "OUT"  # notebooks with a results store write it under the test's tmp dir
 # Warnings a notebook may still print, with the reason; anything else printed as a warning fails the test.
 KNOWN_WARNINGS = {
-    # netlab.sweep and netlab.repro still make their bars with tqdm.auto, not netlab.progress (issue 15)
-    "02-dally.ipynb": {"TqdmWarning", "RuntimeWarning"},
-    "03-cassini.ipynb": {"TqdmWarning"},
     # not yet diagnosed (issue 15): RuntimeWarnings printed by 02, 04 and 05; the failure message shows the lines
+    "02-dally.ipynb": {"RuntimeWarning"},
     "04-testbed.ipynb": {"RuntimeWarning"},
     "05-congestion-model.ipynb": {"RuntimeWarning"},
 }

@@ -114,7 +114,7 @@ def cassini_runs(cells: list[dict], workers: int = 1, progress: bool = False) ->
         pool = ProcessPoolExecutor(workers)
         it = pool.map(run_one, cells)
     if progress:
-        from tqdm.auto import tqdm
+        from ..progress import tqdm
 
         it = tqdm(it, total=len(cells), desc="cassini")
     rows = list(it)

@@ -81,7 +81,7 @@ def assemble(cells: list[Cell], source) -> tuple[pd.DataFrame, pd.DataFrame, pd.
 
 
 def _progress(iterable, total: int, initial: int, enabled: bool | None):
-    from tqdm.auto import tqdm
+    from ..progress import tqdm
 
     return tqdm(iterable, total=total, initial=initial, desc="cells", unit="cell",
                 disable=None if enabled is None else not enabled, smoothing=0.1)
