@@ -18,7 +18,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import signal
@@ -30,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_fidelity import _records as fidelity_records  # noqa: E402
 from bench_fidelity import boost_priority  # noqa: E402
 
 from netlab.congestion import fidelity as fid  # noqa: E402
@@ -42,6 +42,10 @@ ROOT = Path(__file__).resolve().parents[1]
 TOPOLOGY = ROOT / "testbed" / "topologies" / "leafspine-2rack.yaml"
 RESULTS = ROOT / "benchmarks" / "results"
 TARGET = 0.10  # |measured - simulated| / measured of the shifted/aligned ratio
+
+def _records(df: pd.DataFrame, digits: int = 4) -> list[dict]:
+    """The fidelity report's records, at 4 digits by default."""
+    return fidelity_records(df, digits)
 
 
 def collect(runs_path: Path, repeats: int, iterations: int, nice: int = -10, three: bool = True) -> None:
@@ -60,10 +64,6 @@ def collect(runs_path: Path, repeats: int, iterations: int, nice: int = -10, thr
             runs = il.collect_interleave(ctl, scenarios, repeats=repeats, out=runs_path,
                                          log=lambda msg: print(msg, flush=True), extra=dict(rank_nice=niceness))
     print(f"collection: {time.time() - t0:.0f} s; {len(runs)} rows in {runs_path}")
-
-
-def _records(df: pd.DataFrame, digits: int = 4) -> list[dict]:
-    return json.loads(df.round(digits).to_json(orient="records"))
 
 
 def score(runs_path: Path, out: Path) -> dict:
