@@ -16,11 +16,14 @@ Rule (every import counts: module level, inside functions, under TYPE_CHECKING):
   package ``netlab.policies`` itself (importing it registers every policy),
   for its registries and the three interfaces, never a policy module.
 
+* ``netlab.slowdown`` (the slowdown model the ``predictive`` placement
+  scores with: features, fluid simulation, models, training rows) and
+  ``netlab.topology`` import neither ``netlab.policies``, ``netlab.sim`` nor
+  ``netlab.congestion`` (the front with testbed datasets and experiments).
+
 So the only edge between the simulator and the policies runs sim -> policies.
-``netlab.sched`` and ``netlab.sensitivity`` do not reach ``netlab.sim``
-through other modules either; the policies still do, through one lazy import
-(the ``predictive`` placement's use of ``netlab.congestion``), marked as a
-known strict xfail below.
+``netlab.sched``, ``netlab.sensitivity`` and the policies do not reach
+``netlab.sim`` through other modules either.
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ def test_the_parser_sees_lazy_and_typing_imports():
     (("netlab.sched",), ("netlab.policies", "netlab.sensitivity", "netlab.sim")),
     (("netlab.policies", "netlab.sensitivity"), ("netlab.sim",)),
     (("netlab.sensitivity",), ("netlab.policies",)),
+    (("netlab.slowdown", "netlab.topology"), ("netlab.policies", "netlab.sim", "netlab.congestion")),
 ])
 def test_lower_layers_never_import_upper_ones(sources, forbidden):
     assert _violations(sources, forbidden) == []
@@ -159,8 +163,5 @@ def test_sched_and_sensitivity_do_not_reach_the_simulator_through_other_modules(
     assert _reaching_sim("netlab.sched", "netlab.sensitivity") == []
 
 
-@pytest.mark.xfail(strict=True, reason="known, left: policies.placement.predictive lazily imports netlab.congestion "
-                   "(to train and featurise), whose dataset module uses netlab.sim (fixtures.scatter, "
-                   "metrics.atomic_write) and netlab.policies (PLACEMENT)")
 def test_policies_do_not_reach_the_simulator_through_other_modules():
     assert _reaching_sim("netlab.policies") == []

@@ -1,16 +1,17 @@
-"""Predicting a job's slowdown in a candidate placement from what already runs there.
+"""Predicting a job's slowdown in a candidate placement from what already runs there: the user-facing front.
 
-* :mod:`.features`: the feature schema, per-placement raw features, the
-  scikit-learn featuriser;
-* :mod:`.dataset`: simulator datasets (and the schema testbed rows share),
+The model itself (features, fluid simulation, models, training rows) lives in
+:mod:`netlab.slowdown`, below the policy layer, so the ``predictive``
+placement uses it without reaching the simulator; its names are re-exported
+here, and ``netlab.congestion.features`` / ``.fluid`` / ``.models`` remain
+aliases of the modules there. On top of it, here:
+
+* :mod:`.dataset`: simulator datasets with the registered placement styles,
   parquet persistence;
-* :mod:`.fluid`: a TCP-like fluid simulation of a candidate with the running
-  jobs on its links (the ``fluid_tcp_slowdown`` feature), compiled with numba;
-* :mod:`.models`: the analytic max-min baseline, gradient boosting, random
-  forest and fluid-residual pipelines, grouped cross-validation, versioned
-  persistence.
+* :mod:`.testbed_data`: the same rows measured on the testbed;
+* :mod:`.fidelity`, :mod:`.interleave`: simulator-vs-testbed experiments.
 
-The placement policies that use them (``predictive``, ``oracle``) live in
+The placement policies that use the model (``predictive``, ``oracle``) live in
 :mod:`netlab.policies.placement.predictive`.
 """
 

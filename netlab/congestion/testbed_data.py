@@ -38,7 +38,7 @@ from ..workload.job import Job, isolated_iter_s
 from ..workload.zoo import JobModel, ModelZoo
 from .dataset import COLUMNS, check_frame, load_dataset, save_dataset
 from ..testbed.experiments import rack_hosts, uplink_cables
-from .features import Background, feature_rows
+from ..slowdown.features import Background, feature_rows
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,7 @@ def refeaturize(df: pd.DataFrame, topology, rate_scale: float = 0.002, kinds=KIN
     measured columns (targets, telemetry) are kept.
     """
     from ..topology import load_topology
-    from .features import FEATURES
+    from ..slowdown.features import FEATURES
 
     topo0 = load_topology(topology)
     zoo = _model_zoo(kinds, rate_scale)

@@ -16,13 +16,13 @@ duration is the time-integrated demand above capacity (the ECN-mark proxy).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ..fileio import atomic_write  # noqa: F401  (here since before netlab.fileio; report, sweep and testbed import it here)
 
 SUMMARY_KEYS = ("jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "avg_wait_s", "avg_start_delay_s",
                 "gpu_util", "overload_gbit", "wall_s", "events")
@@ -57,37 +57,6 @@ def _json(value):
     if isinstance(value, np.ndarray):
         return value.tolist()
     return str(value)
-
-
-def atomic_write(path: Path, write) -> None:
-    """Write via a temporary file in the same directory, fsync it, rename over ``path``, fsync the directory.
-
-    After a crash or power loss ``path`` holds either the old or the new content, whole.
-    """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # the data is on disk before the rename makes it visible
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    try:
-        dfd = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:  # a platform that cannot open directories (Windows): the rename is all there is
-        return
-    try:
-        os.fsync(dfd)  # the rename itself is durable
-    finally:
-        os.close(dfd)
 
 
 def write_json(path, obj) -> Path:

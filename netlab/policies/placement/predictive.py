@@ -1,7 +1,7 @@
 """Predictive and oracle placement: score candidate placements by the job's slowdown there.
 
 Why: consolidation and topology heuristics guess where a job will be slowed
-by what already runs; a slowdown model (:mod:`netlab.congestion`) predicts
+by what already runs; a slowdown model (:mod:`netlab.slowdown`) predicts
 it from the same information a real cluster has (topology, running jobs,
 link utilisation, telemetry), and the exact network model says what the
 simulator would do. Both policies share everything but the scorer, so the
@@ -27,7 +27,7 @@ Rule (both):
 
 Only the new job's own slowdown is scored, not the slowdown it inflicts on
 running jobs. ``predictive`` takes a fitted model (an object or a path for
-:func:`netlab.congestion.load_model`); without one it fits a default
+:func:`netlab.slowdown.models.load_model`); without one it fits a default
 (``gbrt`` on a small simulator dataset of the cluster's topology) on first
 use and caches it per topology for the process.
 """
@@ -102,13 +102,20 @@ _DEFAULT_MODELS: dict = {}
 
 
 def default_model(topology, n_experiments: int = 120, seed: int = 0):
-    """A ``gbrt`` slowdown model fitted on a small simulator dataset of ``topology``, cached per topology."""
-    from ...congestion import make_model, simulator_dataset
+    """A ``gbrt`` slowdown model fitted on a small simulator dataset of ``topology``, cached per topology.
+
+    The rows come from :mod:`netlab.slowdown.samples` (the network model's exact
+    iteration times for randomised co-locations placed by the registered
+    policies): the same rows as ``netlab.congestion.simulator_dataset``, built
+    without reaching the simulator.
+    """
+    from ...slowdown.models import make_model
+    from ...slowdown.samples import simulator_dataset
 
     key = (topology.name, repr(sorted(topology.params.items())), topology.n_links,
            float(topology.link_capacity_gbps.sum()), n_experiments, seed)
     if key not in _DEFAULT_MODELS:
-        df = simulator_dataset(topology, n_experiments=n_experiments, seed=seed)
+        df = simulator_dataset(topology, PLACEMENT.create, n_experiments=n_experiments, seed=seed)
         _DEFAULT_MODELS[key] = make_model("gbrt", n_estimators=150).fit(df, df["slowdown"])
     return _DEFAULT_MODELS[key]
 
@@ -124,7 +131,7 @@ class Predictive(ScoredPlacement):
         self.model = model if isinstance(model, str) or model is None else type(model).__name__
         self._model = model if model is not None and not isinstance(model, str) else None
         if isinstance(model, str):
-            from ...congestion import load_model
+            from ...slowdown.models import load_model
 
             self._model = load_model(model)
 
@@ -134,7 +141,7 @@ class Predictive(ScoredPlacement):
         return self._model
 
     def score(self, job, candidates, view):
-        from ...congestion.features import Background, placement_frame
+        from ...slowdown.features import Background, placement_frame
 
         background = self.cached(view, Background.from_view)
         frame = placement_frame(background, job, candidates, view.zoo)
