@@ -21,18 +21,34 @@ def build_demand(topology, model, pattern: str, job_id: int, hosts, gpus, iso_it
     so a job keeps its paths for as long as it keeps its placement.
     """
     hosts = np.asarray(hosts, dtype=np.int64)
-    plan = PATTERNS.get(pattern)().plan(tuple(int(g) for g in gpus), model.grad_bytes)
+    plan = PATTERNS.get(pattern)().plan_for(tuple(int(g) for g in gpus), model)
     intra = float(topology.host_intra_gbps[hosts].min())
     intra_s = plan.serial_intra_bytes * 8 / (intra * 1e9)
     if not plan.flows:
         return None, intra_s
     pairs = tuple((int(hosts[s]), int(hosts[d])) for s, d in plan.flows)
-    uniq, weights = topology.route(pairs, key=job_id * 1024)
+    if plan.flow_weights is None:
+        uniq, weights = topology.route(pairs, key=job_id * 1024)
+    else:
+        uniq, weights = _weighted_route(topology, pairs, plan.flow_weights, job_id * 1024)
     cap = intra if plan.ring_intra_cap else math.inf
     iso_rate = min(float(np.min(topology.link_capacity_gbps[uniq] / weights)), cap)
     demand = CommDemand(job_id, uniq, weights, plan.flow_bytes, model.compute_s, intra_s, model.overlap, cap,
                         iso_rate, iso_iter_s, phase)
     return demand, intra_s
+
+
+def _weighted_route(topology, pairs, flow_weights, key: int) -> tuple[np.ndarray, np.ndarray]:
+    """Like ``Topology.route``, flow ``n`` counting ``flow_weights[n]`` on each of its links (bytes relative to
+    the plan's ``flow_bytes``)."""
+    links, weights = [], []
+    for n, ((s, d), w) in enumerate(zip(pairs, flow_weights)):
+        link, share = topology.flow_links(s, d, key=key + n)
+        links.append(link)
+        weights.append(share * w)
+    per_link = np.bincount(np.concatenate(links), weights=np.concatenate(weights), minlength=topology.n_links)
+    ids = np.flatnonzero(per_link)
+    return ids, per_link[ids]
 
 
 def alone_iter_s(topology, model, pattern: str, hosts, gpus) -> float:

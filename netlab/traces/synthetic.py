@@ -7,8 +7,20 @@ In a spec string both lists are ``+``-joined: ``gpus=0+0.3+0.4+0.3,models=vgg16+
 With ``load``, the arrival rate is chosen so that the mean offered work,
 ``rate * E[gpus] * E[duration_s]`` GPU-seconds per second, equals
 ``load * cluster_gpus``. Each of arrivals, sizes, durations and models has its
-own stream from ``SeedSequence(seed).spawn(4)``, so changing one (say the
+own stream from ``SeedSequence(seed).spawn(5)``, so changing one (say the
 model mix) leaves the others unchanged.
+
+``llm`` (0..1) makes that share of jobs large-model training runs: each such
+job (chosen by the fifth stream) takes an LLM from ``llm_models`` (default:
+every zoo model with an LLM shape), the ``3d`` pattern and ``tp x pp x dp``
+GPUs, ``dp`` a power of two up to the published run's, drawn evenly among the
+sizes that fit the cluster (:mod:`netlab.workload.llm`). Its arrival and
+duration are the ones the job would have had; ``load`` is computed from the
+non-LLM size mix, so LLM jobs add to it.
+
+:func:`poisson_chunks` yields the same trace in pieces of ``chunk_jobs`` rows
+(a million-job trace need never be one DataFrame); every stream is drawn in
+order, so the pieces concatenate to exactly :func:`poisson_trace`'s rows.
 """
 
 from __future__ import annotations
@@ -22,7 +34,7 @@ from pydantic import BeforeValidator, Field
 from ..errors import Float, Int, checked
 from .files import register
 from .reader import MAX_ROWS
-from .schema import TraceError, finish
+from .schema import COLUMNS, TraceError, finish
 
 GPU_WEIGHTS = (0.55, 0.10, 0.15, 0.12, 0.05, 0.03)  # for 1, 2, 4, 8, 16, 32 GPUs
 MODELS = ("resnet18", "resnet50", "vgg16", "bert-base", "transformer", "deepspeech2")
@@ -54,15 +66,42 @@ def _model_mix(models) -> tuple[np.ndarray, np.ndarray]:
     return names, weights / weights.sum()
 
 
-@checked(TraceError, "synthetic")
-def poisson_trace(jobs: Int(ge=1, le=MAX_ROWS) = 200, load: Optional[Positive] = None,
-                  rate_per_h: Optional[Positive] = None, gpus: Weights = GPU_WEIGHTS,
-                  duration_median_s: Positive = 3600.0, duration_sigma: Float(ge=0, le=10) = 1.5,
-                  models: Models = MODELS, seed: Int(ge=0, le=2**63 - 1) = 0,
-                  cluster_gpus: Int(ge=1, le=2**31 - 1) = 64) -> pd.DataFrame:
-    """A schema DataFrame of ``jobs`` Poisson arrivals; ``load`` (default 0.8) or ``rate_per_h``.
+def _llm_mix(llm_models, cluster_gpus: int):
+    """(names, sizes per name) of the LLMs that fit ``cluster_gpus`` at dp=1; a TraceError if none."""
+    from ..workload.zoo import ModelZoo
 
-    Parameters are checked against this signature (:func:`netlab.errors.checked`): a bad one is a TraceError.
+    zoo = ModelZoo.default()
+    llms = [n for n in zoo.names() if zoo[n].llm is not None]
+    chosen = list(llm_models) or llms
+    bad = [m for m in chosen if m not in llms]
+    if bad:
+        raise TraceError(f"synthetic: field 'llm_models': {bad} are not LLM zoo models (allowed: {', '.join(llms)})")
+    names, sizes = [], []
+    for name in chosen:
+        shape = zoo[name].llm
+        dps = 2 ** np.arange(int(np.log2(shape.published_dp)) + 1)
+        fit = shape.model_parallel * dps[shape.model_parallel * dps <= cluster_gpus]
+        if len(fit):
+            names.append(name)
+            sizes.append(fit)
+    if not names:
+        raise TraceError(f"synthetic: field 'llm_models': none of {chosen} fits cluster_gpus={cluster_gpus} "
+                         "even at dp=1 (tp x pp GPUs)")
+    return names, sizes
+
+
+@checked(TraceError, "synthetic")
+def poisson_chunks(jobs: Int(ge=1, le=MAX_ROWS) = 200, load: Optional[Positive] = None,
+                   rate_per_h: Optional[Positive] = None, gpus: Weights = GPU_WEIGHTS,
+                   duration_median_s: Positive = 3600.0, duration_sigma: Float(ge=0, le=10) = 1.5,
+                   models: Models = MODELS, seed: Int(ge=0, le=2**63 - 1) = 0,
+                   cluster_gpus: Int(ge=1, le=2**31 - 1) = 64, llm: Float(ge=0, le=1) = 0.0,
+                   llm_models: Annotated[tuple[str, ...], BeforeValidator(_split_plus)] = (),
+                   chunk_jobs: Int(ge=1, le=MAX_ROWS) = MAX_ROWS):
+    """The synthetic trace as DataFrames of at most ``chunk_jobs`` rows, in submit order (module docstring).
+
+    Chunks carry the schema's columns with absolute ``submit_s`` (the first job at 0); their ``attrs`` hold
+    ``rate_per_h``. Parameters are checked before the first chunk: a bad one is a TraceError.
     """
     from ..workload.zoo import ModelZoo
 
@@ -89,29 +128,82 @@ def poisson_trace(jobs: Int(ge=1, le=MAX_ROWS) = 200, load: Optional[Positive] =
     else:
         rate_per_s = rate_per_h / 3600.0
     names, probs = _model_mix(models)
-    arrivals, size_rng, dur_rng, model_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4))
-    gaps_s = arrivals.exponential(1.0 / rate_per_s, size=jobs)
-    df = pd.DataFrame({
-        "job_id": [f"syn-{i:05d}" for i in range(jobs)],
-        "submit_s": np.cumsum(gaps_s) - gaps_s[0] if jobs else gaps_s,
-        "gpus": size_rng.choice(sizes, size=jobs, p=weights),
-        "model": model_rng.choice(names, size=jobs, p=probs).astype(str),
-        "duration_s": dur_rng.lognormal(mu, duration_sigma, size=jobs),
-    })
-    if not np.isfinite(df["submit_s"]).all():
-        raise TraceError(f"synthetic: arrivals overflow (rate {rate_per_s * 3600:g} per hour): raise load or "
-                         "rate_per_h")
+    llm_names, llm_sizes = _llm_mix(llm_models, cluster_gpus) if llm > 0 else ([], [])
+    return _chunks(jobs, chunk_jobs, rate_per_s, sizes, weights, mu, duration_sigma, names, probs, llm, llm_names,
+                   llm_sizes, seed)
+
+
+def _chunks(jobs, chunk_jobs, rate_per_s, sizes, weights, mu, sigma, names, probs, llm, llm_names, llm_sizes, seed):
+    streams = np.random.SeedSequence(seed).spawn(5)  # the first four are what spawn(4) gave before "llm" existed
+    arrivals, size_rng, dur_rng, model_rng, llm_rng = (np.random.default_rng(s) for s in streams)
+    clock, first_gap = 0.0, None
+    for start in range(0, jobs, chunk_jobs):
+        n = min(chunk_jobs, jobs - start)
+        gaps_s = arrivals.exponential(1.0 / rate_per_s, size=n)
+        if first_gap is None:
+            first_gap = gaps_s[0]
+        # one running sum over every chunk, in the order np.cumsum would add a single array
+        submit = np.cumsum(np.concatenate(([clock], gaps_s)))[1:]
+        clock = submit[-1]
+        df = pd.DataFrame({
+            "job_id": [f"syn-{i:05d}" for i in range(start, start + n)],
+            "submit_s": submit - first_gap,
+            "gpus": size_rng.choice(sizes, size=n, p=weights),
+            "model": model_rng.choice(names, size=n, p=probs).astype(str),
+            "duration_s": dur_rng.lognormal(mu, sigma, size=n),
+        })
+        if llm > 0:
+            _make_llm(df, llm_rng, llm, llm_names, llm_sizes)
+        else:
+            df["pattern"] = "ring"
+        df["iterations"], df["source"] = np.nan, "synthetic"
+        df = df[list(COLUMNS)]
+        if not np.isfinite(df["submit_s"]).all():
+            raise TraceError(f"synthetic: arrivals overflow (rate {rate_per_s * 3600:g} per hour): raise load or "
+                             "rate_per_h")
+        df.attrs["rate_per_h"] = float(rate_per_s * 3600.0)
+        yield df
+
+
+def _make_llm(df: pd.DataFrame, rng, share: float, names: list, sizes: list) -> None:
+    """Turn a ``share`` of ``df``'s rows into LLM jobs, in place (draws: which rows, which model, which size)."""
+    n = len(df)
+    which = rng.random(n) < share
+    pick = rng.integers(len(names), size=n)
+    size_draw = rng.random(n)
+    idx = np.flatnonzero(which)
+    model = df["model"].to_numpy(dtype=object).copy()
+    gpus = df["gpus"].to_numpy().copy()
+    pattern = np.full(n, "ring", dtype=object)
+    for i in idx:
+        fits = sizes[pick[i]]
+        model[i] = names[pick[i]]
+        gpus[i] = fits[int(size_draw[i] * len(fits))]
+        pattern[i] = "3d"
+    df["model"], df["gpus"], df["pattern"] = model.astype(str), gpus, pattern.astype(str)
+
+
+def poisson_trace(**params) -> pd.DataFrame:
+    """A schema DataFrame of ``jobs`` Poisson arrivals; ``load`` (default 0.8) or ``rate_per_h``.
+
+    Parameters are :func:`poisson_chunks`'s (checked against its signature: a bad one is a TraceError).
+    """
+    chunks = list(poisson_chunks(**params))
+    df = chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
+    rate_per_h = chunks[0].attrs["rate_per_h"]
     df = finish(df, "synthetic", "<generated>")
-    df.attrs["rate_per_h"] = float(rate_per_s * 3600.0)
+    df.attrs["rate_per_h"] = rate_per_h
     return df
 
 
 @register("synthetic", "<generated>", needs_shared=False)
 @checked(TraceError, "synthetic", skip=("trace_dir", "seed", "skip_bad", "jobs", "load", "rate_per_h",
-                                        "duration_median_s", "duration_sigma", "models", "cluster_gpus", "gpus"))
+                                        "duration_median_s", "duration_sigma", "models", "cluster_gpus", "gpus",
+                                        "llm", "llm_models"))
 def synthetic(trace_dir=None, *, seed: int = 0, skip_bad: bool = False, jobs: int = 200, load: float | None = None,
               rate_per_h: float | None = None, duration_median_s: float = 3600.0, duration_sigma: float = 1.5,
-              models=MODELS, cluster_gpus: int = 64, gpus=GPU_WEIGHTS) -> pd.DataFrame:
-    """Poisson arrivals, power-of-two GPU counts, lognormal durations (load= or rate_per_h=)."""
+              models=MODELS, cluster_gpus: int = 64, gpus=GPU_WEIGHTS, llm: float = 0.0, llm_models=()) -> pd.DataFrame:
+    """Poisson arrivals, power-of-two GPU counts, lognormal durations (load= or rate_per_h=); llm= share of LLM jobs."""
     return poisson_trace(jobs=jobs, load=load, rate_per_h=rate_per_h, gpus=gpus, duration_median_s=duration_median_s,
-                         duration_sigma=duration_sigma, models=models, seed=seed, cluster_gpus=cluster_gpus)
+                         duration_sigma=duration_sigma, models=models, seed=seed, cluster_gpus=cluster_gpus, llm=llm,
+                         llm_models=llm_models)

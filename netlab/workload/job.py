@@ -41,12 +41,13 @@ def consolidated_split(gpus: int, gpus_per_host: int) -> tuple[int, ...]:
 def placement_comm(model: JobModel, pattern: str, gpus_per_host: tuple[int, ...], nic_gbps: float,
                    intra_gbps: float) -> tuple[float, float]:
     """(network seconds, serial intra-host seconds) per iteration, alone on a non-blocking fabric."""
-    plan = PATTERNS.get(pattern)().plan(tuple(gpus_per_host), model.grad_bytes)
+    plan = PATTERNS.get(pattern)().plan_for(tuple(gpus_per_host), model)
     intra_s = plan.serial_intra_bytes * 8 / (intra_gbps * 1e9)
     if not plan.flows:
         return 0.0, intra_s
-    out = np.bincount([s for s, _ in plan.flows], minlength=len(gpus_per_host))
-    inn = np.bincount([d for _, d in plan.flows], minlength=len(gpus_per_host))
+    w = plan.flow_weights  # None: one unit per flow (the weights are bytes relative to flow_bytes)
+    out = np.bincount([s for s, _ in plan.flows], weights=w, minlength=len(gpus_per_host))
+    inn = np.bincount([d for _, d in plan.flows], weights=w, minlength=len(gpus_per_host))
     rate = nic_gbps / max(out.max(), inn.max())
     if plan.ring_intra_cap:
         rate = min(rate, intra_gbps)
@@ -65,12 +66,13 @@ def isolated_iter_s(model: JobModel, pattern: str, gpus: int, topology) -> float
                 float(topology.host_intra_gbps.max()))
 
 
-def jobs_from_frame(trace: pd.DataFrame, topology, zoo: ModelZoo | None = None) -> list[Job]:
+def jobs_from_frame(trace: pd.DataFrame, topology, zoo: ModelZoo | None = None, first_id: int = 0) -> list[Job]:
     """Turn a trace DataFrame (see :mod:`netlab.traces.schema`) into Jobs for ``topology``.
 
     Rows with ``iterations`` keep them; otherwise ``duration_s`` is converted at
     the isolated speed. Jobs larger than the cluster are an error (they could
-    never run), named with their trace row.
+    never run), named with their trace row. Job ids count from ``first_id``
+    (a trace read in chunks numbers each chunk after the last).
     """
     zoo = zoo or ModelZoo.default()
     total = topology.total_gpus
@@ -85,7 +87,10 @@ def jobs_from_frame(trace: pd.DataFrame, topology, zoo: ModelZoo | None = None) 
         pattern = row.pattern if has_pattern else "ring"
         iters = getattr(row, "iterations", math.nan) if has_iter else math.nan
         if iters is None or not np.isfinite(iters):
-            iters = row.duration_s / isolated_iter_s(model, pattern, gpus, topology)
-        jobs.append(Job(job_id=i, submit_s=float(row.submit_s), gpus=gpus, model=row.model,
+            try:
+                iters = row.duration_s / isolated_iter_s(model, pattern, gpus, topology)
+            except (KeyError, ValueError) as exc:  # an unknown pattern, or a size the pattern cannot split
+                raise ValueError(f"trace row {i} (job {row.job_id}): {exc.args[0]}") from None
+        jobs.append(Job(job_id=first_id + i, submit_s=float(row.submit_s), gpus=gpus, model=row.model,
                         iterations=max(float(iters), 1e-9), pattern=pattern, name=str(row.job_id)))
     return jobs

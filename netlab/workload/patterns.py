@@ -16,6 +16,9 @@ a ring all-reduce over n ranks puts 2(n-1)/n x S on every ring hop.
 * ``hierarchical``: reduce-scatter inside each host, an all-reduce across the
   k hosts (2(k-1)/k x S per host NIC), then all-gather inside the host. The
   two intra-host phases cost 2(g-1)/g x S over the interconnect, serially.
+* ``3d``: tensor, pipeline and data parallelism of an LLM zoo model
+  (:mod:`netlab.workload.llm`); its flows carry different bytes
+  (``CommPlan.flow_weights``).
 * ``ps``: a parameter server on the placement's first host. Every other host
   pushes S and pulls S (after local aggregation), so the server's NIC carries
   k-1 flows each way.
@@ -39,6 +42,9 @@ class CommPlan:
     flow_bytes: float  # bytes per flow per iteration
     serial_intra_bytes: float  # bytes over the intra-host interconnect in their own phase
     ring_intra_cap: bool  # True if intra-host hops run alongside the flows and cap their rate
+    # Flow n carries flow_weights[n] x flow_bytes (None: every flow carries flow_bytes). A flow is routed with that
+    # weight, so at the job's rate r it moves at weights[n] x r and every flow finishes together.
+    flow_weights: tuple[float, ...] | None = None
 
 
 class CommPattern:
@@ -46,6 +52,11 @@ class CommPattern:
 
     def plan(self, gpus_per_host: tuple[int, ...], grad_bytes: float) -> CommPlan:  # pragma: no cover
         raise NotImplementedError
+
+    def plan_for(self, gpus_per_host: tuple[int, ...], model) -> CommPlan:
+        """The plan for a zoo model (:class:`~netlab.workload.zoo.JobModel`); most patterns need only its
+        gradient bytes, the ``3d`` pattern its LLM shape."""
+        return self.plan(gpus_per_host, model.grad_bytes)
 
     @staticmethod
     def _single_host(n: int, grad_bytes: float) -> CommPlan:
@@ -98,3 +109,6 @@ class ParameterServer(CommPattern):
             return self._single_host(n, grad_bytes)
         flows = tuple(f for h in range(1, k) for f in ((h, 0), (0, h)))
         return CommPlan(flows, grad_bytes, _intra_phases_bytes(gpus_per_host, grad_bytes), False)
+
+
+from . import llm  # noqa: E402,F401  (registers "3d", which builds on the classes above)

@@ -22,6 +22,8 @@ from importlib import resources
 
 import pandas as pd
 
+from .llm import LlmShape, shape_from_row
+
 MB = 1e6
 
 
@@ -34,6 +36,7 @@ class JobModel:
     overlap: float = 0.0  # share of min(compute, comm) hidden by overlapping them (0..1)
     grad_source: str = ""
     time_source: str = ""
+    llm: "LlmShape | None" = None  # transformer shape and TP/PP split (the "3d" pattern); None for other models
 
     @property
     def comm_compute_ratio(self) -> float:
@@ -59,6 +62,7 @@ class ModelZoo:
             models[row.model] = JobModel(
                 name=row.model, compute_s=float(row.compute_s), grad_bytes=float(row.grad_mb) * MB,
                 params_m=float(row.params_m), grad_source=row.grad_source, time_source=row.time_source,
+                llm=shape_from_row(row),
             )
         return cls(models)
 
