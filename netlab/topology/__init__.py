@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import Float, Int, Label, describe_errors, read_text
 from ..spec import Spec, SpecError
 from .builders import BUILDERS, Ecmp, Gbps, Gpus
+from . import clos  # noqa: F401,E402  (registers clos3 and rail)
 from .model import MAX_CABLES, MAX_HOSTS, NAME_PATTERN, Host, Topology, TopologyError, check_name
 
 __all__ = ["Topology", "Host", "TopologyError", "BUILDERS", "NAME_PATTERN", "check_name", "load_topology",
