@@ -385,16 +385,16 @@ class MininetTestbed(NetnsTestbed):
             _capture.lines = None
         self._step = "shaping check"
         self._check_shaping()
-        if self.queue_pkts:
+        if self.leaf_queue:
             self._step = "queue limits"
             self._add_queues()
 
     @_netlink
     def _add_queues(self) -> None:
-        """The same bounded pfifo under every HTB class as NetnsTestbed (see netns.QUEUE_PKTS)."""
+        """The same bounded queue under every HTB class as NetnsTestbed (pfifo of ``queue_pkts`` packets, or a
+        bfifo of ``queue_bytes`` bytes; see netns.QUEUE_PKTS)."""
         for plan in self._links.values():
-            self._handle(plan.netns).tc("add", "pfifo", index=plan.index, handle="10:", parent=self.htb_class,
-                                        limit=self.queue_pkts)
+            self._add_leaf_queue(self._handle(plan.netns), plan.index)
 
     @_netlink
     def _check_shaping(self) -> None:

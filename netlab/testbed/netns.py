@@ -53,6 +53,9 @@ TCP_SYSCTLS = {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_slow_sta
 # packets at a scaled 50 Mbit is 240 ms, which inflates small all-reduces far beyond what the link
 # rate explains. 100 packets (24 ms at 50 Mbit) is still many times the namespaces' bandwidth-delay product.
 QUEUE_PKTS = 100
+# The smallest byte limit a shaped link's queue may have: one full-size Ethernet frame (1500 + 14 header
+# bytes). A bfifo below that refuses every full-size packet, which is a broken link, not a small buffer.
+MIN_QUEUE_BYTES = 1514
 MAX_HOSTS = 253      # host i gets <subnet>.i; .254 is the controller on the management bridge
 
 
@@ -134,7 +137,11 @@ class NetnsTestbed(Testbed):
     def __init__(self, topology, rate_scale: float = 0.002, subnet: str = "10.77.0.0/16",
                  mgmt_subnet: str = "10.78.0.0/16", workdir=None, python: str = sys.executable,
                  ssh: bool = True, keep_workdir: bool = False, user: str | None = None,
-                 tcp_sysctls: dict | None = None, queue_pkts: int | None = QUEUE_PKTS):
+                 tcp_sysctls: dict | None = None, queue_pkts: int | None = QUEUE_PKTS,
+                 queue_bytes: int | None = None):
+        """``queue_pkts`` bounds each shaped link's queue in packets (a pfifo under its HTB class; None: the
+        kernel's default); ``queue_bytes``, when given, bounds it in bytes instead (a bfifo: what a switch
+        port's buffer is, and what makes a small queue drop under overload whatever the packet sizes)."""
         self.topology = load_topology(topology)
         if not (isinstance(rate_scale, (int, float)) and math.isfinite(rate_scale) and rate_scale > 0):
             raise TestbedError(f"rate_scale must be a finite number > 0, got {rate_scale!r}")
@@ -156,7 +163,11 @@ class NetnsTestbed(Testbed):
         self.tcp_sysctls = dict(TCP_SYSCTLS if tcp_sysctls is None else tcp_sysctls)
         if queue_pkts is not None and (isinstance(queue_pkts, bool) or not isinstance(queue_pkts, int) or queue_pkts < 1):
             raise TestbedError(f"queue_pkts must be a positive integer or None, got {queue_pkts!r}")
-        self.queue_pkts = queue_pkts
+        if queue_bytes is not None and (isinstance(queue_bytes, bool) or not isinstance(queue_bytes, int)
+                                        or queue_bytes < MIN_QUEUE_BYTES):
+            raise TestbedError(f"queue_bytes must be an integer >= {MIN_QUEUE_BYTES} (one full-size Ethernet "
+                               f"frame) or None, got {queue_bytes!r}")
+        self.queue_pkts, self.queue_bytes = queue_pkts, queue_bytes
         self.user = user or getpass.getuser()
         if workdir is not None:  # it becomes sshd_config lines, pip --target and the agents' --state-dir
             workdir = require_remote_path(str(Path(workdir).resolve()), f"testbed {self.tid}: workdir")
@@ -354,8 +365,23 @@ class NetnsTestbed(Testbed):
             ipr.tc("add", "htb", index=plan.index, handle="1:", default=0x10)
             ipr.tc("add-class", "htb", index=plan.index, handle="1:10", parent="1:",
                    rate=_rate(plan.rate_mbit), ceil=_rate(plan.rate_mbit))
-            if self.queue_pkts:
-                ipr.tc("add", "pfifo", index=plan.index, handle="10:", parent=self.htb_class, limit=self.queue_pkts)
+            self._add_leaf_queue(ipr, plan.index)
+
+    @property
+    def leaf_queue(self) -> tuple[str, int] | None:
+        """(qdisc kind, limit) under every HTB class: ("bfifo", bytes), ("pfifo", packets) or None (default)."""
+        if self.queue_bytes is not None:
+            return "bfifo", self.queue_bytes
+        return ("pfifo", self.queue_pkts) if self.queue_pkts else None
+
+    def _add_leaf_queue(self, ipr, index: int) -> None:
+        """The bounded queue under the HTB class of one shaped interface (both backends use this)."""
+        if self.leaf_queue is None:
+            return
+        kind, limit = self.leaf_queue
+        if kind == "bfifo":
+            _register_bfifo()
+        ipr.tc("add", kind, index=index, handle="10:", parent=self.htb_class, limit=limit)
 
     def _tune_tcp(self) -> None:
         """Per-namespace TCP sysctls (they vanish with the namespace: nothing to undo)."""
@@ -588,7 +614,8 @@ class NetnsTestbed(Testbed):
         return {
             "backend": "netns", "tid": self.tid, "rate_scale": self.rate_scale, "topology": self.topology.name,
             "subnet": str(self.subnet), "mgmt_subnet": str(self.mgmt_subnet), "tcp_sysctls": dict(self.tcp_sysctls),
-            "queue_pkts": self.queue_pkts,
+            "queue_pkts": self.queue_pkts, "queue_bytes": self.queue_bytes,
+            "leaf_queue": list(self.leaf_queue) if self.leaf_queue else None,
             "controller_addr": self.controller_addr, "up": self._ledger is not None,
             "workdir": str(self.workdir) if self.workdir else None,
             "ledger": str(self._ledger.path) if self._ledger else None,
@@ -597,6 +624,18 @@ class NetnsTestbed(Testbed):
             "links": self.link_rates().to_dict("records"),
             "timings": dict(self.timings),
         }
+
+
+def _register_bfifo() -> None:
+    """Teach pyroute2 the bfifo qdisc: it (0.9) has no bfifo plugin, and for a kind it does not know it sends
+    no options (the kernel's default limit) and forces the parent to the root (EEXIST under HTB). bfifo
+    takes the same option as pfifo (``struct tc_fifo_qopt { __u32 limit; }``, counted in bytes instead of
+    packets), so pfifo's encoder is the right one; ``setdefault`` leaves a future pyroute2's own in place.
+    Read back (``tc -s qdisc``): ``qdisc bfifo 10: parent 1:10 limit <bytes>b``."""
+    from pyroute2.netlink.rtnl import tcmsg
+    from pyroute2.netlink.rtnl.tcmsg import sched_pfifo
+
+    tcmsg.plugins.setdefault("bfifo", sched_pfifo)
 
 
 def _rate(rate_mbit: float) -> str:

@@ -147,3 +147,47 @@ def clean_now(before, state, root_links: bool = False) -> str:
     except AssertionError as exc:
         return str(exc)
     return f"workdir {state['workdir']} still exists" if Path(state["workdir"]).exists() else ""
+
+
+def qdisc_lines(netns, ifname: str) -> list[str]:
+    """``tc -s qdisc show dev ifname`` in a namespace (None: the root namespace), as the kernel reports it."""
+    argv = ["tc", "-s", "qdisc", "show", "dev", ifname]
+    return run(*(["ip", "netns", "exec", netns, *argv] if isinstance(netns, str) else argv)).splitlines()
+
+
+def check_byte_limited_queue(tb, queue_bytes: int, overload_mbit: float = 150.0, duration_s: float = 3.0) -> dict:
+    """The dumbbell ``tb`` was brought up with ``queue_bytes``: every shaped link has a bfifo of that limit
+    under its HTB class, and UDP at ``overload_mbit`` over the 100 Mbit bottleneck (l0 -> r0) keeps that
+    queue full (backlog sampled by ``link_stats``, never above the limit) and drops what does not fit.
+
+    The default queue (a pfifo of 100 packets, up to ~150 kB) or a bfifo without its limit (the
+    kernel's default: txqueuelen x MTU = 1.5 MB) would let the backlog grow far past a 15 kB limit."""
+    htb_class = tb.htb_class
+    for link in tb.link_rates().itertuples():
+        lines = qdisc_lines(link.netns, link.ifname)
+        want = f"qdisc bfifo 10: parent {htb_class} limit {queue_bytes}b"
+        assert any(line.strip().startswith(want) for line in lines), (link.src, link.dst, lines)
+    l0, r0 = tb.host("l0"), tb.host("r0")
+    before = tb.link_stats().set_index(["src", "dst"]).loc[("swL", "swR")]
+    server = tb.spawn(r0, ["iperf3", "-s", "-1", "-B", r0.data_addr], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL)
+    wait_until(lambda: ":1451 00000000:0000 0A" in Path(f"/proc/{server.pid}/net/tcp").read_text(), 5.0,
+               "iperf3 to listen")
+    client = tb.spawn(l0, ["iperf3", "-c", r0.data_addr, "-u", "-b", f"{overload_mbit:g}M", "-l", "1400",
+                           "-t", str(duration_s), "-J"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    backlog = []
+    try:
+        t_end = time.monotonic() + duration_s + 15
+        while client.poll() is None and time.monotonic() < t_end:
+            backlog.append(int(tb.link_stats().set_index(["src", "dst"]).loc[("swL", "swR"), "backlog"]))
+            time.sleep(0.05)
+        out, err = client.communicate(timeout=15)
+    finally:
+        for p in (client, server):
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=5)
+    assert client.returncode == 0, err
+    after = tb.link_stats().set_index(["src", "dst"]).loc[("swL", "swR")]
+    return dict(backlog=backlog, drops=int(after.drops - before.drops), packets=int(after.packets - before.packets),
+                lost_percent=float(json.loads(out)["end"]["sum"]["lost_percent"]))  # as the receiver counted

@@ -22,7 +22,7 @@ import pytest
 from netlab.testbed import TestbedError, make_testbed, ssh_connect
 from netlab.testbed.ledger import Ledger, netns_inode, proc_start_time
 
-from .backend_helpers import (DUMBBELL, assert_clean, clean_now, connect, iperf_mbit, needs_iperf3, run, snapshot,
+from .backend_helpers import (DUMBBELL, assert_clean, check_byte_limited_queue, clean_now, connect, iperf_mbit, needs_iperf3, run, snapshot,
                               start_child, tb_inodes, wait_until)
 from .conftest import NETADMIN_REASON, needs_sshd, needs_torch
 
@@ -254,6 +254,20 @@ def test_bottleneck_shaping_and_set_link_rate(tb4):
         for u, v in (("l0", "swL"), ("swR", "r0")):
             tb4.set_link_rate(u, v, 200)
     assert got2 == pytest.approx(200 * 0.955, rel=0.10)
+
+
+@needs_iperf3
+def test_byte_limited_queue_holds_its_limit_and_drops_under_overload():
+    """``queue_bytes`` through Mininet: the same bfifo under each of Mininet's HTB classes (5:1)."""
+    q = 15140
+    before = snapshot()
+    with MininetTestbed(DUMBBELL, ssh=False, queue_bytes=q) as tb:
+        assert tb.info()["leaf_queue"] == ["bfifo", q]
+        got = check_byte_limited_queue(tb, q)
+        inodes = tb_inodes(tb)
+    assert len(got["backlog"]) >= 10 and q - 2 * 1514 <= max(got["backlog"]) <= q, got
+    assert 0.15 < got["drops"] / (got["drops"] + got["packets"]) < 0.5, got
+    assert_clean(before, tb.tid, inodes, [], root_links=True)
 
 
 def test_bad_set_link_rate_arguments(tb4):

@@ -25,8 +25,8 @@ from netlab.testbed import NetnsTestbed, TestbedError, make_testbed, ssh_connect
 from netlab.testbed.ledger import netns_inode, pids_in_netns, proc_start_time
 from netlab.topology import Host, Topology, load_topology
 
-from .backend_helpers import (DUMBBELL, REPO, assert_clean, clean_now, connect, iperf_mbit, needs_iperf3, run,
-                              snapshot, start_child, tb_inodes, wait_until)
+from .backend_helpers import (DUMBBELL, REPO, assert_clean, check_byte_limited_queue, clean_now, connect, iperf_mbit,
+                              needs_iperf3, run, snapshot, start_child, tb_inodes, wait_until)
 from .conftest import needs_netadmin, needs_sshd
 
 pytestmark = [needs_netadmin]
@@ -273,6 +273,36 @@ def test_bottleneck_shaping_and_set_link_rate(tb4):
         for u, v in (("l0", "swL"), ("swR", "r0")):
             tb4.set_link_rate(u, v, 200)
     assert got2 == pytest.approx(200 * 0.955, rel=0.10)
+
+
+@needs_iperf3
+def test_byte_limited_queue_holds_its_limit_and_drops_under_overload():
+    """``queue_bytes``: a bfifo (10 full-size frames here) under every HTB class instead of the pfifo."""
+    q = 15140
+    before = snapshot()
+    with NetnsTestbed(DUMBBELL, ssh=False, queue_bytes=q) as tb:
+        assert tb.info()["leaf_queue"] == ["bfifo", q]
+        got = check_byte_limited_queue(tb, q)
+        inodes = tb_inodes(tb)
+    assert len(got["backlog"]) >= 10, got  # sampled all along the 3 s overload
+    assert max(got["backlog"]) <= q  # never above the limit (a pfifo of 100 packets reaches ~150 kB)
+    assert max(got["backlog"]) >= q - 2 * 1514  # the queue did fill up to about its limit
+    # 150 Mbit offered, 100 Mbit leaves: about a third of the packets are refused at the bottleneck.
+    assert 0.15 < got["drops"] / (got["drops"] + got["packets"]) < 0.5, got
+    # The receiver misses at least what the bottleneck dropped (iperf3's own count, independent of the
+    # qdisc's; bursts into the host link's queue and a busy receiver lose a few more).
+    assert got["lost_percent"] / 100 >= got["drops"] / (got["drops"] + got["packets"]) - 0.02, got
+    assert_clean(before, tb.tid, inodes, [])
+
+
+def test_bad_queue_limits_are_refused_before_anything_is_created():
+    before = snapshot()
+    for bad in (0, 1513, -1, 1.5e4, "15000", True):
+        with pytest.raises(TestbedError, match=r"queue_bytes must be an integer >= 1514 \(one full-size"):
+            NetnsTestbed(DUMBBELL, queue_bytes=bad)
+    assert NetnsTestbed(DUMBBELL).leaf_queue == ("pfifo", 100)  # the default is unchanged
+    assert NetnsTestbed(DUMBBELL, queue_pkts=None).leaf_queue is None
+    assert snapshot()["netns"] == before["netns"]
 
 
 def test_bad_set_link_rate_arguments(tb4):
