@@ -22,8 +22,9 @@ solving it, writing back link loads and spotting whose time moved are one
 compiled call; Python touches only the jobs whose iteration time changed. Other
 network models get every running demand and re-solve them all.
 
-Per-link history is kept as segments (start, end, links, load, overload)
-between changes, which :mod:`netlab.sim.metrics` turns into ``links.parquet``.
+Per-link history goes to a :mod:`netlab.sim.history` object at every change
+(all segments, per-link loads aggregated at a resolution, or nothing), which
+:mod:`netlab.sim.metrics` turns into ``links.parquet``.
 """
 
 from __future__ import annotations
@@ -32,16 +33,18 @@ import numpy as np
 from numba import njit
 
 from ..network.model import CommDemand, NetworkModel, _fair
+from .history import FullHistory, LinkHistory, NoHistory
 
 
 INCREMENTAL_RTOL = 1e-4  # incremental models: a job's iteration time must move by more to be updated
 
 
 class Fabric:
-    def __init__(self, topology, model: NetworkModel, record_links: bool = True):
+    def __init__(self, topology, model: NetworkModel, record_links: bool = True, history: LinkHistory | None = None):
         self.topology = topology
         self.model = model
-        self.record_links = record_links
+        self.history = history if history is not None else FullHistory() if record_links else NoHistory()
+        self.record_links = not isinstance(self.history, NoHistory)
         n = topology.n_links
         self.capacity = np.ascontiguousarray(topology.link_capacity_gbps, dtype=np.float64)
         self.demands: dict[int, CommDemand] = {}
@@ -58,8 +61,6 @@ class Fabric:
         self._touched = np.zeros(n, dtype=bool)  # links whose jobs changed since the last solve
         self._new: set[int] = set()  # jobs waiting for their first rate
         self._slots = _Slots()
-        self.segments: list = []
-        self._seg = None
 
     # -------------------------------------------------------------- changes
     def join(self, job_id: int, demand: CommDemand, now: float) -> float | None:
@@ -222,16 +223,16 @@ class Fabric:
     # -------------------------------------------------------------- history
     def _record(self, now: float) -> None:
         if self.record_links:
-            self.close(now)
-            busy = np.flatnonzero(self.load_gbps)
-            self._seg = (now, busy, self.load_gbps[busy], self.overload_gbps[busy])
+            self.history.record(now, self.load_gbps, self.overload_gbps)
 
     def close(self, now: float) -> None:
         """End the current segment at ``now`` (and start the next one there)."""
-        if self._seg is not None and now > self._seg[0] and len(self._seg[1]):
-            self.segments.append((self._seg[0], now, *self._seg[1:]))
-        if self._seg is not None:
-            self._seg = (now, *self._seg[1:])
+        self.history.close(now)
+
+    @property
+    def segments(self) -> list:
+        """The full history's segments (start, end, links, load, overload); empty in the other modes."""
+        return getattr(self.history, "segments", [])
 
 
 class _Slots:

@@ -8,7 +8,8 @@ iso_iter_s, isolated_s (iterations at isolated speed), slowdown (progress time
 / isolated time: the network's cost) and jct_slowdown (JCT / isolated time).
 
 Per-link columns (``links.parquet``): one row per link per interval between
-network recomputations: t_start_s, t_end_s, link, src, dst, tier,
+network recomputations (``SimConfig.link_history="full"``; per resolution bin
+with ``"aggregate"``, none with ``"none"``: :mod:`netlab.sim.history`): t_start_s, t_end_s, link, src, dst, tier,
 capacity_gbps, load_gbps, utilisation, overload_gbps. ``overload_gbps`` x
 duration is the time-integrated demand above capacity (the ECN-mark proxy).
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .history import LINK_COLUMNS, empty_links  # noqa: F401  (their home before netlab.sim.history)
 from ..fileio import atomic_write  # noqa: F401  (here since before netlab.fileio; report, sweep and testbed import it here)
 
 SUMMARY_KEYS = ("jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "avg_wait_s", "avg_start_delay_s",
@@ -91,30 +93,48 @@ def link_summary(links: pd.DataFrame, horizon_s: float | None = None) -> pd.Data
     return g.drop(columns=["bits", "over"])
 
 
+#: the per-job table's columns and dtypes, in order
+JOB_COLUMNS = (("job_id", np.int64), ("name", object), ("model", object), ("pattern", object), ("gpus", np.int64),
+               ("submit_s", float), ("start_s", float), ("end_s", float), ("jct_s", float), ("queue_s", float),
+               ("wait_s", float), ("run_s", float), ("hosts", np.int64), ("racks", np.int64), ("placement", object),
+               ("preemptions", np.int64), ("comm_fraction", float), ("iterations", float), ("iso_iter_s", float),
+               ("isolated_s", float), ("slowdown", float), ("jct_slowdown", float))
+
+
 def job_table(states, topo) -> pd.DataFrame:
-    """The per-job table from run-time job states; shared by the simulator and the live testbed."""
-    rows = []
-    for js in states:
+    """The per-job table from run-time job states; shared by the simulator and the live testbed.
+
+    Filled column by column into preallocated numpy arrays (about 180 bytes a job beside the placement text),
+    not built from one dict per job, which cost about 1.5 KB a job at its peak (a million-job run).
+    """
+    states = list(states)
+    cols = {name: np.empty(len(states), dtype=dtype) for name, dtype in JOB_COLUMNS}
+    (job_id, name, model, pattern, gpus, submit, start, end_col, jct_col, queue, wait, run, n_hosts, racks, placement,
+     preemptions, comm, iterations, iso, isolated, slowdown, jct_slowdown) = cols.values()
+    host_rack, host_names = topo.host_rack, topo.hosts
+    for i, js in enumerate(states):
         j = js.job
         p = js.placement
         hosts = list(p.hosts) if p else []
         end = js.end_s
         jct = end - j.submit_s if end is not None else np.nan
-        rows.append(dict(
-            job_id=j.job_id, name=j.name, model=j.model, pattern=j.pattern, gpus=j.gpus, submit_s=j.submit_s,
-            start_s=js.first_start_s if js.first_start_s is not None else np.nan,
-            end_s=end if end is not None else np.nan, jct_s=jct,
-            queue_s=(js.first_start_s - j.submit_s) if js.first_start_s is not None else np.nan,
-            wait_s=jct - js.run_s if end is not None else np.nan, run_s=js.run_s,
-            hosts=len(hosts), racks=len(set(topo.host_rack[hosts].tolist())) if hosts else 0,
-            placement=",".join(f"{topo.hosts[h].name}:{g}" for h, g in zip(p.hosts, p.gpus)) if p else "",
-            preemptions=js.preemptions,
-            comm_fraction=js.comm_time_s / js.progress_s if js.progress_s > 0 else 0.0,
-            iterations=j.iterations, iso_iter_s=js.iso_iter_s, isolated_s=js.isolated_s,
-            slowdown=js.progress_s / js.isolated_s if js.isolated_s > 0 else np.nan,
-            jct_slowdown=jct / js.isolated_s if js.isolated_s > 0 else np.nan,
-        ))
-    return pd.DataFrame(rows).sort_values("job_id", kind="stable").reset_index(drop=True)
+        job_id[i], name[i], model[i], pattern[i], gpus[i], submit[i] = j.job_id, j.name, j.model, j.pattern, j.gpus, \
+            j.submit_s
+        start[i] = js.first_start_s if js.first_start_s is not None else np.nan
+        end_col[i] = end if end is not None else np.nan
+        jct_col[i] = jct
+        queue[i] = (js.first_start_s - j.submit_s) if js.first_start_s is not None else np.nan
+        wait[i] = jct - js.run_s if end is not None else np.nan
+        run[i] = js.run_s
+        n_hosts[i] = len(hosts)
+        racks[i] = len(set(host_rack[hosts].tolist())) if hosts else 0
+        placement[i] = ",".join(f"{host_names[h].name}:{g}" for h, g in zip(p.hosts, p.gpus)) if p else ""
+        preemptions[i] = js.preemptions
+        comm[i] = js.comm_time_s / js.progress_s if js.progress_s > 0 else 0.0
+        iterations[i], iso[i], isolated[i] = j.iterations, js.iso_iter_s, js.isolated_s
+        slowdown[i] = js.progress_s / js.isolated_s if js.isolated_s > 0 else np.nan
+        jct_slowdown[i] = jct / js.isolated_s if js.isolated_s > 0 else np.nan
+    return pd.DataFrame(cols).sort_values("job_id", kind="stable").reset_index(drop=True)
 
 
 def build_result(sim, wall_s: float) -> SimResult:
@@ -132,32 +152,13 @@ def build_result(sim, wall_s: float) -> SimResult:
         # the backfill rule in force: SimConfig's override, else the ordering policy's own
         backfill=sim.ordering.backfill if sim.config.backfill is None else sim.config.backfill,
     )
+    if sim.config.link_history is not None:  # said only when chosen, so earlier runs' config.json stays as it was
+        config.update(link_history=sim.config.link_history, link_resolution_s=sim.config.link_resolution_s)
     return SimResult(jobs, links, summary, config)
 
 
-LINK_COLUMNS = ("t_start_s", "t_end_s", "link", "src", "dst", "tier", "capacity_gbps", "load_gbps", "utilisation",
-                "overload_gbps")
-
-
-def empty_links() -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series(dtype=object if c in ("src", "dst", "tier") else float) for c in LINK_COLUMNS})
-
-
 def _links_frame(sim) -> pd.DataFrame:
-    topo = sim.topology
-    segs = [s for s in sim.fabric.segments if len(s[2])]
-    if not segs:
-        return empty_links()
-    t0 = np.concatenate([np.full(len(s[2]), s[0]) for s in segs])
-    t1 = np.concatenate([np.full(len(s[2]), s[1]) for s in segs])
-    link = np.concatenate([s[2] for s in segs])
-    load = np.concatenate([s[3] for s in segs])
-    over = np.concatenate([s[4] for s in segs])
-    cap = topo.link_capacity_gbps[link]
-    src = np.asarray(topo.link_src, dtype=object)[link]
-    dst = np.asarray(topo.link_dst, dtype=object)[link]
-    return pd.DataFrame(dict(t_start_s=t0, t_end_s=t1, link=link, src=src, dst=dst, tier=topo.link_tier[link],
-                             capacity_gbps=cap, load_gbps=load, utilisation=load / cap, overload_gbps=over))
+    return sim.fabric.history.frame(sim.topology)
 
 
 def summarise(jobs: pd.DataFrame, links: pd.DataFrame, total_gpus: int, wall_s: float, events: int) -> dict:

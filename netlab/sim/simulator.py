@@ -37,6 +37,7 @@ from ..workload.patterns import PATTERNS
 from ..network.demand import build_demand
 from ..workload.zoo import ModelZoo
 from .fabric import Fabric
+from .history import HISTORIES, make_history
 from .kernel import Kernel
 from .metrics import SimResult, build_result
 
@@ -49,7 +50,11 @@ class SimConfig:
     # Walk past a waiting job that cannot start (no reservations)? None: the ordering policy's own
     # choice (OrderingPolicy.backfill: False for strict fifo, True for fjf and the others).
     backfill: bool | None = None
-    record_links: bool = True
+    record_links: bool = True  # False: link_history "none" (kept for existing callers)
+    # Per-link history (netlab.sim.history): "full" (every interval; default), "aggregate" (per-link time-weighted
+    # load per link_resolution_s bin) or "none". None: "full" if record_links else "none".
+    link_history: str | None = None
+    link_resolution_s: float = 3600.0
     progress: bool | None = False  # tqdm bar over finished jobs (None: auto)
     network_kwargs: dict = field(default_factory=dict)
 
@@ -75,6 +80,11 @@ class Simulator:
         preemption = preemption or self.ordering.default_preemption or ("priority" if self.ordering.preemptive else "none")
         self.preemption: PreemptionPolicy = _make(PREEMPTION, preemption)
         self.network: NetworkModel = network or NETWORKS.create(self.config.network, **self.config.network_kwargs)
+        mode = self.config.link_history or ("full" if self.config.record_links else "none")
+        if mode not in HISTORIES:
+            raise ValueError(f"SimConfig: field 'link_history': {mode!r} is not one of {', '.join(HISTORIES.names())}")
+        make_history(mode, self.config.link_resolution_s)  # refuse a bad resolution now, not after the run
+        self._link_history = mode
         self.jobs = sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
         ids = [j.job_id for j in self.jobs]
         if len(set(ids)) != len(ids):
@@ -103,7 +113,8 @@ class Simulator:
         self.waiting_by_size: dict[int, SortedList] = {}
         self.n_waiting = 0
         self.run_order = SortedList()  # running jobs by key: worst last
-        self.fabric = Fabric(topo, self.network, self.config.record_links)
+        self.fabric = Fabric(topo, self.network, history=make_history(self._link_history,
+                                                                     self.config.link_resolution_s))
         self._pass_pending = False
         self._retries: set[float] = set()
         # Multi-host jobs' completion times live here, behind one armed kernel event:

@@ -168,9 +168,10 @@ def _chunks(jobs, chunk_jobs, rate_per_s, sizes, weights, mu, sigma, names, prob
 def _make_llm(df: pd.DataFrame, rng, share: float, names: list, sizes: list) -> None:
     """Turn a ``share`` of ``df``'s rows into LLM jobs, in place (draws: which rows, which model, which size)."""
     n = len(df)
-    which = rng.random(n) < share
-    pick = rng.integers(len(names), size=n)
-    size_draw = rng.random(n)
+    u = rng.random((n, 3))  # three draws per row, row by row: chunks of any size draw the same numbers
+    which = u[:, 0] < share
+    pick = np.minimum((u[:, 1] * len(names)).astype(np.int64), len(names) - 1)
+    size_draw = u[:, 2]
     idx = np.flatnonzero(which)
     model = df["model"].to_numpy(dtype=object).copy()
     gpus = df["gpus"].to_numpy().copy()
