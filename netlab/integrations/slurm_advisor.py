@@ -1,0 +1,242 @@
+"""A placement advisor for Slurm: netlab's placement policies choose the nodes, ``sbatch --nodelist`` carries it out.
+
+Why: Slurm's own topology/tree plugin only prefers the lowest switch that
+holds a job; it does not weigh link loads or the job's traffic. An operator
+can let a netlab policy (``topo-bestfit``, ``consolidated``, ...) choose and
+keep Slurm as the mechanism that runs the jobs.
+
+One pass (:meth:`SlurmAdvisor.plan`):
+
+1. the cluster's state from Slurm itself: ``sinfo --json`` (each node's GPUs,
+   ``gres``, and GPUs in use, ``gres_used``; a node not idle/mixed/allocated
+   has none free) and ``squeue --json`` (jobs; a job this advisor submitted
+   that Slurm has not started yet still holds the GPUs planned for it, so two
+   passes never hand out the same GPUs);
+2. a :class:`~netlab.sched.ClusterView` of netlab's topology with those free
+   GPUs (nodes are matched by name; nodes Slurm has but the topology lacks
+   are not used). Jobs Slurm runs for others are seen only as GPUs in use:
+   their traffic is unknown, so the view carries no link loads;
+3. the waiting jobs in the ordering policy's order (``fifo`` stops at the
+   first that does not fit, as netlab's simulator does), each placed by the
+   placement policy on what is left;
+4. each placed job is submitted (:func:`sbatch_argv`, an argv list, never a
+   shell string): ``--nodes=k --nodelist=<the hosts>``, ``--gpus-per-node=g``
+   when every host takes the same number, else ``--gpus=<total>`` (Slurm
+   cannot say different counts per node in one job; it then splits the total
+   over exactly these nodes, maybe not as planned: the next pass reads the
+   split Slurm made), ``--ntasks-per-node=1`` and ``--wrap`` with the
+   command.
+
+:func:`replay` drives this over a trace in (scaled) time, and
+:func:`compare_placements` sets Slurm's record (``sacct``) beside the plan.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..hostlist import compress, expand
+from ..policies import ORDERING, PLACEMENT
+from ..sched import ClusterView, JobState, Placement, PolicyError
+from ..topology import check_name
+from ..workload.job import Job, isolated_iter_s, jobs_from_frame
+from ..workload.zoo import ModelZoo
+
+#: node states (sinfo, lower case, flags such as ``+drain`` count against) in which a node takes jobs
+USABLE = {"idle", "mixed", "allocated"}
+ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"}
+_GRES = re.compile(r"gpu(?::[A-Za-z0-9_.-]+)?:(\d+)")
+
+
+class SlurmCommands:
+    """Slurm's client commands on a real cluster (the environment's ``SLURM_CONF``); argv lists only."""
+
+    def run(self, argv: list[str], timeout_s: float = 60.0, check: bool = True) -> subprocess.CompletedProcess:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+        if check and done.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {(done.stderr or done.stdout).strip()}")
+        return done
+
+
+def gres_gpus(text: str) -> int:
+    """GPUs in a gres string: ``gpu:4``, ``gpu:a100:4(S:0)``, ``gpu:2(IDX:0-1),shard:0`` -> 4, 4, 2; none -> 0."""
+    return sum(int(m.group(1)) for m in _GRES.finditer(text or ""))
+
+
+def read_nodes(slurm) -> pd.DataFrame:
+    """One row per Slurm node: ``node``, ``state``, ``gpus``, ``gpus_used`` (``sinfo --json``)."""
+    nodes = json.loads(slurm.run(["sinfo", "--json"]).stdout).get("nodes", [])
+    rows = {}
+    for n in nodes:
+        flags = [f.lower() for f in n.get("state_flags", [])]
+        state = str(n.get("state", "")).lower() + "".join(f"+{f}" for f in flags)
+        rows[n["name"]] = dict(node=n["name"], state=state, gpus=gres_gpus(n.get("gres", "")),
+                               gpus_used=gres_gpus(n.get("gres_used", "")))
+    return pd.DataFrame(list(rows.values()), columns=["node", "state", "gpus", "gpus_used"])
+
+
+def read_jobs(slurm) -> pd.DataFrame:
+    """One row per job Slurm lists: ``job_id``, ``name``, ``state``, ``nodes`` (list), ``gpus_per_node`` (list)."""
+    jobs = json.loads(slurm.run(["squeue", "--json"]).stdout).get("jobs", [])
+    rows = []
+    for j in jobs:
+        nodes = expand(j.get("nodes") or "")
+        detail = [gres_gpus(d) for d in j.get("gres_detail", [])]
+        rows.append(dict(job_id=str(j["job_id"]), name=j.get("name", ""), state=j.get("job_state", ""),
+                         nodes=nodes, gpus_per_node=detail if len(detail) == len(nodes) else []))
+    return pd.DataFrame(rows, columns=["job_id", "name", "state", "nodes", "gpus_per_node"])
+
+
+def sbatch_argv(name: str, hosts: list[str], gpus: list[int], command: list[str],
+                output: str = "/dev/null") -> list[str]:
+    """The ``sbatch`` argv that runs ``command`` on exactly ``hosts`` with ``gpus`` GPUs on each (see module)."""
+    check_name(name, "sbatch job name")
+    for h in hosts:
+        check_name(h, "sbatch node")
+    if len(hosts) != len(gpus) or not hosts:
+        raise ValueError(f"job {name}: {len(hosts)} hosts but {len(gpus)} GPU counts")
+    per_node = [f"--gpus-per-node={gpus[0]}"] if len(set(gpus)) == 1 else [f"--gpus={sum(gpus)}"]
+    return ["sbatch", "--parsable", f"--job-name={name}", f"--nodes={len(hosts)}",
+            f"--nodelist={compress(hosts)}", *per_node, "--ntasks-per-node=1", f"--output={output}",
+            "--wrap", " ".join(command)]
+
+
+@dataclass
+class Planned:
+    job: Job
+    hosts: list[str]
+    gpus: list[int]
+    planned_s: float  # when the advisor placed it, seconds since the replay began
+    slurm_id: str = ""
+
+
+@dataclass
+class SlurmAdvisor:
+    """Place waiting jobs with a netlab policy on the free GPUs Slurm reports, and submit them."""
+
+    slurm: object  # anything with run(argv, timeout_s=, check=) -> CompletedProcess: SlurmCommands, LocalSlurm
+    topology: object
+    placement: str = "topo-bestfit"
+    ordering: str = "fifo"
+    zoo: ModelZoo = field(default_factory=ModelZoo.default)
+    submitted: dict[str, Planned] = field(default_factory=dict)  # Slurm job id -> plan
+
+    def __post_init__(self):
+        self.order = ORDERING.create(self.ordering)
+        self.policy = PLACEMENT.create(self.placement)
+        rng = np.random.default_rng(0)
+        self.order.reset(rng)
+        self.policy.reset(rng)
+
+    def free_gpus(self) -> np.ndarray:
+        """Free GPUs per topology host, from Slurm (see the module docstring, step 1)."""
+        topo = self.topology
+        nodes = read_nodes(self.slurm).set_index("node")
+        free = np.zeros(topo.n_hosts, dtype=np.int64)
+        for i, h in enumerate(topo.hosts):
+            if h.name in nodes.index:
+                row = nodes.loc[h.name]
+                if row.state.split("+")[0] in USABLE and not any(f in row.state for f in ("drain", "down", "fail")):
+                    free[i] = max(0, min(int(row.gpus), h.gpus) - int(row.gpus_used))
+        jobs = read_jobs(self.slurm)
+        waiting = jobs[(jobs.state == "PENDING") & jobs.job_id.isin(list(self.submitted))]
+        for jid in waiting.job_id:  # ours, not started yet: their GPUs are spoken for
+            p = self.submitted[jid]
+            for h, g in zip(p.hosts, p.gpus):
+                free[topo.host_index[h]] -= g
+        return np.maximum(free, 0)
+
+    def plan(self, waiting: list[JobState], now: float) -> list[tuple[JobState, Placement]]:
+        """Placements for the waiting jobs that fit now, in the ordering policy's order (step 3)."""
+        free = self.free_gpus()
+        out = []
+        for js in sorted(waiting, key=lambda s: (self.order.key(s, now), s.job_id)):
+            view = ClusterView(self.topology, free, {}, now, None, waiting, self.zoo, "slurm")
+            p = self.policy.place(js, view) if js.gpus <= int(free.sum()) else None
+            if p is None:
+                if not self.order.backfill:
+                    break
+                continue
+            if sum(p.gpus) != js.gpus or any(free[h] < g for h, g in zip(p.hosts, p.gpus)):
+                raise PolicyError(f"{self.policy.name} placed job {js.job_id} ({js.gpus} GPUs) on "
+                                  f"{dict(zip(p.hosts, p.gpus))}, free there: {[int(free[h]) for h in p.hosts]}")
+            free[list(p.hosts)] -= p.gpus
+            out.append((js, p))
+        return out
+
+    def submit(self, js: JobState, p: Placement, seconds: float, now: float, output: str = "/dev/null") -> Planned:
+        """``sbatch`` the job: ``sleep`` for its (scaled) run time on the planned hosts."""
+        hosts = [self.topology.hosts[h].name for h in p.hosts]
+        name = f"netlab-{js.job_id}"
+        argv = sbatch_argv(name, hosts, list(p.gpus), ["sleep", f"{seconds:.3f}"], output)
+        out = self.slurm.run(argv).stdout.strip()
+        plan = Planned(js.job, hosts, list(p.gpus), now, out.split(";")[0])
+        self.submitted[plan.slurm_id] = plan
+        return plan
+
+
+def replay(slurm, topology, trace: pd.DataFrame, placement: str = "topo-bestfit", ordering: str = "fifo",
+           time_scale: float = 1.0, poll_s: float = 0.25, timeout_s: float = 600.0,
+           output: str = "/dev/null") -> list[Planned]:
+    """Run a trace's jobs through Slurm: each arrives at ``submit_s * time_scale`` seconds, waits until the
+    advisor places it, runs ``sleep duration_s * time_scale``. Returns the plans (with Slurm's job ids)."""
+    if time_scale <= 0:
+        raise ValueError(f"time_scale must be > 0, got {time_scale}")
+    adv = SlurmAdvisor(slurm, topology, placement, ordering)
+    jobs = jobs_from_frame(trace, topology, adv.zoo)
+    duration = dict(zip(range(len(trace)), trace["duration_s"].to_numpy(float)))
+    states = [JobState(j, isolated_iter_s(adv.zoo[j.model], j.pattern, j.gpus, topology)) for j in jobs]
+    arrivals = sorted(states, key=lambda s: (s.submit_s, s.job_id))
+    waiting: list[JobState] = []
+    t0 = time.monotonic()
+    while arrivals or waiting:
+        now = (time.monotonic() - t0) / time_scale
+        if now * time_scale > timeout_s:
+            raise TimeoutError(f"replay: {len(waiting) + len(arrivals)} jobs not placed within {timeout_s:.0f} s")
+        while arrivals and arrivals[0].submit_s <= now:
+            waiting.append(arrivals.pop(0))
+        for js, p in adv.plan(waiting, now):
+            adv.submit(js, p, max(duration[js.job_id] * time_scale, 0.001), now * time_scale, output)
+            waiting.remove(js)
+        time.sleep(poll_s)
+    return list(adv.submitted.values())
+
+
+SACCT_FORMAT = "JobID,JobName,Submit,Start,End,State,AllocTRES,NodeList"
+
+
+def compare_placements(slurm, plans: list[Planned]) -> pd.DataFrame:
+    """Slurm's record of each planned job beside the plan: one row per job with ``planned_nodes``,
+    ``slurm_nodes``, ``same_nodes``, ``planned_gpus``, ``slurm_gpus``, ``same_gpus`` and Slurm's wait after
+    submission (``slurm_wait_s``). Reads ``sacct --parsable2 --allocations`` for the planned job ids."""
+    from ..traces.sacct import gpus_from_tres, parse_tres
+
+    ids = ",".join(p.slurm_id for p in plans)
+    text = slurm.run(["sacct", "--allusers", "--parsable2", "--allocations", f"--jobs={ids}",
+                      f"--format={SACCT_FORMAT}"]).stdout
+    lines = [line.split("|") for line in text.splitlines() if line.strip()]
+    head, rows = lines[0], lines[1:]
+    record: dict[str, dict] = {}
+    for r in rows:  # with --jobs, sacct 22.05 lists steps (1.batch) despite --allocations: keep the job's line
+        rec = dict(zip(head, r))
+        if "." not in rec["JobID"]:
+            record.setdefault(rec["JobID"], rec)
+    out = []
+    for p in plans:
+        r = record.get(p.slurm_id, {})
+        nodes = expand(r.get("NodeList", "")) if r.get("NodeList", "None assigned") != "None assigned" else []
+        gpus = gpus_from_tres(parse_tres(r.get("AllocTRES", ""))) if r else 0
+        submit, start = (pd.to_datetime(r.get(k), format="%Y-%m-%dT%H:%M:%S", errors="coerce")
+                         for k in ("Submit", "Start"))
+        out.append(dict(job=p.job.job_id, slurm_id=p.slurm_id, gpus=p.job.gpus, planned_nodes=",".join(p.hosts),
+                        slurm_nodes=",".join(nodes), same_nodes=sorted(nodes) == sorted(p.hosts),
+                        planned_gpus=sum(p.gpus), slurm_gpus=gpus, same_gpus=gpus == sum(p.gpus),
+                        state=r.get("State", "missing"), slurm_wait_s=(start - submit).total_seconds()))
+    return pd.DataFrame(out)
