@@ -253,5 +253,8 @@ def report(
     typer.echo(f"report: {path.resolve()}")
 
 
+from .cli_io import add_io_commands  # noqa: E402  (netlab import / netlab export: real clusters' files)
+add_io_commands(app)
+
 if __name__ == "__main__":  # pragma: no cover
     app()

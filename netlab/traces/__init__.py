@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..spec import Spec, SpecError, check_params
 from . import alibaba, gavel, itp, philly, pollux, synthetic  # noqa: F401  (registers the loaders)
+from . import sacct  # noqa: F401,E402  (Slurm accounting dumps)
 from .files import DEFAULT_FILES, TRACES, find_trace_dir
 from .models import assign_models
 from .reader import read_header

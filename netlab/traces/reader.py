@@ -41,7 +41,7 @@ def read_rows(path, sep: str = ",", *, max_rows: int | None = None) -> list[tupl
     path = Path(path)
     max_rows = MAX_ROWS if max_rows is None else max_rows
     text = read_text(path, TraceError, MAX_FILE_BYTES, what="trace file")
-    quoting = csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL
+    quoting = csv.QUOTE_NONE if sep in ("\t", "|") else csv.QUOTE_MINIMAL  # sacct --parsable2 quotes nothing
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, quoting=quoting)
     rows = []
     try:
