@@ -47,8 +47,9 @@ binding link with the others' weights times the fraction of time they
 communicate (random relative phases, the state jobs of unequal periods drift
 into). The simulator re-solves components of ~40 jobs about 60,000 times on
 the full Philly trace; simulating each for tens of iterations would take
-minutes, the fixed point takes microseconds. ``benchmarks/bench_tcp_model.py``
-measures how far the two are apart.
+minutes, the fixed point takes microseconds. ``benchmarks/bench_mean_field.py``
+measures how far the two are apart on the components Philly produces, and how
+often the fixed point converges.
 
 Queueing (ECN proxy): on each binding link a fluid queue grows at the rate
 communicating jobs would send at their isolated rates beyond the capacity

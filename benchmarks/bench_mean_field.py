@@ -1,0 +1,133 @@
+"""How far the ``tcp`` model's mean field is from its exact fluid simulation, on the components the
+simulator actually meets: writes benchmarks/results/mean_field.json.
+
+The ``tcp`` network solves components of at most ``max_exact_jobs`` (8) jobs by simulating them; larger
+ones by the mean-field fixed point (``netlab.network.tcp._mean_field``). This benchmark replays a prefix of
+the Philly trace (Tiresias + consolidated, the 512-GPU 4:1 leaf-spine of ``bench_core.py``), keeps every
+``--every``-th solve that reaches the mean field, and for each such component of at most ``--max-jobs``
+jobs solves it twice from the same inputs: by the mean field and exactly (``max_exact_jobs`` raised so the
+whole component is simulated). It reports, per job, the absolute percentage error of the mean-field
+iteration time against the exact one (median, p90, max; and on the jobs the exact model slows by 1.5x or
+more on their own), and whether the fixed point converged (the relative change one more iteration would
+make, against the solver's tolerance of 1e-4).
+
+Usage: python benchmarks/bench_mean_field.py [--jobs 30000] [--every 50] [--max-jobs 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_core import philly_run  # noqa: E402
+
+import netlab.network.tcp as tcp  # noqa: E402
+from netlab.sim.metrics import write_json  # noqa: E402
+from netlab.traces import load_trace  # noqa: E402
+
+TOL = 1e-4  # the fixed point's tolerance in netlab.network.tcp._mean_field
+
+
+def capture(n_jobs: int, every: int) -> list[tuple]:
+    """Every ``every``-th ``solve_arrays`` call with more than ``max_exact_jobs`` jobs, inputs copied."""
+    calls, seen = [], [0]
+    solve = tcp.TcpNetwork.solve_arrays
+
+    def spy(self, now_s, cap_link, job, link, weight, cols):
+        if cols.shape[0] > self.max_exact_jobs:
+            seen[0] += 1
+            if seen[0] % every == 0:
+                calls.append(tuple(np.copy(x) if isinstance(x, np.ndarray) else x
+                                   for x in (now_s, cap_link, job, link, weight, cols)))
+        return solve(self, now_s, cap_link, job, link, weight, cols)
+
+    tcp.TcpNetwork.solve_arrays = spy
+    try:
+        philly_run(load_trace("philly", seed=0), n_jobs, network="tcp")
+    finally:
+        tcp.TcpNetwork.solve_arrays = solve
+    return calls
+
+
+def compare(call: tuple, max_jobs: int) -> dict | None:
+    """Mean field and exact iteration times of the large component's jobs in one captured solve."""
+    now_s, cap_link, job, link, weight, cols = call
+    cols = cols[:, :8].copy()  # no warm start: both solves start from the policies' phases
+    cap_job = tcp._alone(cols)[0]
+    large = tcp._binding_components(job, link, weight, cap_link, cap_job, cols.shape[0], tcp.MAX_EXACT_JOBS)[3]
+    members = np.flatnonzero(large)
+    if not 0 < len(members) <= max_jobs:
+        return None
+    mean_field = tcp.TcpNetwork().solve_arrays(now_s, cap_link, job, link, weight, cols)[0][members]
+    exact_model = tcp.TcpNetwork(max_exact_jobs=10_000, max_events=5_000_000)
+    exact = exact_model.solve_arrays(now_s, cap_link, job, link, weight, cols)[0][members]
+    if exact_model.exact_solves == 0:  # the simulation did not finish: nothing exact to compare with
+        return None
+    alone = tcp._alone(cols)[5][members]
+    return dict(jobs=len(members), mean_field=mean_field, exact=exact, alone=alone,
+                residual=residual(call, members, large))
+
+
+def residual(call: tuple, members: np.ndarray, large: np.ndarray) -> float:
+    """The relative change one more mean-field iteration makes at the returned rates (converged: <= TOL)."""
+    now_s, cap_link, job, link, weight, cols = call
+    cols = cols[:, :8].copy()
+    cap_job, gbit, pre, alone_net, _, _, tail = tcp._alone(cols)
+    binding = tcp._binding_components(job, link, weight, cap_link, cap_job, cols.shape[0], tcp.MAX_EXACT_JOBS)[0]
+    local = np.full(cols.shape[0], -1)
+    local[members] = np.arange(len(members))
+    sel = large[job] & binding[link]
+    blinks, bl = np.unique(link[sel], return_inverse=True)
+    args = [local[job[sel]].astype(np.int64), bl.astype(np.int64), weight[sel].astype(float), cap_link[blinks]]
+    g = gbit[members]
+    phi = (np.maximum(g, 1e-300) / g.max()) ** tcp.ALPHA
+    rest = (cap_job[members], phi, g, pre[members], tail[members])
+    rate, _ = tcp._mean_field(*tcp._merge_mirrored(*args), *rest, cap_job[members].copy())
+    again, _ = tcp._mean_field(*tcp._merge_mirrored(*args), *rest, rate, 1)
+    return float(np.max(np.abs((again / rate) ** 2 - 1)))  # geometric damping: again = sqrt(rate x next)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jobs", type=int, default=30_000)
+    ap.add_argument("--every", type=int, default=50)
+    ap.add_argument("--max-jobs", type=int, default=60, help="largest component simulated exactly")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "mean_field.json"))
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    calls = capture(args.jobs, args.every)
+    rows = [r for r in (compare(c, args.max_jobs) for c in calls) if r is not None]
+    mf = np.concatenate([r["mean_field"] for r in rows])
+    ex = np.concatenate([r["exact"] for r in rows])
+    alone = np.concatenate([r["alone"] for r in rows])
+    ape = np.abs(mf / ex - 1)
+    slowed = ex >= 1.5 * alone
+    resid = np.array([r["residual"] for r in rows])
+
+    def pct(x):
+        return dict(median=float(np.median(x)), p90=float(np.percentile(x, 90)), max=float(x.max()), n=int(len(x)))
+
+    out = dict(machine=dict(python=platform.python_version(), cpus=os.cpu_count(), loadavg=os.getloadavg()),
+               setup=dict(trace="philly", jobs=args.jobs, every=args.every, max_component_jobs=args.max_jobs,
+                          policy="tiresias", placement="consolidated", topology="bench_core.PHILLY_TOPOLOGY"),
+               captured_solves=len(calls), components=len(rows),
+               component_jobs=pct(np.array([r["jobs"] for r in rows], float)),
+               ape_all_jobs=pct(ape), ape_slowed_jobs=pct(ape[slowed]) if slowed.any() else None,
+               exact_slowdown=pct(ex / alone),
+               converged_fraction=float(np.mean(resid <= 10 * TOL)), residual=pct(resid),
+               wall_s=time.perf_counter() - t0)
+    print(f"{len(rows)} components, {len(ape)} jobs: APE median {np.median(ape):.3f}, p90 "
+          f"{np.percentile(ape, 90):.3f}; converged {out['converged_fraction']:.0%}")
+    print("wrote", write_json(args.out, out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
