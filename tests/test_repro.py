@@ -19,7 +19,8 @@ def fake_result():
                 scale = 1.0 if network == "fair" else 0.5
                 rows.append(dict(trace="t", batch=False, oversub=4, background=0.0, label=label, network=network,
                                  seed=seed, makespan_s=makespan * scale, avg_jct_s=avg * scale,
-                                 p99_jct_s=p99 * scale, avg_queue_s=1.0))
+                                 p99_jct_s=p99 * scale, avg_start_delay_s=1.0 + (label == "dally+default"),
+                                 avg_wait_s=3.0))
     summary = pd.DataFrame(rows)
     jobs = pd.DataFrame([dict(trace="t", batch=False, oversub=4, background=0.0, label=l, network=n, seed=s,
                               comm_fraction=0.5, slowdown=2.0 if l.startswith("tiresias") else 1.5,
@@ -43,6 +44,10 @@ def test_dally_table_gains_are_relative_to_consolidated_tiresias():
     # Room the network leaves: Tiresias 50 s here, 25 s on the ideal network, on every row of the setup.
     assert table.baseline_ideal_ratio.tolist() == pytest.approx([2.0, 2.0])
     assert table.loc["dally+default", "seeds"] == [0, 1]
+    # waiting is reported as the summary's start delay and total wait (not the deprecated avg_queue_s)
+    assert table.loc["dally+default", "avg_start_delay_s"] == pytest.approx(2.0)
+    assert table.loc["tiresias+consolidated", "avg_wait_s"] == pytest.approx(3.0)
+    assert "avg_queue_s" not in table.columns
 
 
 def test_comm_overhead_is_extra_network_time():
@@ -82,3 +87,52 @@ def test_batch_cells_submit_every_job_at_once_and_pair_with_their_own_ideal_run(
     jobs = r.jobs.set_index(["batch", "network", "job_id"]).submit_s
     assert (jobs.loc[True] == 0).all() and jobs.loc[False].max() > 0
     assert len(r.summary) == 4 and r.summary.jct_vs_ideal.notna().all()  # one ideal match each, not two
+
+
+def cassini_summary_rows():
+    """One tcp setup: CASSINI 1.2x its host on avg JCT (1.1x vs aligned), 3x on p99, 40x on the queue proxy;
+    the host alone 1.1x its ideal-network JCT; worst seed 0.95x."""
+    return pd.DataFrame([dict(setup="snapshot", oversub=4, host="themis", network="tcp", base_vs_ideal=1.1,
+                              avg_jct_s_vs_random=1.2, avg_jct_s_vs_aligned=1.1, p99_jct_s_vs_random=3.0,
+                              p99_jct_s_vs_aligned=2.0, ecn_s_vs_random=40.0, ecn_s_vs_aligned=50.0,
+                              worst_avg_vs_random=0.95, worst_p99_vs_random=1.0, seeds="10,11")])
+
+
+def test_cassini_claims_give_reasons_and_the_testbed_column():
+    testbed = dict(
+        testbed_cassini=dict(setup=dict(jobs=5, model="bert-base", gpus_per_job=3, ordering="themis"),
+                             summary=[dict(where="testbed", seed=0, cassini_over_host_avg_jct_s=0.9,
+                                           cassini_over_host_p99_jct_s=0.8),
+                                      dict(where="sim", seed=0, cassini_over_host_avg_jct_s=0.99,
+                                           cassini_over_host_p99_jct_s=0.98)]),
+        interleave=dict(headline=[dict(cassini_over_aligned_measured=0.96, cassini_over_aligned_tcp_mean=1.0)],
+                        parts=dict(byte_queue=dict(setup=dict(queue="a bfifo of 15140 bytes"), per_scenario=[
+                            dict(scenario="2 jobs aligned", uplink_overlimits_per_s=300.0, uplink_drops_per_s=4.0,
+                                 retransmits_per_s=2.0),
+                            dict(scenario="2 jobs at CASSINI's shift", uplink_overlimits_per_s=100.0,
+                                 uplink_drops_per_s=1.0, retransmits_per_s=0.5)]))))
+    c = repro.cassini_claims(cassini_summary_rows(), testbed=testbed).set_index("claim")
+    assert c.loc["avg_jct", "measured_factor"] == pytest.approx(1.2) and not c.loc["avg_jct", "holds"]
+    assert c.loc["p99_jct", "holds"] and c.loc["p99_jct", "reason"] == "holds"  # 3.0 >= 2.5
+    # 1.1x room only: no placement can reach 1.6x there, and the reason says so
+    assert "only 1.10x slower than on the ideal network" in c.loc["avg_jct", "reason"]
+    assert "1.053x its host's average JCT in the worst seed" in c.loc["never_worse", "reason"]  # 1 / 0.95
+    assert "0.900 on the testbed vs 0.990 simulated" in c.loc["avg_jct", "testbed"]
+    assert "0.960 measured vs 1.000 tcp model" in c.loc["avg_jct", "testbed"]
+    assert "0.800 on the testbed" in c.loc["p99_jct", "testbed"]
+    assert "overlimits/s aligned 300 vs CASSINI's shift 100 (3.00x fewer), drops/s 4.0 vs 1.0" in c.loc["ecn_marks",
+                                                                                                        "testbed"]
+    # nothing recorded: every row says so
+    bare = repro.cassini_claims(cassini_summary_rows())
+    assert (bare.testbed == repro.NOT_ON_TESTBED).all()
+
+
+def test_dally_claims_say_they_were_not_measured_on_the_testbed():
+    c = repro.dally_claims(repro.dally_table(fake_result()), network="fair")
+    assert len(c) == 3 and (c.testbed == repro.NOT_ON_TESTBED).all()
+
+
+def test_testbed_results_reads_only_the_files_that_exist(tmp_path):
+    assert repro.testbed_results(tmp_path) == {}
+    (tmp_path / "testbed_cassini.json").write_text('{"summary": []}')
+    assert repro.testbed_results(tmp_path) == {"testbed_cassini": {"summary": []}}

@@ -9,7 +9,8 @@ check and result files both share are in :mod:`.common`. The notebooks
 
 from .cassini import (CASSINI_GPUS, CASSINI_MODELS, CASSINI_TOPOLOGY, DEV_SEEDS, REPORT_SEEDS, cassini_cells,
                       cassini_claims, cassini_runs, cassini_summary, cassini_table, cassini_trace)
-from .common import BASELINE, CLAIMS, NETWORK_AWARE, acceptance, claims_vs_measured, run, write_results
+from .common import (BASELINE, CLAIMS, NETWORK_AWARE, NOT_ON_TESTBED, acceptance, claims_vs_measured, run,
+                     testbed_results, with_testbed, write_results)
 from .dally import (DALLY_DEV_SEEDS, DALLY_POLICIES, DALLY_REPORT_POLICIES, DALLY_REPORT_SEEDS, DALLY_TOPOLOGY,
                     comm_overhead, congestion_setups, dally_claims, dally_grid, dally_table, locality_table)
 
@@ -17,4 +18,5 @@ __all__ = ["BASELINE", "CASSINI_GPUS", "CASSINI_MODELS", "CASSINI_TOPOLOGY", "CL
            "DALLY_TOPOLOGY", "DEV_SEEDS", "NETWORK_AWARE", "REPORT_SEEDS", "acceptance", "cassini_cells",
            "cassini_claims", "cassini_runs", "cassini_summary", "cassini_table", "cassini_trace",
            "claims_vs_measured", "comm_overhead", "congestion_setups", "dally_claims", "dally_grid", "dally_table",
-           "DALLY_DEV_SEEDS", "DALLY_REPORT_POLICIES", "DALLY_REPORT_SEEDS", "locality_table", "run", "write_results"]
+           "DALLY_DEV_SEEDS", "DALLY_REPORT_POLICIES", "DALLY_REPORT_SEEDS", "locality_table", "run", "write_results",
+           "NOT_ON_TESTBED", "testbed_results", "with_testbed"]

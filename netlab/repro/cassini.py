@@ -168,8 +168,43 @@ CLAIMS = (("avg_jct", "avg JCT up to 1.6x better than the host alone (Themis/Pol
           ("ecn_marks", "up to 33x fewer ECN-marked packets", 33.0, "ecn_s_vs_random"))
 
 
-def cassini_claims(summary: pd.DataFrame, network: str = "tcp") -> pd.DataFrame:
-    """Each claim: the paper's factor, the best measured (seed-mean) setup, and the aligned-baseline factor there."""
+def cassini_claims(summary: pd.DataFrame, network: str = "tcp", testbed: dict | None = None) -> pd.DataFrame:
+    """Each claim: the paper's factor, the best measured (seed-mean) setup, the aligned-baseline factor there,
+    where a claim does not hold the measured reason, and what the testbed measured (``testbed``: the
+    recorded results of :func:`netlab.repro.common.testbed_results`; None: "not measured on the testbed")."""
+    from .common import with_testbed
+
+    return with_testbed(_with_reasons(_claims(summary, network)), "CASSINI", testbed or {})
+
+
+def _with_reasons(c: pd.DataFrame) -> pd.DataFrame:
+    """A ``reason`` per claim from the measured columns: "holds", or what the best (worst) setup showed."""
+    reasons = []
+    for r in c.itertuples():
+        if r.holds:
+            reasons.append("holds")
+        elif r.holds is None or not np.isfinite(r.measured_factor):
+            reasons.append("not measured")
+        elif r.claim == "never_worse":
+            reasons.append(f"CASSINI took {1 / r.measured_factor:.3f}x its host's average JCT in the worst seed "
+                           f"({r.best_setup})")
+        elif r.claim == "ecn_marks":
+            reasons.append(f"the tcp queue proxy fell {r.measured_factor:.2f}x at best ({r.best_setup}); the host "
+                           f"alone there is {r.base_vs_ideal:.2f}x its ideal-network JCT")
+        elif r.base_vs_ideal < r.paper_factor:
+            reasons.append(f"in the best setup ({r.best_setup}) the network makes the host alone only "
+                           f"{r.base_vs_ideal:.2f}x slower than on the ideal network: no placement can gain "
+                           f"{r.paper_factor:.1f}x; CASSINI reached {r.measured_factor:.2f}x "
+                           f"({r.vs_aligned:.2f}x against aligned)")
+        else:
+            reasons.append(f"the room is there (best setup {r.best_setup}: the host alone is {r.base_vs_ideal:.2f}x "
+                           f"its ideal-network average JCT) but CASSINI reached {r.measured_factor:.2f}x "
+                           f"({r.vs_aligned:.2f}x against aligned); see the notes on stale phases on tcp")
+    return c.assign(reason=reasons)
+
+
+def _claims(summary: pd.DataFrame, network: str) -> pd.DataFrame:
+    """The claims' measured factors (see :func:`cassini_claims`)."""
     s = summary[summary.network == network].replace([np.inf], np.nan).reset_index(drop=True)
     rows = []
     for name, claim, factor, col in CLAIMS:

@@ -97,6 +97,88 @@ def claims_vs_measured(dally: pd.DataFrame | None = None, cassini: pd.DataFrame 
     return pd.DataFrame(rows)
 
 
+# ------------------------------------------------------------ the testbed beside each claim
+TESTBED_FILES = {"interleave": "interleave.json", "testbed_cassini": "testbed_cassini.json"}
+NOT_ON_TESTBED = "not measured on the testbed"
+
+
+def testbed_results(results_dir) -> dict:
+    """The testbed's recorded results in ``results_dir`` (``benchmarks/results``): ``interleave`` (the
+    interleaving experiment, ``bench_interleave.py``) and ``testbed_cassini`` (CASSINI vs its host through
+    TestbedCluster, ``bench_testbed_cassini.py``), each only if its file exists."""
+    import json
+
+    out = {}
+    for key, name in TESTBED_FILES.items():
+        path = Path(results_dir) / name
+        if path.exists():
+            out[key] = json.loads(path.read_text())
+    return out
+
+
+def _scenario_mean(rows: list[dict], scenario: str, col: str) -> float:
+    vals = [r[col] for r in rows if r.get("scenario") == scenario and r.get(col) is not None]
+    return float(np.mean(vals)) if vals else np.nan
+
+
+def _testbed_cassini(metric: str, tb: dict) -> list[str]:
+    """What the testbed measured for a CASSINI claim (a few sentences; empty if nothing applies)."""
+    out = []
+    tc = tb.get("testbed_cassini")
+    if tc and metric in ("avg_jct", "p99_jct", "never_worse"):
+        rows = {(r["where"], r["seed"]): r for r in tc.get("summary", [])}
+        col = "cassini_over_host_p99_jct_s" if metric == "p99_jct" else "cassini_over_host_avg_jct_s"
+        tb_r = [r[col] for (w, _), r in sorted(rows.items()) if w == "testbed"]
+        sim_r = [r[col] for (w, _), r in sorted(rows.items()) if w == "sim"]
+        setup = tc.get("setup", {})
+        if tb_r:
+            name = "p99" if metric == "p99_jct" else "avg"
+            out.append(f"trace through TestbedCluster ({setup.get('jobs')} {setup.get('model')} "
+                       f"{setup.get('gpus_per_job')}-GPU jobs, {setup.get('ordering')}): CASSINI / host {name} JCT "
+                       f"{', '.join(f'{x:.3f}' for x in tb_r)} on the testbed vs "
+                       f"{', '.join(f'{x:.3f}' for x in sim_r)} simulated (tcp), per seed (< 1: CASSINI better)")
+    il = tb.get("interleave")
+    if il and metric in ("avg_jct", "p99_jct"):
+        key = "cassini_over_aligned_measured" if metric == "avg_jct" else "cassini_over_aligned_p99_measured"
+        sim_key = "cassini_over_aligned_tcp_mean" if metric == "avg_jct" else "cassini_over_aligned_p99_tcp_sim"
+        head = [h for h in il.get("headline", []) if key in h]
+        if head:
+            m = np.mean([h[key] for h in head])
+            p = np.mean([h[sim_key] for h in head if sim_key in h]) if any(sim_key in h for h in head) else np.nan
+            out.append(f"interleaving, 2 jobs on one uplink: CASSINI's shift / aligned {'mean' if metric == 'avg_jct' else 'p99'} "
+                       f"iteration {m:.3f} measured vs {p:.3f} tcp model ({len(head)} repeats)")
+        four = il.get("parts", {}).get("four_rank", {}).get("headline", [])
+        four = [h for h in four if key in h]
+        if four:
+            out.append(f"4-rank jobs: {np.mean([h[key] for h in four]):.3f} measured vs "
+                       f"{np.mean([h[sim_key] for h in four if sim_key in h]):.3f} tcp model")
+    if il and metric == "ecn_marks":
+        part = il.get("parts", {}).get("byte_queue") or il
+        rows = part.get("per_scenario", [])
+        a, c = "2 jobs aligned", "2 jobs at CASSINI's shift"
+        queue = part.get("setup", {}).get("queue", "")
+        o_a, o_c = _scenario_mean(rows, a, "uplink_overlimits_per_s"), _scenario_mean(rows, c, "uplink_overlimits_per_s")
+        d_a, d_c = _scenario_mean(rows, a, "uplink_drops_per_s"), _scenario_mean(rows, c, "uplink_drops_per_s")
+        r_a, r_c = _scenario_mean(rows, a, "retransmits_per_s"), _scenario_mean(rows, c, "retransmits_per_s")
+        if np.isfinite(o_a):
+            out.append(f"no ECN on the testbed; uplink HTB overlimits/s aligned {o_a:.0f} vs CASSINI's shift {o_c:.0f} "
+                       f"({o_a / o_c if o_c > 0 else np.inf:.2f}x fewer), drops/s {d_a:.1f} vs {d_c:.1f}, TCP "
+                       f"retransmits/s {r_a:.1f} vs {r_c:.1f} ({queue})")
+    return out
+
+
+def with_testbed(claims: pd.DataFrame, system: str, results: dict, key: str = "claim") -> pd.DataFrame:
+    """``claims`` with a ``testbed`` column: what the testbed measured for each claim (from
+    :func:`testbed_results`), or :data:`NOT_ON_TESTBED`. CASSINI claims are keyed by ``key`` (avg_jct,
+    p99_jct, ecn_marks, never_worse, as :func:`netlab.repro.cassini.cassini_claims` names them); Dally
+    was never run on the testbed."""
+    texts = []
+    for metric in claims[key]:
+        found = _testbed_cassini(str(metric), results) if system == "CASSINI" else []
+        texts.append("; ".join(found) if found else NOT_ON_TESTBED)
+    return claims.assign(testbed=texts)
+
+
 def write_results(path, **frames_and_dicts) -> Path:
     """Write a results JSON (tables as records) atomically, for notebooks to read back."""
     from ..sim.metrics import write_json
