@@ -10,9 +10,21 @@ measured mean and p99 iteration time beside the ``fair`` and ``tcp`` models' mea
 model's own run's mean and p99, the shifted/aligned ratios measured vs simulated, the relative-phase
 summaries (measured and the tcp model's) and the uplink telemetry: ``benchmarks/results/interleave.json``.
 
+Parts (``--part``), each with its own runs file; ``interleave.json`` holds the main part's report at the
+top level and every other part that has runs under ``parts``:
+
+* ``main``: every scenario, 2-rank jobs, the default queue (a pfifo of ``netns.QUEUE_PKTS`` packets under
+  each HTB class): ``interleave_runs.parquet``;
+* ``byte_queue``: alone / aligned / CASSINI's shift / two random shifts with a small byte-limited queue
+  (a bfifo of ``BYTE_QUEUE`` bytes, 10 full-size frames = 1.2 ms at the 100 Mbit uplink) on every shaped
+  link, for HTB overlimits, drops and backlog where a switch port's buffer would overflow:
+  ``interleave_bytequeue_runs.parquet``;
+* ``four_rank``: two 4-rank jobs (two hosts in each rack each) on ``leafspine-2rack-4.yaml``, alone,
+  aligned, at CASSINI's shift and at two random shifts: ``interleave_4rank_runs.parquet``.
+
 Usage:
-    python benchmarks/bench_interleave.py --collect [--repeats 2]   # testbed (root), then score
-    python benchmarks/bench_interleave.py                            # score the stored runs
+    python benchmarks/bench_interleave.py --collect [--part main] [--repeats 2]   # testbed (root), then score
+    python benchmarks/bench_interleave.py                                          # score the stored runs
 """
 
 from __future__ import annotations
@@ -42,13 +54,36 @@ ROOT = Path(__file__).resolve().parents[1]
 TOPOLOGY = ROOT / "testbed" / "topologies" / "leafspine-2rack.yaml"
 RESULTS = ROOT / "benchmarks" / "results"
 TARGET = 0.10  # |measured - simulated| / measured of the shifted/aligned ratio
+BYTE_QUEUE = 15_140  # bytes: 10 full-size frames, 1.2 ms at 100 Mbit (a shallow switch-port buffer)
+_SHORT = ("job 1 alone", "job 2 alone", "2 jobs aligned", "2 jobs at CASSINI's shift", "2 jobs at random shift 0",
+          "2 jobs at random shift 1")
+# name -> topology, ranks per job, queue_bytes (None: the default pfifo), scenario names (None: all), runs file
+PARTS = {
+    "main": dict(topology=TOPOLOGY, ranks=2, queue_bytes=None, scenarios=None, runs="interleave_runs.parquet"),
+    "byte_queue": dict(topology=TOPOLOGY, ranks=2, queue_bytes=BYTE_QUEUE, scenarios=_SHORT,
+                       runs="interleave_bytequeue_runs.parquet"),
+    "four_rank": dict(topology=ROOT / "testbed" / "topologies" / "leafspine-2rack-4.yaml", ranks=4,
+                      queue_bytes=None, scenarios=_SHORT, runs="interleave_4rank_runs.parquet"),
+}
 
 def _records(df: pd.DataFrame, digits: int = 4) -> list[dict]:
     """The fidelity report's records, at 4 digits by default."""
     return fidelity_records(df, digits)
 
 
-def collect(runs_path: Path, repeats: int, iterations: int, nice: int = -10, three: bool = True) -> None:
+def part_scenarios(tb, part: dict, iterations: int, three: bool = True) -> list:
+    """The part's scenarios on testbed ``tb`` (brought up or not: only its topology and rates are read)."""
+    scenarios = il.interleave_scenarios(tb, iterations=iterations, three=three and part["scenarios"] is None,
+                                        ranks=part["ranks"])
+    if part["scenarios"] is not None:
+        scenarios = [sc for sc in scenarios if sc.name in part["scenarios"]]
+        missing = set(part["scenarios"]) - {sc.name for sc in scenarios}
+        assert not missing, f"scenarios not made: {missing}"
+    return scenarios
+
+
+def collect(runs_path: Path, repeats: int, iterations: int, nice: int = -10, three: bool = True,
+            part: dict = PARTS["main"]) -> None:
     from netlab.testbed.controller import Controller
 
     # SIGINT unwinds the context managers (testbed torn down), also when started in the background (`... &`
@@ -57,18 +92,22 @@ def collect(runs_path: Path, repeats: int, iterations: int, nice: int = -10, thr
     # parent's code instead of exiting, and the parent waited for it forever (seen on the first attempts).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     t0 = time.time()
-    with NetnsTestbed(load_topology(TOPOLOGY)) as tb:
+    with NetnsTestbed(load_topology(part["topology"]), queue_bytes=part["queue_bytes"]) as tb:
         niceness = boost_priority(tb, nice) if nice else 0
+        leaf = " ".join(str(x) for x in tb.leaf_queue) if tb.leaf_queue else "kernel default"
         with Controller(tb, progress=False) as ctl:
-            scenarios = il.interleave_scenarios(tb, iterations=iterations, three=three)
+            scenarios = part_scenarios(tb, part, iterations, three)
             runs = il.collect_interleave(ctl, scenarios, repeats=repeats, out=runs_path,
-                                         log=lambda msg: print(msg, flush=True), extra=dict(rank_nice=niceness))
+                                         log=lambda msg: print(msg, flush=True),
+                                         extra=dict(rank_nice=niceness, leaf_queue=leaf))
     print(f"collection: {time.time() - t0:.0f} s; {len(runs)} rows in {runs_path}")
 
 
-def score(runs_path: Path, out: Path) -> dict:
+def score(runs_path: Path, out: Path | None, part: dict = PARTS["main"], extra_parts: dict | None = None) -> dict:
+    """The part's report (written to ``out`` when given, with ``extra_parts``' reports under ``parts``)."""
     runs = pd.read_parquet(runs_path)
-    tb = NetnsTestbed(load_topology(TOPOLOGY), rate_scale=float(runs.rate_scale.iloc[0]))  # never brought up
+    topology = part["topology"]
+    tb = NetnsTestbed(load_topology(topology), rate_scale=float(runs.rate_scale.iloc[0]))  # never brought up
     table, info = il.interleave_table(runs, tb)
     sim = info.pop("simulated", None)
     ratios = il.shift_ratios(table)
@@ -123,18 +162,23 @@ def score(runs_path: Path, out: Path) -> dict:
     if cassini_rows:
         tcp_err = float(np.median([h["cassini_over_aligned_tcp_mean_rel_error"] for h in cassini_rows]))
     report = dict(
-        machine=dict(python=platform.python_version(), cpus=os.cpu_count()), topology=TOPOLOGY.name,
+        machine=dict(python=platform.python_version(), cpus=os.cpu_count()), topology=Path(topology).name,
         runs_file=str(runs_path.relative_to(ROOT)) if runs_path.is_relative_to(ROOT) else str(runs_path),
         repeats=sorted(int(r) for r in runs.repeat.unique()),
         scenarios_collected=list(dict.fromkeys(runs.scenario)),
         setup=dict(uplink_mbit=fid.UPLINK_MBIT, grad_bytes=fid.GRAD_BYTES, compute_over_C=il.COMPUTE_OVER_C,
                    C_ms=fid.GRAD_BYTES * 8 / (fid.UPLINK_MBIT * 1e6) * fid.HEADER_OVERHEAD * 1000.0,
+                   C_ms_this_part=il.uplink_ms(fid.GRAD_BYTES, fid.UPLINK_MBIT, part["ranks"]),
+                   ranks_per_job=part["ranks"],
                    comm_share_alone=1.0 / (1.0 + il.COMPUTE_OVER_C), iterations_slowest_job=il.ITERATIONS,
                    random_shift_seed=il.SEED, unequal_ratio=il.UNEQUAL,
                    cassini_shift=("netlab.policies.cassini.score.scan (CASSINI's per-link score over every shift "
                                   "of a job against those placed) + ranker.plateau_centre, jobs placed one by one"),
-                   queue=("default bounded pfifo of netns.QUEUE_PKTS packets under each HTB class; the testbed "
-                          "limits queues in packets only (no byte limit): the small byte-limited queue is not done"),
+                   queue=(f"a bfifo of {part['queue_bytes']} bytes under each HTB class (NetnsTestbed queue_bytes)"
+                          if part["queue_bytes"] else
+                          "default bounded pfifo of netns.QUEUE_PKTS packets under each HTB class; the byte-limited "
+                          "queue is the byte_queue part"),
+                   leaf_queue=sorted(runs.leaf_queue.unique().tolist()) if "leaf_queue" in runs.columns else None,
                    rank_nice=int(runs.rank_nice.iloc[0]) if "rank_nice" in runs.columns else None,
                    load_avg_1m=_records(runs.groupby(["scenario", "repeat"], sort=False).load_avg_1m.first()
                                         .reset_index(), 2)),
@@ -144,10 +188,7 @@ def score(runs_path: Path, out: Path) -> dict:
                             "mean iteration time of the two jobs, tcp model (calibrated mean); median over repeats",
                     tcp_rel_error=tcp_err, met=bool(tcp_err is not None and tcp_err <= TARGET)),
         headline=head,
-        not_done=["small byte-limited uplink queue: the testbed bounds each HTB class by a pfifo of netns.QUEUE_PKTS "
-                  "packets (no byte limit); runs use that default, and no drops were seen",
-                  "ECN marks: not available; HTB overlimits, drops and backlog stand in",
-                  "4-rank jobs, and the CASSINI-vs-host-scheduler trace through TestbedCluster"],
+        not_done=["ECN marks: not available; HTB overlimits, drops and backlog stand in"],
         ratios_mean=_records(ratios), ratios_p99=_records(ratios_p99),
         per_scenario=_records(per_scn),
         per_job=_records(table),
@@ -155,7 +196,10 @@ def score(runs_path: Path, out: Path) -> dict:
         phase_vs_tcp=phase_model,
         phase_series=series,
     )
-    write_json(out, report)
+    if extra_parts:
+        report["parts"] = extra_parts
+    if out is not None:
+        write_json(out, report)
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(per_scn.drop(columns=[c for c in per_scn.columns if c.startswith("uplink_packets")]).round(2)
               .to_string(index=False))
@@ -179,19 +223,30 @@ def main(argv=None) -> int:
     ap.add_argument("--iterations", type=int, default=il.ITERATIONS)
     ap.add_argument("--no-three", action="store_true", help="skip the three-job scenarios")
     ap.add_argument("--nice", type=int, default=-10)
-    ap.add_argument("--runs", default=str(RESULTS / "interleave_runs.parquet"))
-    ap.add_argument("--out", default=str(RESULTS / "interleave.json"))
+    ap.add_argument("--part", choices=list(PARTS), default="main", help="which part to collect (see the doc)")
+    ap.add_argument("--results", default=str(RESULTS), help="directory of the runs files and interleave.json")
     args = ap.parse_args(argv)
-    runs_path, out = Path(args.runs), Path(args.out)
+    results = Path(args.results)
+    out = results / "interleave.json"
     if args.collect:
         if os.geteuid() != 0:
             print("bench_interleave --collect needs root (network namespaces)", file=sys.stderr)
             return 2
-        collect(runs_path, args.repeats, args.iterations, args.nice, three=not args.no_three)
-    if not runs_path.exists():
-        print(f"no runs at {runs_path}; run with --collect first", file=sys.stderr)
+        collect(results / PARTS[args.part]["runs"], args.repeats, args.iterations, args.nice,
+                three=not args.no_three, part=PARTS[args.part])
+    main_runs = results / PARTS["main"]["runs"]
+    if not main_runs.exists():
+        print(f"no runs at {main_runs}; run with --collect first", file=sys.stderr)
         return 2
-    score(runs_path, out)
+    extra = {}
+    for name, part in PARTS.items():
+        if name != "main" and (results / part["runs"]).exists():
+            print(f"--- part {name}")
+            rep = score(results / part["runs"], None, part)
+            rep.pop("phase_series", None)  # the main part's series are the ones notebook 06 plots
+            extra[name] = rep
+    print("--- part main")
+    score(main_runs, out, PARTS["main"], extra)
     return 0
 
 

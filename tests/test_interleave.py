@@ -124,3 +124,24 @@ def test_telemetry_rows_take_the_uplinks(tb):
     assert (r.uplink_backlog_mean_bytes, r.uplink_backlog_max_bytes) == (2000.0, 9000.0)
     assert (r.uplink_drops, r.uplink_packets) == (2, 10)
     assert r.retransmits == 10.0 and r.retransmits_per_s == 1.0
+
+
+def test_four_rank_scenarios_split_each_job_over_both_racks():
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tb8 = NetnsTestbed(os.path.join(here, "testbed/topologies/leafspine-2rack-4.yaml"))  # never brought up
+    scs = {s.name: s for s in il.interleave_scenarios(tb8, n_random=1, three=False, ranks=4)}
+    a = scs["2 jobs aligned"]
+    assert [j.hosts for j in a.jobs] == [("r0h0", "r0h1", "r1h0", "r1h1"), ("r0h2", "r0h3", "r1h2", "r1h3")]
+    # A 4-rank ring sends 2 x 3/4 = 1.5 gradients each way across the uplink: C = 1.5 x 31.4 ms = 47.1 ms, and
+    # compute is 1.6 C = 75.4 ms (38% of the iteration communicates alone, as for 2 ranks).
+    c2 = il.uplink_ms(375_000, 100.0, 2)
+    assert c2 == pytest.approx(375_000 * 8 / 100e6 * 1.047 * 1000)
+    assert il.uplink_ms(375_000, 100.0, 4) == pytest.approx(1.5 * c2)
+    assert a.jobs[0].compute_ms == pytest.approx(1.6 * 1.5 * c2, abs=1e-3)
+    # CASSINI's shift for two identical jobs: half the iteration (1.6 C + C), within one step of its circle.
+    shifted = scs["2 jobs at CASSINI's shift"].jobs[1].offset_ms
+    assert shifted == pytest.approx(2.6 * 1.5 * c2 / 2, abs=2.6 * 1.5 * c2 / 72)
+    with pytest.raises(ValueError, match="two 4-rank jobs need 4 hosts per rack"):
+        il.interleave_scenarios(tb8.__class__(os.path.join(here, LEAFSPINE)), ranks=4)
+    with pytest.raises(ValueError, match="ranks must be 2 or 4"):
+        il.interleave_scenarios(tb8, ranks=3)

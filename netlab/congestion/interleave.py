@@ -70,22 +70,41 @@ def cassini_offsets(waves, capacity_gbps: float) -> list[float]:
 
 
 # ----------------------------------------------------------------------------- scenarios
+def uplink_ms(grad_bytes: int, uplink_mbit: float, ranks: int = 2) -> float:
+    """``C``: one job's all-reduce alone on the rack uplink (with headers), in ms. A ring of ``ranks`` hosts,
+    half in each rack, sends one flow each way across the uplink carrying 2 (n - 1) / n x the gradient
+    (nccl-tests' bus bytes): 1x for 2 ranks, 1.5x for 4."""
+    return grad_bytes * 2 * (ranks - 1) / ranks * 8 / (uplink_mbit * 1e6) * fid.HEADER_OVERHEAD * 1000.0
+
+
 def interleave_scenarios(testbed, grad_bytes: int = fid.GRAD_BYTES, compute_over_c: float = COMPUTE_OVER_C,
                          iterations: int = ITERATIONS, uplink_mbit: float = fid.UPLINK_MBIT,
                          warmup: int = fid.WARMUP, n_random: int = 8, seed: int = SEED,
-                         three: bool = True) -> list[Scenario]:
-    """The experiment's scenarios (see the module doc), headline ones first, the three-job ones last."""
+                         three: bool = True, ranks: int = 2) -> list[Scenario]:
+    """The experiment's scenarios (see the module doc), headline ones first, the three-job ones last.
+
+    ``ranks`` (2 or 4) per job, half in each rack (job j takes the j-th group of ``ranks / 2`` hosts of
+    each rack; the ring visits its rack-0 hosts, then its rack-1 hosts), so every job crosses the uplink
+    once each way; compute stays ``compute_over_c`` x that job's own ``C`` (:func:`uplink_ms`).
+    """
+    if ranks not in (2, 4):
+        raise ValueError(f"interleave_scenarios: ranks must be 2 or 4, got {ranks!r}")
     a, b = racks(testbed)
+    half = ranks // 2
     rates = {c: float(uplink_mbit) for c in uplink_cables(testbed.topology)}
     cur = scenario_rates(testbed, Scenario("", (), rates))
     uplink = min(cur[(u, v)] for x, y in uplink_cables(testbed.topology) for u, v in ((x, y), (y, x)))
-    C = grad_bytes * 8 / (uplink * 1e6) * fid.HEADER_OVERHEAD * 1000.0  # noqa: N806
+    C = uplink_ms(grad_bytes, uplink, ranks)  # noqa: N806
     cap = uplink / 1000.0
     base = compute_over_c * C
+    if min(len(a), len(b)) < 2 * half:
+        raise ValueError(f"interleave_scenarios: two {ranks}-rank jobs need {2 * half} hosts per rack; "
+                         f"{testbed.topology.name} has {[len(a), len(b)]}")
 
     def J(jid, compute, offset=0.0):  # noqa: N802
-        return ScenarioJob(jid, (a[jid - 1], b[jid - 1]), int(grad_bytes), round(float(compute), 3), iterations,
-                           round(float(offset), 3))
+        k = (jid - 1) * half
+        return ScenarioJob(jid, tuple(a[k:k + half]) + tuple(b[k:k + half]), int(grad_bytes),
+                           round(float(compute), 3), iterations, round(float(offset), 3))
 
     def S(name, *jobs):  # noqa: N802
         return fid.equal_duration(testbed, Scenario(name, tuple(jobs), dict(rates), warmup), iterations)
@@ -107,7 +126,7 @@ def interleave_scenarios(testbed, grad_bytes: int = fid.GRAD_BYTES, compute_over
     rng = np.random.default_rng(seed)
     for k, u in enumerate(rng.random(n_random)):
         out.append(S(f"2 jobs at random shift {k}", J(1, base), J(2, base, u * (base + C))))
-    if three and min(len(a), len(b)) >= 3:
+    if three and min(len(a), len(b)) >= 3 * half:
         off3 = shifted([base] * 3)
         out += [S("3 jobs aligned", J(1, base), J(2, base), J(3, base)),
                 S("3 jobs at CASSINI's shifts", *(J(i + 1, base, off3[i]) for i in range(3)))]
