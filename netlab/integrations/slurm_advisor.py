@@ -115,6 +115,9 @@ class Planned:
     gpus: list[int]
     planned_s: float  # when the advisor placed it, seconds since the replay began
     slurm_id: str = ""
+    free_before: dict[str, int] = field(default_factory=dict)  # free GPUs per host the policy saw
+    slurm_split: dict[str, int] = field(default_factory=dict)  # GPUs per node Slurm gave it (seen while running)
+    state: str = "SUBMITTED"  # the last state squeue showed
 
 
 @dataclass
@@ -145,7 +148,7 @@ class SlurmAdvisor:
                 row = nodes.loc[h.name]
                 if row.state.split("+")[0] in USABLE and not any(f in row.state for f in ("drain", "down", "fail")):
                     free[i] = max(0, min(int(row.gpus), h.gpus) - int(row.gpus_used))
-        jobs = read_jobs(self.slurm)
+        jobs = self.observe()
         waiting = jobs[(jobs.state == "PENDING") & jobs.job_id.isin(list(self.submitted))]
         for jid in waiting.job_id:  # ours, not started yet: their GPUs are spoken for
             p = self.submitted[jid]
@@ -153,8 +156,24 @@ class SlurmAdvisor:
                 free[topo.host_index[h]] -= g
         return np.maximum(free, 0)
 
-    def plan(self, waiting: list[JobState], now: float) -> list[tuple[JobState, Placement]]:
-        """Placements for the waiting jobs that fit now, in the ordering policy's order (step 3)."""
+    def observe(self) -> pd.DataFrame:
+        """``squeue`` now; notes each submitted job's state and, while it runs, the GPUs per node Slurm gave it
+        (``gres_detail``: Slurm shows the split only while a job runs)."""
+        jobs = read_jobs(self.slurm)
+        for r in jobs[jobs.job_id.isin(list(self.submitted))].itertuples():
+            plan = self.submitted[r.job_id]
+            plan.state = r.state
+            if r.state == "RUNNING" and r.gpus_per_node:
+                plan.slurm_split = dict(zip(r.nodes, r.gpus_per_node))
+        return jobs
+
+    def active(self) -> int:
+        """Submitted jobs not yet finished, as of the last :meth:`observe`."""
+        return sum(p.state in ACTIVE or p.state == "SUBMITTED" for p in self.submitted.values())
+
+    def plan(self, waiting: list[JobState], now: float) -> list[tuple[JobState, Placement, np.ndarray]]:
+        """(job, placement, free GPUs per host it was chosen from) for the waiting jobs that fit now, in the
+        ordering policy's order (step 3)."""
         free = self.free_gpus()
         out = []
         for js in sorted(waiting, key=lambda s: (self.order.key(s, now), s.job_id)):
@@ -167,26 +186,46 @@ class SlurmAdvisor:
             if sum(p.gpus) != js.gpus or any(free[h] < g for h, g in zip(p.hosts, p.gpus)):
                 raise PolicyError(f"{self.policy.name} placed job {js.job_id} ({js.gpus} GPUs) on "
                                   f"{dict(zip(p.hosts, p.gpus))}, free there: {[int(free[h]) for h in p.hosts]}")
+            out.append((js, p, free.copy()))
             free[list(p.hosts)] -= p.gpus
-            out.append((js, p))
         return out
 
-    def submit(self, js: JobState, p: Placement, seconds: float, now: float, output: str = "/dev/null") -> Planned:
+    def submit(self, js: JobState, p: Placement, seconds: float, now: float, output: str = "/dev/null",
+               free: np.ndarray | None = None) -> Planned:
         """``sbatch`` the job: ``sleep`` for its (scaled) run time on the planned hosts."""
         hosts = [self.topology.hosts[h].name for h in p.hosts]
         name = f"netlab-{js.job_id}"
         argv = sbatch_argv(name, hosts, list(p.gpus), ["sleep", f"{seconds:.3f}"], output)
         out = self.slurm.run(argv).stdout.strip()
-        plan = Planned(js.job, hosts, list(p.gpus), now, out.split(";")[0])
+        seen = {} if free is None else {h.name: int(f) for h, f in zip(self.topology.hosts, free)}
+        plan = Planned(js.job, hosts, list(p.gpus), now, out.split(";")[0], seen)
         self.submitted[plan.slurm_id] = plan
         return plan
+
+
+def sleep_trace(jobs: int = 8, seed: int = 0, gpus_per_host: int = 4, max_hosts: int = 4, gap_s: float = 0.7,
+                duration_s: tuple[float, float] = (1.0, 3.0), model: str = "resnet50") -> pd.DataFrame:
+    """A small seeded trace of sleep jobs for a real Slurm (netlab's trace schema): each job needs 1 to
+    ``max_hosts`` hosts' worth of GPUs (k hosts: between (k-1) x gpus_per_host + 1 and k x gpus_per_host GPUs),
+    arrivals ``gap_s`` apart on average (exponential), run times uniform in ``duration_s``."""
+    from ..traces.schema import finish
+
+    rng = np.random.default_rng(seed)
+    hosts = rng.integers(1, max_hosts + 1, size=jobs)
+    gpus = (hosts - 1) * gpus_per_host + rng.integers(1, gpus_per_host + 1, size=jobs)
+    df = pd.DataFrame({"job_id": [f"s{i}" for i in range(jobs)],
+                       "submit_s": np.concatenate([[0.0], np.cumsum(rng.exponential(gap_s, size=jobs - 1))]),
+                       "gpus": gpus, "model": model,
+                       "duration_s": np.round(rng.uniform(*duration_s, size=jobs), 1)})
+    return finish(df, "sleep", "<sleep_trace>")
 
 
 def replay(slurm, topology, trace: pd.DataFrame, placement: str = "topo-bestfit", ordering: str = "fifo",
            time_scale: float = 1.0, poll_s: float = 0.25, timeout_s: float = 600.0,
            output: str = "/dev/null") -> list[Planned]:
     """Run a trace's jobs through Slurm: each arrives at ``submit_s * time_scale`` seconds, waits until the
-    advisor places it, runs ``sleep duration_s * time_scale``. Returns the plans (with Slurm's job ids)."""
+    advisor places it, runs ``sleep duration_s * time_scale``; returns when Slurm has finished them all, with
+    the plans (Slurm's job ids, the split Slurm made while each ran)."""
     if time_scale <= 0:
         raise ValueError(f"time_scale must be > 0, got {time_scale}")
     adv = SlurmAdvisor(slurm, topology, placement, ordering)
@@ -196,47 +235,63 @@ def replay(slurm, topology, trace: pd.DataFrame, placement: str = "topo-bestfit"
     arrivals = sorted(states, key=lambda s: (s.submit_s, s.job_id))
     waiting: list[JobState] = []
     t0 = time.monotonic()
-    while arrivals or waiting:
+    while arrivals or waiting or adv.active():
         now = (time.monotonic() - t0) / time_scale
         if now * time_scale > timeout_s:
-            raise TimeoutError(f"replay: {len(waiting) + len(arrivals)} jobs not placed within {timeout_s:.0f} s")
+            raise TimeoutError(f"replay: {len(waiting) + len(arrivals)} jobs not placed, {adv.active()} not finished "
+                               f"within {timeout_s:.0f} s")
         while arrivals and arrivals[0].submit_s <= now:
             waiting.append(arrivals.pop(0))
-        for js, p in adv.plan(waiting, now):
-            adv.submit(js, p, max(duration[js.job_id] * time_scale, 0.001), now * time_scale, output)
+        for js, p, free in adv.plan(waiting, now):
+            adv.submit(js, p, max(duration[js.job_id] * time_scale, 0.001), now * time_scale, output, free)
             waiting.remove(js)
         time.sleep(poll_s)
     return list(adv.submitted.values())
 
 
 SACCT_FORMAT = "JobID,JobName,Submit,Start,End,State,AllocTRES,NodeList"
+def read_sacct_records(slurm, ids: list[str], timeout_s: float = 30.0) -> dict[str, dict]:
+    """JobID -> sacct's fields for these jobs, once every one is recorded as finished with as many nodes in
+    NodeList as NNodes says. slurmctld sends job records to slurmdbd asynchronously: a read right after a
+    job ends can find the record not yet complete (seen: a 2-node job listed on its batch host only)."""
+    argv = ["sacct", "--allusers", "--parsable2", "--allocations", f"--jobs={','.join(ids)}",
+            f"--format={SACCT_FORMAT},NNodes"]
+    t0 = time.monotonic()
+    while True:
+        lines = [line.split("|") for line in slurm.run(argv).stdout.splitlines() if line.strip()]
+        record: dict[str, dict] = {}
+        for r in lines[1:]:  # with --jobs, sacct 22.05 lists steps (1.batch) despite --allocations
+            rec = dict(zip(lines[0], r))
+            if "." not in rec["JobID"]:
+                record.setdefault(rec["JobID"], rec)
+        settled = all(i in record and record[i]["State"] not in ACTIVE and record[i]["NNodes"].isdigit()
+                      and len(expand(record[i]["NodeList"])) == int(record[i]["NNodes"]) for i in ids)
+        if settled or time.monotonic() - t0 > timeout_s:
+            return record
+        time.sleep(0.5)
 
 
 def compare_placements(slurm, plans: list[Planned]) -> pd.DataFrame:
     """Slurm's record of each planned job beside the plan: one row per job with ``planned_nodes``,
-    ``slurm_nodes``, ``same_nodes``, ``planned_gpus``, ``slurm_gpus``, ``same_gpus`` and Slurm's wait after
-    submission (``slurm_wait_s``). Reads ``sacct --parsable2 --allocations`` for the planned job ids."""
-    from ..traces.sacct import gpus_from_tres, parse_tres
+    ``slurm_nodes``, ``same_nodes``, ``planned_gpus``, ``slurm_gpus``, ``same_gpus``, the GPUs per node
+    (``planned_split``, ``slurm_split`` as seen while the job ran, ``same_split``: None if the job ran
+    between two looks) and Slurm's wait after
+    submission (``slurm_wait_s``, whole seconds). Reads ``sacct --parsable2 --allocations`` for the job ids."""
+    from ..traces.sacct import TIME, gpus_from_tres, parse_tres
 
-    ids = ",".join(p.slurm_id for p in plans)
-    text = slurm.run(["sacct", "--allusers", "--parsable2", "--allocations", f"--jobs={ids}",
-                      f"--format={SACCT_FORMAT}"]).stdout
-    lines = [line.split("|") for line in text.splitlines() if line.strip()]
-    head, rows = lines[0], lines[1:]
-    record: dict[str, dict] = {}
-    for r in rows:  # with --jobs, sacct 22.05 lists steps (1.batch) despite --allocations: keep the job's line
-        rec = dict(zip(head, r))
-        if "." not in rec["JobID"]:
-            record.setdefault(rec["JobID"], rec)
+    record = read_sacct_records(slurm, [p.slurm_id for p in plans])
     out = []
     for p in plans:
         r = record.get(p.slurm_id, {})
         nodes = expand(r.get("NodeList", "")) if r.get("NodeList", "None assigned") != "None assigned" else []
         gpus = gpus_from_tres(parse_tres(r.get("AllocTRES", ""))) if r else 0
-        submit, start = (pd.to_datetime(r.get(k), format="%Y-%m-%dT%H:%M:%S", errors="coerce")
+        submit, start = (pd.to_datetime(r.get(k), format=TIME, errors="coerce")
                          for k in ("Submit", "Start"))
+        split = p.slurm_split
         out.append(dict(job=p.job.job_id, slurm_id=p.slurm_id, gpus=p.job.gpus, planned_nodes=",".join(p.hosts),
                         slurm_nodes=",".join(nodes), same_nodes=sorted(nodes) == sorted(p.hosts),
                         planned_gpus=sum(p.gpus), slurm_gpus=gpus, same_gpus=gpus == sum(p.gpus),
+                        planned_split=dict(zip(p.hosts, p.gpus)), slurm_split=split,
+                        same_split=(split == dict(zip(p.hosts, p.gpus))) if split else None,
                         state=r.get("State", "missing"), slurm_wait_s=(start - submit).total_seconds()))
     return pd.DataFrame(out)

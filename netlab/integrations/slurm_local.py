@@ -48,6 +48,7 @@ import shutil
 import socket
 import stat
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +58,7 @@ from ..hostlist import compress
 
 #: programs the cluster needs (Debian: slurm-wlm, slurmdbd, munge, mariadb-server)
 PROGRAMS = ("munged", "slurmctld", "slurmd", "slurmdbd", "sacctmgr", "scontrol", "sbatch", "squeue", "sinfo",
-            "sacct", "mariadbd", "mariadb-install-db", "mariadb")
+            "sacct", "scancel", "mariadbd", "mariadb-install-db", "mariadb")
 CLUSTER = "netlab"
 #: squeue job states of a job that has not finished
 ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"}
@@ -123,10 +124,13 @@ class LocalSlurm:
             (self.root / d).mkdir(parents=True, exist_ok=True)
         for n in self.nodes:
             (self.root / "spool" / n).mkdir(parents=True, exist_ok=True)
-        os.chmod(self.root, 0o755)  # munged: every directory on the socket's path searchable by all
         os.chmod(self.root / "munge", 0o700)
-        (self.root / "sock").mkdir(exist_ok=True)
-        os.chmod(self.root / "sock", 0o755)
+        # munged wants every directory on its socket's path searchable by all, and a socket path is at most
+        # 107 bytes: the sockets live in a short directory of their own under the system temp dir, not in root
+        # (pytest's tmp_path is 0700); it is removed by stop().
+        if getattr(self, "sock_dir", None) is None:
+            self.sock_dir = Path(tempfile.mkdtemp(prefix="netlab-slurm-"))
+            os.chmod(self.sock_dir, 0o755)
 
     def _fake_gpus(self) -> list[Path]:
         most = max(self.nodes.values())
@@ -147,7 +151,7 @@ class LocalSlurm:
         self.ctld_port, self.dbd_port, self.db_port = free_port(), free_port(), free_port()
         self.node_ports = {n: free_port() for n in self.nodes}
         self.db_password = secrets.token_hex(16)
-        self.munge_socket = r / "sock" / "munge.sock"
+        self.munge_socket = self.sock_dir / "munge.sock"
         gpus = self._fake_gpus()
         node_lines = []
         for n, g in self.nodes.items():
@@ -263,7 +267,7 @@ class LocalSlurm:
             self.run(["mariadb-install-db", "--no-defaults", f"--datadir={r / 'db'}", "--user=root",
                       "--skip-test-db", "--auth-root-authentication-method=socket",
                       "--innodb-log-file-size=8M"], timeout_s=timeout_s)
-        db_socket = r / "sock" / "db.sock"
+        db_socket = self.sock_dir / "db.sock"
         mariadb = self._spawn("mariadbd", [
             "mariadbd", "--no-defaults", f"--datadir={r / 'db'}", f"--socket={db_socket}",
             f"--port={self.db_port}", "--bind-address=127.0.0.1", "--skip-name-resolve", "--user=root",
@@ -308,9 +312,19 @@ class LocalSlurm:
         return [p.role for p in self.procs if p.popen.poll() is None]
 
     def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM every recorded process, newest first (slurmd before slurmctld before slurmdbd before the
-        database and munge), wait for each (bounded), SIGKILL what is left. Only our own children are signalled:
-        their pids cannot have been reused while they are unreaped."""
+        """Cancel this cluster's jobs (their slurmstepd outlive a stopped slurmd otherwise) and wait for them to
+        end (bounded); then SIGTERM every recorded process, newest first (slurmd before slurmctld before
+        slurmdbd before the database and munge), wait for each (bounded), SIGKILL what is left. Only our own
+        children are signalled: their pids cannot have been reused while they are unreaped."""
+        if any(p.role == "slurmctld" and p.popen.poll() is None for p in self.procs):
+            try:
+                if self.active_jobs():
+                    self.run(["scancel", "--full", "--quiet", *self.active_jobs()], check=False)
+                    self._wait("cancelled jobs", lambda: not self.active_jobs(), timeout_s)
+            except (SlurmError, ValueError) as exc:  # still stop the daemons; say why the jobs may linger
+                import warnings
+
+                warnings.warn(f"local Slurm: jobs not cancelled before stopping: {exc}", stacklevel=2)
         for p in reversed(self.procs):
             if p.popen.poll() is None:
                 p.popen.terminate()
@@ -319,6 +333,9 @@ class LocalSlurm:
             except subprocess.TimeoutExpired:
                 p.popen.kill()
                 p.popen.wait(timeout=timeout_s)
+        if getattr(self, "sock_dir", None) is not None and not self.alive():
+            shutil.rmtree(self.sock_dir, ignore_errors=True)
+            self.sock_dir = None
 
     def __enter__(self) -> "LocalSlurm":
         return self.start()
