@@ -7,9 +7,9 @@ the Philly trace (Tiresias + consolidated, the 512-GPU 4:1 leaf-spine of ``bench
 ``--every``-th solve that reaches the mean field, and for each such component of at most ``--max-jobs``
 jobs solves it twice from the same inputs: by the mean field and exactly (``max_exact_jobs`` raised so the
 whole component is simulated). It reports, per job, the absolute percentage error of the mean-field
-iteration time against the exact one (median, p90, max; and on the jobs the exact model slows by 1.5x or
-more on their own), and whether the fixed point converged (the relative change one more iteration would
-make, against the solver's tolerance of 1e-4).
+iteration time against the exact one (median, p90, max; on the jobs the exact model slows by 1.5x or
+more; and the signed error per bin of the exact slowdown), and whether the fixed point converged (the
+relative change one more iteration would make, against the solver's tolerance of 1e-4).
 
 Usage: python benchmarks/bench_mean_field.py [--jobs 30000] [--every 50] [--max-jobs 60]
 """
@@ -94,6 +94,21 @@ def residual(call: tuple, members: np.ndarray, large: np.ndarray) -> float:
     return float(np.max(np.abs((again / rate) ** 2 - 1)))  # geometric damping: again = sqrt(rate x next)
 
 
+SLOWDOWN_BINS = ((1.0, 1.2), (1.2, 2.0), (2.0, 5.0), (5.0, float("inf")))
+
+
+def by_slowdown(signed: np.ndarray, slowdown: np.ndarray) -> list[dict]:
+    """Signed relative error (mean field / exact - 1) per bin of the exact slowdown: where it errs, and which way."""
+    out = []
+    for lo, hi in SLOWDOWN_BINS:
+        sel = (slowdown >= lo) & (slowdown < hi)
+        if sel.any():
+            p10, p50, p90 = np.percentile(signed[sel], [10, 50, 90])
+            out.append(dict(slowdown_from=lo, slowdown_to=hi if np.isfinite(hi) else None, jobs=int(sel.sum()),
+                            p10=float(p10), median=float(p50), p90=float(p90)))
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=30_000)
@@ -120,7 +135,7 @@ def main(argv=None) -> int:
                captured_solves=len(calls), components=len(rows),
                component_jobs=pct(np.array([r["jobs"] for r in rows], float)),
                ape_all_jobs=pct(ape), ape_slowed_jobs=pct(ape[slowed]) if slowed.any() else None,
-               exact_slowdown=pct(ex / alone),
+               exact_slowdown=pct(ex / alone), signed_error_by_exact_slowdown=by_slowdown(mf / ex - 1, ex / alone),
                converged_fraction=float(np.mean(resid <= 10 * TOL)), residual=pct(resid),
                wall_s=time.perf_counter() - t0)
     print(f"{len(rows)} components, {len(ape)} jobs: APE median {np.median(ape):.3f}, p90 "
