@@ -237,3 +237,18 @@ def test_prefix_sum_consolidation_matches_consolidated_on_fragmented_clusters():
             assert got.tolist() == want.tolist(), (free.tolist(), rack_ids.tolist(), n)
             checked += 1
     assert checked > 1000
+
+
+def test_placement_traffic_counts_each_dimension_over_the_run():
+    topo = load_topology("leafspine,racks=2,hosts_per_rack=4,gpus_per_host=4,host_gbps=100")
+    res = Simulator(topo, [Job(0, 0.0, 8, "toy-llm", 20.0, pattern="3d"), Job(1, 0.0, 4, "vgg16", 5.0)], "fifo",
+                    "tp-aware", None, SimConfig(network="fair"), zoo=ZOO).run()
+    table = llm.placement_traffic(res.jobs, ZOO)
+    assert table.job_id.tolist() == [0]  # LLM jobs only
+    row = table.iloc[0]
+    assert (row.tp, row.pp, row.dp, row.hosts) == (2, 2, 2, 2)
+    # a stage per host: PP on the network, TP and DP on NVLink; 20 iterations
+    assert row.pp_network_gb == pytest.approx(20 * 8 * PP_PER_PEER / 1e9)
+    assert row.tp_nvlink_gb == pytest.approx(20 * 8 * TP_PER_GPU / 1e9)
+    assert row.dp_nvlink_gb == pytest.approx(20 * 8 * DP_PER_GPU / 1e9)
+    assert row.tp_network_gb == row.dp_network_gb == row.pp_nvlink_gb == 0.0

@@ -48,8 +48,8 @@ class TpAware(PlacementPolicy):
     def __init__(self, base: str = "consolidated", split: str = "fallback"):
         if split not in SPLITS:
             raise ValueError(f"tp-aware: split must be one of {SPLITS}, got {split!r}")
-        if base == self.name:
-            raise ValueError("tp-aware: base must be another placement policy")
+        if base.startswith("tp-"):
+            raise ValueError(f"tp-aware: base must be a placement policy that is not itself TP-aware, got {base!r}")
         self.base, self.split = base, split
         self._base = PLACEMENT.create(base)
 
@@ -82,6 +82,26 @@ class TpAware(PlacementPolicy):
             if placement is not None:
                 return placement
         return self._base.place(job, view) if self.split == "fallback" else None
+
+
+@PLACEMENT.register("tp-topo-bestfit")
+class TpTopoBestFit(TpAware):
+    """tp-aware over topo-bestfit: whole TP groups per host, racks with the least-loaded uplinks."""
+
+    name = "tp-topo-bestfit"
+
+    def __init__(self, split: str = "fallback"):
+        super().__init__("topo-bestfit", split)
+
+
+@PLACEMENT.register("tp-k8s-netoverhead")
+class TpK8sNetOverhead(TpAware):
+    """tp-aware over k8s-netoverhead: whole TP groups per host, pods placed by network cost."""
+
+    name = "tp-k8s-netoverhead"
+
+    def __init__(self, split: str = "fallback"):
+        super().__init__("k8s-netoverhead", split)
 
 
 def _consolidated(free: np.ndarray, topo, n: int) -> Placement | None:
