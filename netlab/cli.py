@@ -68,6 +68,11 @@ def simulate(
                                        help="Checkpoint cost paid at each restart (s)."),
     restore_s: float = typer.Option(20.0, min=0, callback=_finite_seconds, help="Restore cost paid at each restart (s)."),
     quiet: bool = typer.Option(False, help="No progress bar."),
+    link_history: str = typer.Option(None, help="Per-link history in links.parquet: full (every interval; the "
+                                     "default), aggregate (per-link time-weighted load per --link-resolution-s) "
+                                     "or none (netlab.sim.history): bounded memory for long traces."),
+    link_resolution_s: float = typer.Option(3600.0, min=0, callback=_finite_seconds,
+                                            help="Bin width of --link-history aggregate (s)."),
 ):
     """Simulate a trace; write jobs.parquet, links.parquet, summary.json, config.json."""
     from .errors import InputError
@@ -77,7 +82,8 @@ def simulate(
     try:
         result = run(trace=trace, topology=topology, policy=policy, placement=placement, network=network, seed=seed,
                      max_jobs=max_jobs, trace_dir=trace_dir, progress=None if not quiet else False,
-                     checkpoint_s=checkpoint_s, restore_s=restore_s)
+                     checkpoint_s=checkpoint_s, restore_s=restore_s, link_history=link_history,
+                     link_resolution_s=link_resolution_s)
     except (InputError, KeyError, ValueError, FileNotFoundError) as exc:
         _fail(_message(exc))
     result.save(out)

@@ -110,3 +110,22 @@ def test_memory_per_job_without_link_history_is_under_4_kb():
     full = (_traced_bytes(large, "full") - _traced_bytes(small, "full")) / (large - small)
     assert 0 < none < 4096
     assert full > none  # the full history is what grows
+
+
+def test_cli_simulate_aggregates_link_history(tmp_path):
+    from typer.testing import CliRunner
+
+    from netlab.cli import app
+
+    args = ["simulate", "--trace", "philly-sample", "--max-jobs", "40", "--topology",
+            "leafspine,racks=2,hosts_per_rack=2,gpus_per_host=8,oversub=4", "--network", "fair", "--quiet"]
+    out = tmp_path / "agg"
+    result = CliRunner().invoke(app, args + ["--link-history", "aggregate", "--link-resolution-s", "600",
+                                             "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    links = pd.read_parquet(out / "links.parquet")
+    assert len(links) and (links.t_end_s - links.t_start_s).max() <= 600 + 1e-6
+    bad = tmp_path / "bad"
+    result = CliRunner().invoke(app, args + ["--link-history", "sometimes", "--out", str(bad)])
+    assert result.exit_code == 2 and "aggregate, full, none" in result.output
+    assert not bad.exists()  # refused before anything was written
