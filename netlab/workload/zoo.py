@@ -10,7 +10,14 @@ are collected in the project's ``shared/reference/job-zoo.md``:
   traces (T4), Muri (VGG16 on 8 GPUs) and Crux (a 64-GPU GPT-3 variant).
 
 Rows marked "assumption" are scaled by FLOPs or parameters from a measured
-neighbour; treat them as such. ``compute_s`` is per iteration at a fixed
+neighbour; treat them as such.
+
+LLM rows (GPT-3 175B, Llama 2 70B, Llama 3 8B and 70B) also fill the columns
+layers, hidden, seq_len, micro_batch, micro_batches, tp, pp, bytes_per_elem,
+dp and llm_source: the shape and split of a published training configuration
+(:class:`~netlab.workload.llm.LlmShape`), run with the ``3d`` pattern; their
+compute time is :func:`netlab.workload.llm.compute_s`. Other rows leave those
+columns empty. ``compute_s`` is per iteration at a fixed
 per-GPU batch (weak scaling): data parallelism does not change it.
 """
 
