@@ -89,7 +89,8 @@ def simulate(
     result.save(out)
     s = result.summary
     typer.echo(json.dumps({k: s[k] for k in ("jobs", "finished", "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s",
-                                              "avg_queue_s", "gpu_util", "overload_gbit", "wall_s", "events")},
+                                              "avg_wait_s", "avg_start_delay_s", "gpu_util", "overload_gbit",
+                                              "wall_s", "events")},
                           indent=2))
     typer.echo(f"wrote {out}/jobs.parquet, links.parquet, summary.json, config.json")
 
@@ -123,24 +124,33 @@ BACKEND_HELP = "serial | processes | dask"
 def demo(
     out: Path = typer.Option(Path("results/demo"), help="Sweep store, table, figures and report.html go here."),
     trace: str = typer.Option("philly-sample", help="Trace (default: the sample bundled with the package)."),
-    topology: str = typer.Option(None, help="Base topology spec; oversub 2 and 4 are swept (default: a 128-GPU "
+    topology: str = typer.Option(None, help="Base topology spec; the oversubscription is swept (default: a 128-GPU "
                                             "leaf-spine)."),
-    seeds: int = typer.Option(3, min=1, help="Replicates per configuration."),
+    oversub: list[float] = typer.Option(None, min=1, help="Oversubscription levels, repeatable (default: 2 and 8)."),
+    seeds: int = typer.Option(5, min=1, help="Replicates per configuration (the comparisons pair them)."),
     max_jobs: int = typer.Option(None, min=1, help="Keep the first N jobs."),
+    baseline: str = typer.Option(None, help="Label every policy is compared with (default: "
+                                            "tiresias+consolidated)."),
     backend: str = typer.Option("processes", help=BACKEND_HELP),
     workers: int = typer.Option(None, min=1, help="Worker processes (default: one per core)."),
-    ideal: bool = typer.Option(True, help="Also run every cell on the ideal network (for the ratio to ideal)."),
+    ideal: bool = typer.Option(True, help="Also run every scheduler once per seed on the ideal network (the ratio "
+                                          "to ideal)."),
 ):
-    """The main job: sweep every ordering policy x consolidated/network-aware placement x oversub 2, 4 x seeds
-    on the bundled trace, print the summary table, write an HTML report with figures."""
+    """The main job: classic schedulers (fifo, fjf, tiresias, themis on consolidated placement) against
+    network-aware ones (Dally, Tiresias with CASSINI, topology-aware best fit) on the bundled trace, on a
+    leaf-spine at 2:1 and 8:1 (tcp network) and on the ideal network, 5 seeds; prints the summary table and
+    one verdict per policy against tiresias+consolidated (paired by seed, 95% bootstrap intervals); writes
+    an HTML report with the headline comparison first."""
     from .errors import InputError
     from .report import demo_report
     from .sweep import StoreError
 
     _check_out_dir(out)
+    if oversub and not all(math.isfinite(o) for o in oversub):
+        _fail(f"--oversub {oversub}: every level must be a finite number >= 1")
     try:
         report = demo_report(out, trace=trace, topology=topology, seeds=seeds, max_jobs=max_jobs, backend=backend,
-                             workers=workers, ideal=ideal)
+                             workers=workers, ideal=ideal, oversub=oversub or None, baseline=baseline)
     except (InputError, KeyError, ValueError, StoreError) as exc:
         _fail(_message(exc))
     typer.echo(f"\nreport: {report.resolve()}")
@@ -187,8 +197,11 @@ def results(
                                                       "corrupt ones (exit 1 if any)."),
     repair: bool = typer.Option(False, "--repair", help="Set the corrupt cells of the sweep ROOT aside "
                                                         "(ROOT/corrupt/, never deleted) and recompute them."),
+    baseline: str = typer.Option(None, help="When ROOT is one sweep: the label its verdicts compare with "
+                                            "(default: tiresias+consolidated when the sweep has it)."),
 ):
-    """List the sweeps stored under ROOT, or check/repair one sweep store."""
+    """List the sweeps stored under ROOT, or check/repair one sweep store. When ROOT is one sweep, also
+    print its verdicts: every policy against the baseline, paired by seed, with 95% bootstrap intervals."""
     import pandas as pd
 
     from .sweep import list_sweeps
@@ -202,6 +215,27 @@ def results(
         return
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         typer.echo(table.to_string(index=False))
+    if (root / "manifest.json").is_file():
+        _print_verdicts(root, baseline)
+    elif baseline is not None:
+        _fail(f"--baseline needs ROOT to be one sweep store (a directory with manifest.json); {root} is not")
+
+
+def _print_verdicts(root: Path, baseline: str | None) -> None:
+    from .report import comparison, pick_baseline, print_verdicts
+    from .sweep import StoreError, load_sweep
+
+    try:
+        res = load_sweep(root)
+        base = pick_baseline(res.summary, baseline) if not res.summary.empty else None
+    except (StoreError, ValueError) as exc:
+        _fail(_message(exc))
+    if base is None:
+        typer.echo("\nno verdicts: the sweep has no tiresias+consolidated cells; pick one of its policies with "
+                   "--baseline")
+        return
+    if not print_verdicts(comparison(res.summary, base)):
+        typer.echo(f"\nno verdicts: nothing pairs with {base} by seed outside the ideal network")
 
 
 def _check_store(root: Path, repair: bool) -> None:

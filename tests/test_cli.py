@@ -51,13 +51,16 @@ def test_bad_topology_and_policy_fail_clearly(tmp_path):
 
 
 def test_demo_prints_table_and_writes_figures(tmp_path):
-    result = runner.invoke(app, ["demo", "--out", str(tmp_path), "--max-jobs", "40"])
+    result = runner.invoke(app, ["demo", "--out", str(tmp_path), "--max-jobs", "40", "--seeds", "2"])
     assert result.exit_code == 0, result.output
-    assert "avg_jct_s" in result.output and "jct_vs_ideal" in result.output
-    for name in ("jct_cdf.png", "link_utilisation.png", "avg_jct.png", "summary.csv"):
+    assert "avg JCT (h)" in result.output and "JCT / ideal" in result.output
+    assert "dally vs tiresias+consolidated at 8:1 (2 seeds): avg JCT " in result.output  # a verdict line
+    for name in ("comparison.png", "jct_cdf.png", "link_utilisation.png", "avg_jct.png", "summary.csv"):
         assert (tmp_path / name).stat().st_size > 1000 or name == "summary.csv"
     table = pd.read_csv(tmp_path / "summary.csv")
-    assert set(table.network) == {"fair", "ideal"}
+    assert set(table.network) == {"tcp", "ideal"}
+    result = runner.invoke(app, ["results", str(tmp_path)])  # one sweep: its verdicts again
+    assert result.exit_code == 0 and "dally vs tiresias+consolidated at 8:1 (2 seeds)" in result.output
 
 
 def test_the_cli_simulates_on_the_library_default_network():

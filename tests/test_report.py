@@ -8,6 +8,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
@@ -24,8 +25,8 @@ GRID = dict(name="report-test", trace="philly-sample", max_jobs=80, topology=TOP
             grid=dict(case=[{"policy": "fifo"}, {"policy": "tiresias"}, {"policy": "fifo", "topology": TINY}],
                       placement=["consolidated", "random"],
                       oversub=[2, 4], network=["fair", "ideal"], seed=[0, 1]))
-FIGURES = ("jct_cdf", "avg_jct", "p99_jct", "makespan", "queue_delay", "link_utilisation", "placement_timeline",
-           "ideal_ratio")
+FIGURES = ("comparison", "jct_cdf", "avg_jct", "p99_jct", "makespan", "queue_delay", "link_utilisation",
+           "placement_timeline", "ideal_ratio")
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -38,7 +39,7 @@ def sweep_dir(tmp_path_factory):
 
 def test_report_has_table_and_every_figure_embedded(sweep_dir):
     page = render_report(sweep_dir).read_text()
-    assert "avg_jct_s" in page and "jct_vs_ideal" in page and "tiresias+random" in page
+    assert "avg JCT (h)" in page and "JCT / ideal" in page and "tiresias+random" in page
     for name in FIGURES:
         png = (sweep_dir / f"{name}.png").read_bytes()
         assert png.startswith(PNG) and len(png) > 5000, name
@@ -48,6 +49,73 @@ def test_report_has_table_and_every_figure_embedded(sweep_dir):
     # failed cells are listed with their tracebacks; no external resource is referenced
     assert "Failed cells (16)" in page and "the topology has 1" in page and "Traceback" in page
     assert "src='http" not in page and "href=" not in page
+
+
+def test_report_opens_with_the_verdicts_and_the_headline_comparison(sweep_dir):
+    page = render_report(sweep_dir).read_text()
+    verdicts = re.findall(r"<li class='verdict'>([^<]*)</li>", page)
+    # fifo+consolidated, fifo+random, tiresias+random against tiresias+consolidated, at 2:1 and 4:1 (fair)
+    assert len(verdicts) == 6
+    assert all(re.fullmatch(r"\S+ vs tiresias\+consolidated at [24]:1 \(2 seeds\): avg JCT [-+]?\d.*"
+                            r"-&gt; (better|worse|no clear difference) \(avg JCT lower in [012]/2 seeds\)", v)
+               for v in verdicts), verdicts
+    # the headline figure comes first: before the sweep's table and every other figure
+    first = page.index("<figure")
+    assert page.index("<figure id='comparison'>") == first < page.index("<h2>Summary")
+    assert page.index("<h2>Verdicts</h2>") < first
+    cmp = pd.read_csv(sweep_dir / "comparison.csv")
+    assert set(cmp.metric) == {"avg_jct_s", "p99_jct_s", "makespan_s", "avg_wait_s"}
+    assert set(cmp.network) == {"fair"} and (cmp.ci_low <= cmp.change).all() and (cmp.change <= cmp.ci_high).all()
+
+
+def test_a_sweep_without_the_default_baseline_has_no_verdicts_unless_one_is_named(tmp_path):
+    res = run_sweep(dict(GRID, max_jobs=30, grid=dict(policy=["fifo", "sjf"], seed=[0, 1])), out=tmp_path,
+                    progress=False)
+    page = render_report(res).read_text()
+    assert "<h2>Verdicts</h2>" not in page and "id='comparison'" not in page
+    page = render_report(res, baseline="fifo+default").read_text()
+    assert page.count("<li class='verdict'>sjf vs fifo ") == 1
+    with pytest.raises(ValueError, match="baseline 'nope' is not a policy of this sweep; its policies: fifo"):
+        render_report(res, baseline="nope")
+
+
+def test_figures_say_what_they_measure_in_units_with_round_ticks(sweep_dir):
+    from netlab.sweep import load_sweep
+
+    res = load_sweep(sweep_dir)
+    fig, ax = plt.subplots()
+    plotting.metric_bars(res.summary, y="avg_jct_s", hue="oversub", ax=ax)
+    assert ax.get_ylabel() == "average JCT (h)"
+    fig.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    assert legend.x0 >= ax.get_window_extent().x1  # outside the data, right of the axes
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    plotting.link_utilisation(res.links[res.links.cell_id == res.links.cell_id.iloc[0]], ax=ax)
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks)  # round hours
+    assert ax.get_xlabel() == "time (h)"
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    plotting.jct_cdf(res.jobs, hue="label", ax=ax)
+    assert "1 h" in [t.get_text() for t in ax.get_xticklabels()]
+    fig.canvas.draw()
+    assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1
+    plt.close(fig)
+
+
+def test_placement_timeline_draws_only_jobs_whose_run_intervals_are_known():
+    jobs = pd.DataFrame(dict(job_id=[0, 1, 2], gpus=[8, 16, 4], start_s=[0.0, 0.0, 3600.0],
+                             end_s=[7200.0, 3600.0, 10800.0], hosts=[1, 2, 1], racks=[1, 2, 1],
+                             allocation=["r0h0:8", "r0h1:8,r1h0:8", "r0h0:4"], preemptions=[0, 0, 3]))
+    fig, ax = plt.subplots()
+    plotting.placement_timeline(jobs, ax=ax)
+    (patches,) = ax.collections
+    assert len(patches.get_paths()) == 8 + 16  # one rectangle per GPU slot; job 2 (preempted) not drawn
+    colours = {tuple(c) for c in patches.get_facecolors()}
+    assert len(colours) == 2  # one host; several racks
+    assert "(1 preempted job\nnot drawn)" in ax.get_legend().get_title().get_text()
+    plt.close(fig)
 
 
 def test_summary_table_is_mean_over_seeds(sweep_dir):

@@ -67,14 +67,21 @@ class ProcessBackend(Backend):
 
     name = "processes"
 
-    def __init__(self, workers: int | None = None, **_ignored):
+    def __init__(self, workers: int | None = None, warm_up: bool = False, **_ignored):
         self.workers = workers or os.cpu_count() or 1
+        # warm_up: the first cell runs in this process before any worker starts, so numba compiles the
+        # kernels once and caches them on disk (cache=True); workers load them instead of each compiling
+        self.warm_up = warm_up
         # forkserver/spawn: never fork a parent that may hold threads (tqdm's monitor, Jupyter's)
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
         self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
 
     def run(self, cells):
+        cells = list(cells)
+        if self.warm_up and len(cells) > 1:
+            yield execute(cells[0])
+            cells = cells[1:]
         futures = {self.pool.submit(execute, cell): cell for cell in cells}
         for fut in as_completed(futures):
             cell = futures.pop(fut)

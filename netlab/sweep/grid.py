@@ -49,8 +49,18 @@ from ..network.model import DEFAULT_NETWORK
 from ..spec import Spec
 
 DEMO_TOPOLOGY = "leafspine,racks=4,hosts_per_rack=4,gpus_per_host=8,host_gbps=100,spines=2"
-DEMO_ORDERING = ("fifo", "sjf", "srtf", "tiresias", "themis")
-NETWORK_AWARE_PLACEMENTS = ("topo-bestfit", "k8s-netoverhead")  # first one registered is the demo's
+#: the main job's schedulers: classic ones on consolidated placement, then the network-aware ones
+DEMO_SCHEDULERS = (
+    dict(policy="fifo", placement="consolidated"),
+    dict(policy="fjf", placement="consolidated"),
+    dict(policy="tiresias", placement="consolidated"),  # DEMO_BASELINE
+    dict(policy="themis", placement="consolidated"),
+    dict(policy="dally"),  # Dally's own delay-scheduling placement and preemption
+    dict(policy="tiresias", placement="cassini"),  # a host scheduler with CASSINI's ranker and time shifts
+    dict(policy="tiresias", placement="topo-bestfit"),
+)
+DEMO_BASELINE = "tiresias+consolidated"  # the label the demo's comparisons are against
+DEMO_OVERSUB = (2, 8)
 
 #: parameters a cell understands, with their defaults (all of them enter the cell id)
 DEFAULTS = dict(trace="philly-sample", max_jobs=None, topology=DEMO_TOPOLOGY, oversub=None, policy="fifo",
@@ -286,13 +296,16 @@ def read_grid(what) -> dict:
     return doc
 
 
-def demo_grid(trace="philly-sample", max_jobs=None, topology=DEMO_TOPOLOGY, seeds: int = 3, ideal: bool = True,
-              oversub=(2, 4)) -> dict:
-    """The main job's sweep: every ordering x consolidated/network-aware x oversub x seeds (x fair/ideal)."""
-    from ..policies import PLACEMENT
+def demo_grid(trace="philly-sample", max_jobs=None, topology=DEMO_TOPOLOGY, seeds: int = 5, ideal: bool = True,
+              oversub=DEMO_OVERSUB) -> dict:
+    """The main job's sweep: every demo scheduler x oversub x seeds on the default network, plus each
+    scheduler and seed once on the ideal network.
 
-    aware = next(p for p in NETWORK_AWARE_PLACEMENTS if p in PLACEMENT)
+    The ideal (non-blocking) network ignores oversubscription, so its cells carry none (the base
+    topology's own): one per scheduler and seed, not one per oversub, and :func:`~netlab.sweep.runner.
+    add_ideal_ratio` pairs it with every oversub. Per-link rows are kept for seed 0 at the highest oversub.
+    """
+    nets = [dict(network=DEFAULT_NETWORK, oversub=o) for o in oversub] + ([dict(network="ideal")] if ideal else [])
     return dict(name="demo", trace=trace, max_jobs=max_jobs, topology=topology, base_seed=0,
-                links={"network": "fair", "seed": 0},
-                grid=dict(policy=list(DEMO_ORDERING), placement=["consolidated", aware], oversub=list(oversub),
-                          network=["fair", "ideal"] if ideal else ["fair"], seed=list(range(seeds))))
+                links={"network": DEFAULT_NETWORK, "seed": 0, "oversub": max(oversub)},
+                grid=dict(scheduler=[dict(c) for c in DEMO_SCHEDULERS], setting=nets, seed=list(range(seeds))))

@@ -48,6 +48,8 @@ def add_ideal_ratio(summary: pd.DataFrame) -> pd.DataFrame:
         return summary
     # optional parameters a grid sets are part of the match too (else batch and trace-time cells would pair up)
     keys = [c for c in PARAM_COLUMNS + tuple(OPTIONAL) if c != "network" and c in summary]
+    if "oversub" in keys and summary.loc[summary.network == "ideal", "oversub"].isna().all():
+        keys.remove("oversub")  # ideal cells without an oversub (non-blocking: it cannot matter) pair with every one
     ideal = summary.loc[summary.network == "ideal", keys + ["avg_jct_s"]].rename(columns={"avg_jct_s": "_ideal"})
     merged = summary.merge(ideal, on=keys, how="left")
     summary = summary.copy()
