@@ -27,6 +27,7 @@ SMALL = {
                                       SIM_EXPERIMENTS=30, TESTBED_EXPERIMENTS=3, RUN_FIDELITY=True,
                                       FIDELITY_ITERATIONS=12, PLACEMENT_JOBS=40),
     "06-interleaving.ipynb": dict(REPEAT=1),  # reads the recorded experiment only
+    "07-operators.ipynb": dict(POLICIES=[("fifo", "random"), ("fifo", "topo-bestfit")]),  # the bundled sacct sample
     "08-llm-fabrics.ipynb": dict(TRACE="synthetic,jobs=60,load=0.9,cluster_gpus=256,llm=0.4",
                                  TOPOLOGY="rail,gpus=256,hosts_per_su=8,sus_per_pod=2,spines_per_pod=2,"
                                           "cores_per_plane=1,host_gbps=100,oversub=2"),
