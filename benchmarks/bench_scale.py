@@ -15,11 +15,14 @@
 3. Small runs, whole process: ``netlab simulate`` on the 2,000-job Gavel VC trace 6214e9 on its 108-GPU
    reference cluster (Tiresias, first-fit, ideal network: the cross-validation cell), ``--repeats`` times, and
    start-up (``python -c "import netlab.cli"``, plus ``-X importtime``'s total for it). Target: start-up <= 0.3 s.
+4. (``--part history``, merged into the JSON) memory per job with each per-link history mode, full / aggregate /
+   none, at 10k and 50k jobs: the full history is what grew before.
    The Tiresias reference simulator itself is not available here, so the ">= 3x faster" comparison is not made.
 
 The machine is shared: loadavg is recorded before and after each part, and ratios are quoted beside seconds.
 
 Usage: python benchmarks/bench_scale.py [--repeats 3] [--sizes 10000,100000,1000000] [--trace-dir ../shared/traces]
+       python benchmarks/bench_scale.py --part history|startup   (one part again, merged into --out)
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ def _child(argv: list[str]) -> dict:
 
 # -- part 1: trace scale (child) ---------------------------------------------------------------------------------------
 
-def trace_run(jobs: int, seed: int) -> dict:
+def trace_run(jobs: int, seed: int, history: str = "aggregate") -> dict:
     import resource
 
     import psutil
@@ -76,14 +79,14 @@ def trace_run(jobs: int, seed: int) -> dict:
         del chunk
     gen_s = time.perf_counter() - t0
     rss_jobs = proc.memory_info().rss
-    config = SimConfig(network="fair", seed=seed, link_history="aggregate", link_resolution_s=86400.0)
+    config = SimConfig(network="fair", seed=seed, link_history=history, link_resolution_s=86400.0)
     sim = Simulator(topo, job_list, "tiresias", "consolidated", None, config)
     del job_list
     t0 = time.perf_counter()
     res = sim.run()
     wall_s = time.perf_counter() - t0
     s = res.summary
-    return dict(jobs=jobs, seed=seed, trace_s=gen_s, sim_wall_s=wall_s, us_per_job=wall_s / jobs * 1e6,
+    return dict(jobs=jobs, seed=seed, link_history=history, trace_s=gen_s, sim_wall_s=wall_s, us_per_job=wall_s / jobs * 1e6,
                 events=s["events"], finished=s["finished"], avg_jct_s=s["avg_jct_s"], avg_wait_s=s["avg_wait_s"],
                 gpu_util=s["gpu_util"], link_rows=len(res.links), rss_start_mb=rss_start / 2**20,
                 rss_jobs_mb=rss_jobs / 2**20, rss_end_mb=proc.memory_info().rss / 2**20,
@@ -116,6 +119,25 @@ def trace_part(sizes: list[int], repeats: int, max_once: int) -> dict:
             out["cost_per_job_ratio"][f"{m}->{hi}"] = runs[hi]["median_us_per_job"] / runs[m]["median_us_per_job"]
         out["memory_per_job_kb"] = ((runs[hi]["peak_rss_mb"] - runs[lo]["peak_rss_mb"]) * 1024
                                     / (int(hi) - int(lo)))
+    return out
+
+
+def history_part(sizes: list[int]) -> dict:
+    """Memory per job with each per-link history mode (one run per size and mode): the full history is what
+    made memory grow before (issue 16: about 30 KB a job)."""
+    out = {}
+    for mode in ("full", "aggregate", "none"):
+        runs = {}
+        for n in sizes:
+            before = _loadavg()
+            row = _child(["--part", "trace", "--jobs", str(n), "--history", mode])
+            row.update(loadavg_before=before, loadavg_after=_loadavg())
+            runs[str(n)] = row
+            print(f"history {mode:9s} {n:>9,} jobs: {row['sim_wall_s']:7.1f} s, peak {row['peak_rss_mb']:7.0f} MB, "
+                  f"{row['link_rows']:,} link rows", flush=True)
+        lo, hi = str(min(sizes)), str(max(sizes))
+        out[mode] = {"memory_per_job_kb": (runs[hi]["peak_rss_mb"] - runs[lo]["peak_rss_mb"]) * 1024
+                     / (int(hi) - int(lo)), "runs": runs}
     return out
 
 
@@ -215,7 +237,11 @@ def _gavel_run(cli: str, trace_dir: str, outdir: Path) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", choices=["trace", "placement", "all"], default="all")
+    ap.add_argument("--part", choices=["trace", "placement", "all", "history", "startup"], default="all",
+                    help="all: every part; history, startup: that part only, merged into --out; trace, placement: "
+                         "one child measurement (JSON on stdout)")
+    ap.add_argument("--history", default="aggregate", help="link history of a trace child run")
+    ap.add_argument("--history-sizes", default="10000,50000")
     ap.add_argument("--jobs", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fabric", default=FABRICS_131K[0])
@@ -227,13 +253,23 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "scale.json"))
     args = ap.parse_args(argv)
     if args.part == "trace":
-        print(json.dumps(trace_run(args.jobs, args.seed)))
+        print(json.dumps(trace_run(args.jobs, args.seed, args.history)))
         return 0
     if args.part == "placement":
         print(json.dumps(placement_run(args.fabric, args.decisions)))
         return 0
     from netlab.sim.metrics import write_json
 
+    if args.part in ("history", "startup"):  # one part again, into the existing results
+        results = json.loads(Path(args.out).read_text())
+        key = "history_modes" if args.part == "history" else "startup"
+        before = _loadavg()
+        results[key] = (history_part([int(s) for s in args.history_sizes.split(",")]) if args.part == "history"
+                        else startup_part(args.repeats, args.trace_dir))
+        results[key].update(loadavg_before=before, loadavg_after=_loadavg())
+        write_json(args.out, results)
+        print(f"wrote {key} into {args.out}")
+        return 0
     results = {"machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count()},
                "loadavg_start": _loadavg(), "targets": {
                    "1M_jobs_wall_s": 300, "1M_jobs_peak_rss_mb": 4096, "memory_per_job_kb": 4,
