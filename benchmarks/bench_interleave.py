@@ -212,7 +212,8 @@ def score(runs_path: Path, out: Path | None, part: dict = PARTS["main"], extra_p
             print(pd.DataFrame(phase_model)[["scenario", "repeat", "ref_job", "job_id", "phase_end_measured",
                                              "phase_end_model", "left_step_iter_measured", "left_step_iter_model",
                                              "spacing_end_error"]].to_string(index=False))
-    print("wrote", out)
+    if out is not None:
+        print("wrote", out)
     return report
 
 
