@@ -199,7 +199,7 @@ def _with_reasons(c: pd.DataFrame) -> pd.DataFrame:
         else:
             reasons.append(f"the room is there (best setup {r.best_setup}: the host alone is {r.base_vs_ideal:.2f}x "
                            f"its ideal-network average JCT) but CASSINI reached {r.measured_factor:.2f}x "
-                           f"({r.vs_aligned:.2f}x against aligned); see the notes on stale phases on tcp")
+                           f"({r.vs_aligned:.2f}x against aligned)")
     return c.assign(reason=reasons)
 
 

@@ -40,9 +40,12 @@ Decision for a job, step by step:
 Periods: running jobs use their current ``iter_s``; the new job its
 isolated iteration on the candidate (``demand.iter_s(demand.iso_rate_gbps)``).
 Phases (``Placement.phase`` and ``Placement.shifts``) are returned only on
-the networks that keep phases (``PHASED``: "phase", "tcp"), where they take
-effect; on "fair" and "ideal" the policy still ranks by compatibility
-(CASSINI's placement benefit) and returns neither.
+the networks that keep phases (``PHASED``: "phase", "tcp", and "testbed",
+where :class:`~netlab.testbed.cluster.TestbedCluster` with ``start_delay_s``
+starts each job at its phase; it cannot move running jobs, so run CASSINI
+there with ``max_rephase=0``), where they take effect; on "fair" and "ideal"
+the policy still ranks by compatibility (CASSINI's placement benefit) and
+returns neither.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ from .decision import Decision
 from .index import LinkIndex, key_of
 from .score import BINS, MAX_PERIODS, wave_row
 
-PHASED = ("phase", "tcp")  # network models where a job's phase takes effect
+PHASED = ("phase", "tcp", "testbed")  # network models (and the live testbed) where a job's phase takes effect
 EPS = 1e-9
 
 
