@@ -127,7 +127,8 @@ def demo(
     topology: str = typer.Option(None, help="Base topology spec; the oversubscription is swept (default: a 128-GPU "
                                             "leaf-spine)."),
     oversub: list[float] = typer.Option(None, min=1, help="Oversubscription levels, repeatable (default: 2 and 8)."),
-    seeds: int = typer.Option(5, min=1, help="Replicates per configuration (the comparisons pair them)."),
+    seeds: int = typer.Option(None, min=1, help="Replicates per configuration, paired by the comparisons "
+                                                "(default: 10)."),
     max_jobs: int = typer.Option(None, min=1, help="Keep the first N jobs."),
     baseline: str = typer.Option(None, help="Label every policy is compared with (default: "
                                             "tiresias+consolidated)."),
@@ -138,7 +139,7 @@ def demo(
 ):
     """The main job: classic schedulers (fifo, fjf, tiresias, themis on consolidated placement) against
     network-aware ones (Dally, Tiresias with CASSINI, topology-aware best fit) on the bundled trace, on a
-    leaf-spine at 2:1 and 8:1 (tcp network) and on the ideal network, 5 seeds; prints the summary table and
+    leaf-spine at 2:1 and 8:1 (tcp network) and on the ideal network, 10 seeds; prints the summary table and
     one verdict per policy against tiresias+consolidated (paired by seed, 95% bootstrap intervals); writes
     an HTML report with the headline comparison first."""
     from .errors import InputError

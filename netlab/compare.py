@@ -46,8 +46,10 @@ COLUMNS = ["label", "baseline", "metric", "seeds", "baseline_mean", "mean", "dif
 
 
 def arm_name(label: str) -> str:
-    """A policy label as a reader says it: ``dally+default`` (its own placement) is ``dally``."""
-    return label.removesuffix("+default")
+    """A policy label as a reader says it: ``dally+default`` and ``dally+dally`` (its own placement) are
+    ``dally``; ``tiresias+cassini`` stays."""
+    policy, _, placement = str(label).partition("+")
+    return policy if placement in ("default", policy) else str(label)
 
 
 def setting_columns(summary: pd.DataFrame) -> list[str]:

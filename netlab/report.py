@@ -251,7 +251,8 @@ def _html(res, table: pd.DataFrame, pngs: dict, lines: list[str], cmp: pd.DataFr
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>netlab sweep report</title><style>",
              "body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}"
              "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;"
-             "text-align:right}td:first-child{text-align:left}th{background:#f3f3f3}figure{margin:1.5em 0}img{max-width:100%}"
+             "text-align:right}td:first-child{text-align:left}th{background:#f3f3f3}"
+             "figure{margin:1.5em 0}img{max-width:100%}"
              "pre{background:#f6f6f6;padding:8px;overflow:auto;font-size:12px}"
              "ul.verdicts{font-family:ui-monospace,monospace;font-size:13px;line-height:1.5}",
              "</style></head><body>", f"<h1>netlab sweep: {html.escape(str(m.get('name', '')))}</h1>"]
@@ -337,7 +338,7 @@ def print_verdicts(cmp: pd.DataFrame, header: str = "") -> list[str]:
     return lines
 
 
-def demo_report(out, trace="philly-sample", topology=None, seeds: int = 5, max_jobs=None, backend="processes",
+def demo_report(out, trace="philly-sample", topology=None, seeds: int | None = None, max_jobs=None, backend="processes",
                 workers=None, ideal: bool = True, progress: bool | None = True, oversub=None,
                 baseline: str | None = None, **backend_options) -> Path:
     """The main job: the demo sweep (:func:`netlab.sweep.demo_grid`: classic and network-aware schedulers,
@@ -346,8 +347,9 @@ def demo_report(out, trace="philly-sample", topology=None, seeds: int = 5, max_j
     ``out/report.html``. The process backend runs the first cell in this process first (numba compiles
     once, the workers load its cache)."""
     from .sweep import demo_grid, expand, run_sweep
-    from .sweep.grid import DEMO_BASELINE, DEMO_OVERSUB, DEMO_TOPOLOGY
+    from .sweep.grid import DEMO_BASELINE, DEMO_OVERSUB, DEMO_SEEDS, DEMO_TOPOLOGY
 
+    seeds = seeds or DEMO_SEEDS
     grid = demo_grid(trace=trace, max_jobs=max_jobs, topology=topology or DEMO_TOPOLOGY, seeds=seeds, ideal=ideal,
                      oversub=tuple(oversub or DEMO_OVERSUB))
     labels = pd.DataFrame({"label": sorted({c.label for c in expand(grid)})})
