@@ -77,6 +77,7 @@ def main(argv=None) -> int:
     tb_ratio = cmp[cmp["where"] == "testbed"].cassini_over_host_avg_jct_s
     sim_ratio = cmp[cmp["where"] == "sim"].cassini_over_host_avg_jct_s
     meas = per_job[per_job["where"] == "testbed"].groupby(["policy", "seed"]).measured_iter_s.mean().unstack(0)
+    meas99 = per_job[per_job["where"] == "testbed"].groupby(["policy", "seed"]).measured_iter_p99_s.mean().unstack(0)
     report = dict(
         machine=dict(python=platform.python_version(), cpus=os.cpu_count(), rank_nice=niceness),
         setup=dict(topology=rt.TOPOLOGY, model=rt.MODEL, gpus_per_job=rt.GPUS, ordering=rt.ORDERING, host=rt.HOST,
@@ -90,7 +91,9 @@ def main(argv=None) -> int:
             cassini_over_host_avg_jct_testbed=float(tb_ratio.mean()) if len(tb_ratio) else None,
             cassini_over_host_avg_jct_sim=float(sim_ratio.mean()) if len(sim_ratio) else None,
             cassini_over_host_mean_iter_testbed=(float((meas["cassini"] / meas["host"]).mean())
-                                                 if {"cassini", "host"} <= set(meas.columns) else None)),
+                                                 if {"cassini", "host"} <= set(meas.columns) else None),
+            cassini_over_host_p99_iter_testbed=(float((meas99["cassini"] / meas99["host"]).mean())
+                                                if {"cassini", "host"} <= set(meas99.columns) else None)),
         per_job=_records(per_job),
         load=_records(pd.DataFrame(loads), 2),
         wall_s=dict(walls, total=time.time() - t0),

@@ -137,6 +137,13 @@ def _testbed_cassini(metric: str, tb: dict) -> list[str]:
                        f"{setup.get('gpus_per_job')}-GPU jobs, {setup.get('ordering')}): CASSINI / host {name} JCT "
                        f"{', '.join(f'{x:.3f}' for x in tb_r)} on the testbed vs "
                        f"{', '.join(f'{x:.3f}' for x in sim_r)} simulated (tcp), per seed (< 1: CASSINI better)")
+            jobs = [r for r in tc.get("per_job", []) if r.get("where") == "testbed"]
+            col = "measured_iter_p99_s" if metric == "p99_jct" else "measured_iter_s"
+            per = {p: np.mean([r[col] for r in jobs if r["policy"] == p and r.get(col) is not None])
+                   for p in ("host", "cassini")} if jobs else {}
+            if per and per["host"] > 0:
+                out.append(f"jobs' {'p99' if metric == 'p99_jct' else 'median'} iteration there, CASSINI / host "
+                           f"{per['cassini'] / per['host']:.3f}")
     il = tb.get("interleave")
     if il and metric in ("avg_jct", "p99_jct"):
         key = "cassini_over_aligned_measured" if metric == "avg_jct" else "cassini_over_aligned_p99_measured"
