@@ -41,11 +41,7 @@ SMALL = {
 NEEDS_TESTBED = {"04-testbed.ipynb"}
 OUT_PARAM = "OUT"  # notebooks with a results store write it under the test's tmp dir
 # Warnings a notebook may still print, with the reason; anything else printed as a warning fails the test.
-KNOWN_WARNINGS = {
-    # netlab/repro/dally.py (dally_table): comm_overhead_gain divides by the baseline's communication
-    # overhead, which is 0 when no baseline job crosses hosts (0/0 -> "invalid value encountered in divide")
-    "02-dally.ipynb": {"RuntimeWarning"},
-}
+KNOWN_WARNINGS: dict[str, set[str]] = {}  # none: every notebook runs without printing a warning
 WARNING = re.compile(r"\b(\w*Warning)\b")
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from .common import BASELINE
@@ -119,7 +120,11 @@ def dally_table(result, by: Sequence[str] = SETUP) -> pd.DataFrame:
     base = s[s.label == BASELINE].set_index(group)
     for metric in ("makespan_s", "avg_jct_s", "p99_jct_s", "comm_overhead_s"):
         ref = base[metric].reindex(pd.MultiIndex.from_frame(s[group])).to_numpy()
-        s[metric.replace("_s", "_gain")] = 1 - s[metric].to_numpy() / ref
+        # no gain is defined where the baseline has none to give (no communication overhead when no
+        # baseline job crosses hosts): NaN there, not a 0/0 warning
+        ratio = np.full(len(s), np.nan)
+        np.divide(s[metric].to_numpy(dtype=float), ref, out=ratio, where=ref > 0)
+        s[metric.replace("_s", "_gain")] = 1 - ratio
     s["baseline_ideal_ratio"] = (base.avg_jct_s.reindex(pd.MultiIndex.from_frame(s[group])).to_numpy()
                                  / ideal_jct.reindex(pd.MultiIndex.from_frame(s[mode])).to_numpy())
     cols = ["makespan_s", "avg_jct_s", "p99_jct_s", "avg_start_delay_s", "avg_wait_s", "comm_overhead_s",
