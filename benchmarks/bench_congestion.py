@@ -153,7 +153,8 @@ def jct_bench(model, trace_dir, n_jobs: int) -> dict:
         res = Simulator(topo, jobs, "tiresias", policy, None, SimConfig(network="fair", record_links=False)).run()
         s = res.summary
         runs[label] = dict(avg_jct_s=s["avg_jct_s"], p99_jct_s=s["p99_jct_s"], makespan_s=s["makespan_s"],
-                           avg_queue_s=s["avg_queue_s"], finished=s["finished"], wall_s=time.perf_counter() - t0)
+                           avg_start_delay_s=s["avg_start_delay_s"], avg_wait_s=s["avg_wait_s"],
+                           finished=s["finished"], wall_s=time.perf_counter() - t0)
         if base == "predictive":
             a = policy.audit
             audits[label] = {"scored_decisions": len(a), "same_pick_as_oracle": float(np.mean([x for x, _ in a])) if a
