@@ -102,7 +102,8 @@ def experiment_rows(topo, rng: np.random.Generator, experiment_id: int, make_pol
     at the rates they get without it.
     """
     zoo = zoo or ModelZoo.default()
-    models = list(models or zoo.names())
+    # by default the data-parallel models: the zoo's LLM rows only make sense with their own '3d' pattern
+    models = list(models or [n for n in zoo.names() if zoo[n].llm is None])
     free = topo.host_gpus.copy()
     free -= rng.binomial(free, rng.uniform(*prefill))
     placed = []
