@@ -230,8 +230,7 @@ def _check_meta(doc: dict, where: str) -> None:
 def check_cells(cells: list[dict], where: str = "grid") -> None:
     """Every parameter of every cell: its type, a registered name (policy, placement, preemption,
     network), a trace and a topology the project's parsers accept. Raises one :class:`GridError`."""
-    from ..traces import TRACES, TraceError
-    from ..traces import _spec_params as trace_params
+    from ..traces import resolve_trace
     from ..topology import TopologyError, load_topology
 
     regs = _registries()
@@ -249,17 +248,7 @@ def check_cells(cells: list[dict], where: str = "grid") -> None:
                 raise GridError(f"{where}: {key!r}: {short(c[key])} is not allowed; allowed: {allowed}")
     for trace in sorted({c["trace"] for c in cells}):
         try:
-            path = Path(trace)
-            if path.suffix in (".csv", ".trace"):
-                if not path.is_file():
-                    raise TraceError(f"trace file {trace!r} not found")
-            else:
-                spec = Spec.parse(trace)
-                try:
-                    loader = TRACES.get(spec.kind)
-                except KeyError as exc:
-                    raise TraceError(f"trace spec {trace!r}: {exc.args[0]}") from None
-                trace_params(trace, spec, loader)
+            resolve_trace(trace)
         except InputError as exc:
             raise GridError(f"{where}: 'trace': {exc}") from None
     for base, oversub in sorted({(c["topology"], c["oversub"]) for c in cells}, key=repr):

@@ -27,7 +27,7 @@ from .reader import read_header
 from .schema import COLUMNS, TraceError, TraceNotFound, validate
 from .synthetic import poisson_trace
 
-__all__ = ["load_trace", "list_traces", "TRACES", "TraceError", "TraceNotFound", "validate", "assign_models",
+__all__ = ["load_trace", "resolve_trace", "list_traces", "TRACES", "TraceError", "TraceNotFound", "validate", "assign_models",
            "poisson_trace", "find_trace_dir", "COLUMNS"]
 
 #: (columns the header must have, reader) in the order tried; supersets first
@@ -72,6 +72,29 @@ def _spec_params(text: str, spec: Spec, loader) -> dict:
     return {k: params[k] for k in spec.params}
 
 
+def resolve_trace(what) -> tuple[Path | None, object, dict]:
+    """Where a trace reference points, checked without reading any rows: ``(path, None, {})`` for a
+    ``.csv``/``.trace`` file, or ``(None, loader, spec params)`` for a registered name or spec string.
+
+    One dispatch for :func:`load_trace` and for checks that must refuse a bad trace before anything runs
+    (a sweep grid). Raises :class:`TraceNotFound`, :class:`TraceError` (a directory) or ``SpecError``.
+    """
+    text = str(what)
+    path = Path(text)
+    if path.suffix in (".csv", ".trace"):
+        if not path.exists():
+            raise TraceNotFound(f"trace file {text!r} not found")
+        if path.is_dir():
+            raise TraceError(f"{path}: is a directory, expected a trace file")
+        return path, None, {}
+    spec = Spec.parse(text)
+    try:
+        loader = TRACES.get(spec.kind)
+    except KeyError as exc:
+        raise SpecError(f"trace spec {text!r}: {exc.args[0]}") from None
+    return None, loader, _spec_params(text, spec, loader)
+
+
 def load_trace(what, trace_dir=None, seed: int = 0, max_jobs: int | None = None, skip_bad: bool = False,
                **params) -> pd.DataFrame:
     """A trace DataFrame from a registered name, a spec string (``"gavel,vc=b436b2"``) or a file path.
@@ -87,18 +110,11 @@ def load_trace(what, trace_dir=None, seed: int = 0, max_jobs: int | None = None,
                                  or max_jobs < 1):
         raise TraceError(f"max_jobs {max_jobs!r}: must be an integer >= 1 (or None for every job)")
     text = str(what)
-    path = Path(text)
-    if path.suffix in (".csv", ".trace"):
-        if not path.exists():
-            raise TraceNotFound(f"trace file {text!r} not found")
+    path, loader, spec_params = resolve_trace(text)
+    if path is not None:
         df = _read_file(path, seed, skip_bad, trace_dir)
     else:
-        spec = Spec.parse(text)
-        try:
-            loader = TRACES.get(spec.kind)
-        except KeyError as exc:
-            raise SpecError(f"trace spec {text!r}: {exc.args[0]}") from None
-        merged = {**_spec_params(text, spec, loader), **params}
+        merged = {**spec_params, **params}
         try:
             df = loader(trace_dir=trace_dir, seed=seed, skip_bad=skip_bad, **merged)
         except TraceError as exc:
