@@ -87,7 +87,7 @@ def residual(call: tuple, members: np.ndarray, large: np.ndarray) -> float:
     blinks, bl = np.unique(link[sel], return_inverse=True)
     args = [local[job[sel]].astype(np.int64), bl.astype(np.int64), weight[sel].astype(float), cap_link[blinks]]
     g = gbit[members]
-    phi = (np.maximum(g, 1e-300) / g.max()) ** tcp.ALPHA
+    phi = tcp._weights(g, tcp.ALPHA)  # share weights as the solver forms them
     rest = (cap_job[members], phi, g, pre[members], tail[members])
     rate, _ = tcp._mean_field(*tcp._merge_mirrored(*args), *rest, cap_job[members].copy())
     again, _ = tcp._mean_field(*tcp._merge_mirrored(*args), *rest, rate, 1)
