@@ -93,6 +93,38 @@ def test_mean_field_agrees_with_the_fluid_on_random_phases():
         assert mean_field[j] == pytest.approx(exact[j], rel=0.06)
 
 
+def test_mean_field_gives_a_competitor_s_surplus_to_the_others():
+    # Job 1 is held to 10 Gbit/s by a link of its own (link 0); on the shared 100 Gbit/s link 1 it
+    # communicates half of the time (1 s compute, then 10 Gbit at 10 Gbit/s), so job 2 fills the level
+    # lam + 0.5 x min(10, lam) = 100: 95 Gbit/s, not the 100 / (1 + 0.5) = 66.7 of a share against its
+    # weight. Iterations: 1 + 10/10 = 2 s and 1 + 10/95 s. Job 1 at link 1's level (lam + d2 min(95, lam)
+    # = 100, d2 = 0.0952: lam = 91.3) stays held at 10 by link 0.
+    caps = np.array([10.0, 100.0])
+    jobs = [CommDemand(1, np.array([0, 1]), np.array([1.0, 1.0]), BYTES, 1.0, iso_rate_gbps=100.0),
+            CommDemand(2, np.array([1]), np.array([1.0]), BYTES, 1.0, iso_rate_gbps=100.0)]
+    model = tcp(max_exact_jobs=1)
+    got = model.solve(jobs, caps).iter_s
+    assert got[1] == pytest.approx(2.0, rel=1e-3)
+    assert got[2] == pytest.approx(1.0 + 10 / 95, rel=1e-3)
+    assert model.mf_stats[0] == 1 and model.mf_stats[2] == 0  # one solve, converged
+
+
+def test_mean_field_converges_on_a_large_tangled_component():
+    # 40 jobs of unequal sizes and computes, each on 3 of 12 shared links: a component far too large to
+    # simulate. The fixed point must converge (the earlier share-or-leftover form cycled on such
+    # components), and solving again from its own answer must give it back within the tolerance.
+    rng = np.random.default_rng(7)
+    caps = np.full(12, 100.0)
+    jobs = [CommDemand(j, np.sort(rng.choice(12, 3, replace=False)), np.ones(3), float(rng.uniform(0.2, 2.0)) * BYTES,
+                       float(rng.uniform(0.05, 0.5)), iso_rate_gbps=100.0) for j in range(40)]
+    model = tcp()
+    first = model.solve(jobs, caps).iter_s
+    assert model.mf_stats[0] == 1 and model.mf_stats[2] == 0
+    assert all(first[j] > jobs[j].iter_s(100.0) * 1.01 for j in range(40))  # all of them slowed
+    again = tcp().solve(jobs, caps).iter_s
+    assert again == first  # deterministic
+
+
 def test_a_leader_advantage_locks_near_equal_periods_as_the_testbed_does():
     # The same pair with the calibrated leader advantage: the faster job catches up with the slower one's
     # transfer, joins it as the newcomer, gets the smaller share and is held back until it runs at the slower
