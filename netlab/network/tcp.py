@@ -80,6 +80,7 @@ MAX_EXACT_JOBS = 8  # larger components use the mean-field fixed point
 MAX_EVENTS = 20_000  # per simulation: beyond it, the mean-field fixed point
 MF_MAX_ITER = 60  # mean-field iterations at most ...
 MF_TOL = 1e-3  # ... until no rate moves by more than this (relative)
+ROW_TABLE = 1 << 24  # job ids below this find their state row in an array (the simulator's: 0 .. jobs - 1)
 ECN_THRESHOLD_US = 50.0  # queue above this many microseconds of the link's rate counts as marking
 DRAWS = 1  # scenario predictions: jitter draws averaged
 BUFFER_US = 2_000.0  # the queue holds at most this many microseconds of the link's rate
@@ -290,54 +291,38 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
     Per link the entries are kept sorted by ``r_k / phi_k`` (the level at which each saturates; insertion
     sort, the order changes little between iterations) with prefix sums of the saturated throughput and
     of the unsaturated weights, so each job's level is found by walking down from the level without its
-    own term: about O(entries) per iteration. Only links one of whose jobs moved by ``tol`` or more are
-    formed again, and only jobs that would move by that much move: a change spreads from where it
-    happened, and the rest of a large component is not recomputed (about a third less work on Philly).
-    Stops when no job would move by ``tol`` (relative); ``stats``, if given, counts solves, iterations and
-    solves that hit ``max_iter``.
+    own term: about O(entries) per iteration. Stops when no job would move by ``tol`` (relative);
+    ``stats``, if given, counts solves, iterations and solves that hit ``max_iter``.
+
+    Every job is updated in every iteration. Updating only the jobs a change reaches (those that would move
+    by ``tol`` or more) saved a third of the work on Philly but stopped early: iteration times ended
+    0.5% (median), 3.8% (max) from the fixed point, against 0.03% and 1% this way.
     """
     n, m, n_e = cap_job.shape[0], cap_link.shape[0], job.shape[0]
-    start = np.zeros(m + 1, np.int64)  # entries by link
-    jstart = np.zeros(n + 1, np.int64)  # entries by job
+    start = np.zeros(m + 1, np.int64)
     for e in range(n_e):
         start[link[e] + 1] += 1
-        jstart[job[e] + 1] += 1
     for g in range(m):
         start[g + 1] += start[g]
-    for i in range(n):
-        jstart[i + 1] += jstart[i]
-    fill, jfill = start[:m].copy(), jstart[:n].copy()
-    # per link, its entries (job, weight, entry id), kept in order of level; per job, its entry ids
-    oj, ow, oe, je = np.empty(n_e, np.int64), np.empty(n_e), np.empty(n_e, np.int64), np.empty(n_e, np.int64)
+    fill = start[:m].copy()
+    oj, ow = np.empty(n_e, np.int64), np.empty(n_e)  # per link: its entries' jobs and weights, by level
     for e in range(n_e):
-        p = fill[link[e]]
-        oj[p], ow[p], oe[p] = job[e], weight[e], e
+        oj[fill[link[e]]], ow[fill[link[e]]] = job[e], weight[e]
         fill[link[e]] += 1
-        je[jfill[job[e]]] = e
-        jfill[job[e]] += 1
     key = np.empty(n_e)  # the entries' levels, in the same order
-    target = np.empty(n_e)  # per entry id: the job's rate at this link's level, when last computed
     sat, free = np.empty(n_e + m), np.empty(n_e + m)  # per link, k + 1 slots from start[g] + g
     rate = rate0.copy()  # a warm start (the last solve's rates)
-    duty, lev, thr, wgt = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    moving = np.ones(n, np.bool_)  # jobs whose rate moved in the last iteration (at first: all)
-    redo = np.zeros(m, np.bool_)  # links to recompute: one of their jobs moved
-    seen = np.zeros(n, np.bool_)  # jobs on a recomputed link: their rate is formed again
+    duty, lev, thr, wgt, r = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     it, change = 0, 0.0
     for it in range(1, max_iter + 1):
         for i in range(n):
-            if moving[i]:
-                net = gbit[i] / rate[i] if rate[i] > 0 else 0.0
-                duty[i] = net / max(pre_s[i] + net + tail_s[i], 1e-300)
-                lev[i] = rate[i] / phi[i]  # the level at which job i saturates
-                thr[i] = duty[i] * rate[i]  # its mean throughput per flow
-                wgt[i] = duty[i] * phi[i]  # its mean weight while below its level
-                for q in range(jstart[i], jstart[i + 1]):
-                    redo[link[je[q]]] = True
+            net = gbit[i] / rate[i] if rate[i] > 0 else 0.0
+            duty[i] = net / max(pre_s[i] + net + tail_s[i], 1e-300)
+            lev[i] = rate[i] / phi[i]  # the level at which job i saturates
+            thr[i] = duty[i] * rate[i]  # its mean throughput per flow
+            wgt[i] = duty[i] * phi[i]  # its mean weight while below its level
+            r[i] = cap_job[i]
         for g in range(m):
-            if not redo[g]:
-                continue
-            redo[g] = False
             lo, hi = start[g], start[g + 1]
             k, base, c = hi - lo, lo + g, cap_link[g]
             total = 0.0
@@ -348,11 +333,11 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
                 v = key[s]
                 if key[s - 1] <= v:
                     continue
-                x, w, y, t = oj[s], ow[s], oe[s], s - 1
+                x, w, t = oj[s], ow[s], s - 1
                 while t >= lo and key[t] > v:
-                    key[t + 1], oj[t + 1], ow[t + 1], oe[t + 1] = key[t], oj[t], ow[t], oe[t]
+                    key[t + 1], oj[t + 1], ow[t + 1] = key[t], oj[t], ow[t]
                     t -= 1
-                key[t + 1], oj[t + 1], ow[t + 1], oe[t + 1] = v, x, w, y
+                key[t + 1], oj[t + 1], ow[t + 1] = v, x, w
             # sat[base + s]: throughput of the first s entries (saturated below the level); free[base + s]:
             # weight of the others (at the level); top: the first entry whose level fills the link
             sat[base], free[base], top = 0.0, total, k
@@ -375,22 +360,13 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
                     lam = (c - sat[base + j] + a * thr[i]) / (free[base + j] + ap)
                 else:
                     lam = (c - sat[base + j]) / (free[base + j] + ap - ap * duty[i])
-                target[oe[lo + s]] = lam * phi[i]
-                seen[i] = True
+                if lam * phi[i] < r[i]:
+                    r[i] = lam * phi[i]
         change = 0.0
         for i in range(n):
-            moving[i] = False
-            if not seen[i]:
-                continue  # none of its links changed: its rate stands
-            seen[i] = False
-            r = cap_job[i]
-            for q in range(jstart[i], jstart[i + 1]):
-                r = min(r, target[je[q]])
-            d = abs(r - rate[i]) / max(rate[i], 1e-300)
-            change = max(change, d)
-            if d >= tol:  # the first step whole (a new job starts from its cap), then geometric damping
-                rate[i] = r if it == 1 else np.sqrt(rate[i] * r)
-                moving[i] = True
+            change = max(change, abs(r[i] - rate[i]) / max(rate[i], 1e-300))
+            # the first step whole (a new job starts from its cap), then geometric damping
+            rate[i] = r[i] if it == 1 else np.sqrt(rate[i] * r[i])
         if change < tol:
             break
     for i in range(n):
@@ -686,8 +662,10 @@ class TcpNetwork(NetworkModel):
         self.ecn_threshold_us, self.buffer_us = float(ecn_threshold_us), float(buffer_us)
         self.draws = int(draws)  # jitter draws a scenario prediction averages over (simulate_starts' ``draw``)
         # Phase state per job, in rows of arrays the compiled solve updates in place: the anchor (s; NaN if
-        # none), the period (s) and the phase the policy last set. ``_row``: job id -> row.
+        # none), the period (s) and the phase the policy last set. ``_row``: job id -> row; ``_table``: the
+        # same for ids 0 .. ROW_TABLE - 1 (the simulator's), as an array, so a solve finds its rows at once.
         self._row: dict[int, int] = {}
+        self._table = np.full(0, -1, np.int64)
         self._free: list[int] = []
         self.anchor_s, self.period_s, self.phase_s = np.full(0, np.nan), np.full(0, np.nan), np.full(0, np.nan)
         self.exact_solves = self.mean_field_solves = 0
@@ -703,6 +681,8 @@ class TcpNetwork(NetworkModel):
         if r is not None:
             self.anchor_s[r] = self.period_s[r] = self.phase_s[r] = np.nan
             self._free.append(r)
+            if 0 <= job_id < len(self._table):
+                self._table[job_id] = -1
 
     def phase_now(self, job_id: int) -> float | None:
         """The job's anchor on its current period (its iterations start at ``phase x period + k x period``):
@@ -714,19 +694,29 @@ class TcpNetwork(NetworkModel):
 
     def _rows(self, ids: np.ndarray) -> np.ndarray:
         """The state rows of these jobs, new (empty) rows for jobs without one."""
-        keys = ids.astype(np.int64).tolist()
-        rows = list(map(self._row.get, keys))
-        if None in rows:
-            for a, j in enumerate(keys):
-                if rows[a] is None:
-                    if not self._free:
-                        old = len(self.anchor_s)
-                        grow = np.full(max(64, old), np.nan)
-                        self.anchor_s, self.period_s, self.phase_s = (np.concatenate([x, grow]) for x in
-                                                                      (self.anchor_s, self.period_s, self.phase_s))
-                        self._free.extend(range(len(self.anchor_s) - 1, old - 1, -1))
-                    rows[a] = self._row[j] = self._free.pop()
-        return np.array(rows, dtype=np.int64)
+        keys = ids.astype(np.int64)
+        if len(keys) and keys.min() >= 0 and keys.max() < ROW_TABLE:
+            if keys.max() >= len(self._table):
+                grown = np.full(max(2 * len(self._table), int(keys.max()) + 1, 1024), -1, np.int64)
+                grown[:len(self._table)] = self._table
+                self._table = grown
+            rows = self._table[keys]
+            for a in np.flatnonzero(rows < 0).tolist():
+                rows[a] = self._table[keys[a]] = self._new_row(int(keys[a]))
+            return rows
+        rows = [self._row.get(j) for j in keys.tolist()]
+        return np.array([self._new_row(j) if r is None else r for j, r in zip(keys.tolist(), rows)], dtype=np.int64)
+
+    def _new_row(self, job_id: int) -> int:
+        """A free state row for this job (the arrays grow when none is left)."""
+        if not self._free:
+            old = len(self.anchor_s)
+            grow = np.full(max(64, old), np.nan)
+            self.anchor_s, self.period_s, self.phase_s = (np.concatenate([x, grow]) for x in
+                                                          (self.anchor_s, self.period_s, self.phase_s))
+            self._free.extend(range(len(self.anchor_s) - 1, old - 1, -1))
+        r = self._row[job_id] = self._free.pop()
+        return r
 
     # ----------------------------------------------------------------- solve
     def solve(self, demands, capacity_gbps, now_s: float = 0.0) -> NetSolution:
