@@ -167,6 +167,28 @@ def test_corrupt_cell_is_named_by_report_and_set_aside_and_recomputed_on_resume(
     assert runner.invoke(app, ["report", str(out)]).exit_code == 0
 
 
+def test_cells_computed_by_other_code_are_set_aside_and_recomputed_on_resume(tmp_path, monkeypatch):
+    # A store resumed after netlab's code changed (a model fix between two runs) must not keep the old
+    # cells' numbers beside new ones: they are set aside (renamed, not deleted) and computed again.
+    from netlab.sweep import store as store_module
+
+    out = tmp_path / "s"
+    fresh = run_sweep(small_grid(), out=out, progress=False)
+    assert fresh.manifest["code_hash"] == store_module.code_hash()
+    same = run_sweep(small_grid(), out=out, progress=False)  # same code: nothing recomputed, nothing moved
+    assert same.manifest["runs"][-1]["ran"] == 0 and not (out / "stale").exists()
+    store_module.code_hash.cache_clear()
+    monkeypatch.setattr(store_module, "code_hash", lambda: "0123456789abcdef")
+    with pytest.warns(UserWarning, match="4 finished cell.*other netlab code"):
+        again = run_sweep(small_grid(), out=out, progress=False)
+    run = again.manifest["runs"][-1]
+    assert run["ran"] == 4 and run["set_aside_stale"]["cells"] == 4
+    assert run["previous_code_hash"] == fresh.manifest["code_hash"] and again.manifest["code_hash"] == "0123456789abcdef"
+    moved = Path(run["set_aside_stale"]["moved_to"])
+    assert moved.parent == out / "stale" and len(list(moved.glob("*.summary.json"))) == 4
+    pd.testing.assert_frame_equal(model_columns(again.summary), model_columns(fresh.summary))
+
+
 def test_results_check_and_repair(tmp_path):
     out = tmp_path / "s"
     fresh = run_sweep(small_grid(), out=out, progress=False)

@@ -109,6 +109,14 @@ def run_sweep(grid, out=None, backend: str | Backend | None = None, progress: bo
     with store.lock():  # one run at a time; a second one fails here, before touching anything
         store.clean()
         manifest = store.begin(doc, cells, backend if isinstance(backend, str) else backend.name)
+        run = manifest["runs"][-1]
+        stale = sorted(store.done_ids()) if run["previous_code_hash"] != run["code_hash"] else []
+        if stale:  # computed by other code: set aside (renamed, not deleted) and computed again below
+            where = store.set_aside(stale, why="stale")
+            run["set_aside_stale"] = dict(cells=len(stale), moved_to=str(where), code_hash=run["previous_code_hash"])
+            warnings.warn(f"{store.root}: {len(stale)} finished cell(s) were computed by other netlab code (source "
+                          f"hash {run['previous_code_hash'] or 'not recorded'}, now {run['code_hash']}); set aside in "
+                          f"{where} and computed again, so the result does not mix two versions", stacklevel=2)
         stored = store.done_ids() | store.error_ids()
         corrupt = store.corrupt_cells([c.id for c in cells if c.id in stored])
         if corrupt:  # set aside (renamed, not deleted) and computed again below

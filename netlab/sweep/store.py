@@ -10,6 +10,7 @@ Layout::
     DIR/cells/<id>.error.json        a failed cell's error and traceback (retried on re-run)
     DIR/.lock, DIR/.lock.holder      one run at a time: a file lock and who holds it (pid, host, since)
     DIR/corrupt/<time>/...           cell files found unreadable, set aside (never deleted); the cell is re-run
+    DIR/stale/<time>/...             cells computed by other netlab code, set aside the same way on resume
 
 Every file is written to a temporary name and renamed into place, so a
 reader never sees a partial file and a cell appears at most once whatever
@@ -25,11 +26,19 @@ A cell file that cannot be read back (a disk fault, a copy cut short) is
 found by :meth:`Store.corrupt_cells`; :meth:`Store.set_aside` moves the cell's
 files to ``DIR/corrupt/`` so a re-run computes it again (``netlab results DIR
 --repair``; a resumed run does both itself).
+
+Cells are resumed only if the same code computed them: the manifest records a
+hash of netlab's source files (:func:`code_hash`), and a run whose code differs
+sets every finished cell aside in ``DIR/stale/`` and computes it again, so one
+result never mixes two versions of the simulator (a model change between runs
+would otherwise leave the old cells' numbers in place without a sign).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import json
 import os
 import socket
@@ -249,9 +258,11 @@ class Store:
             text = yaml.safe_dump(doc, sort_keys=False)
             atomic_write(self.root / "grid.yaml", lambda p: Path(p).write_text(text))
         started = now_iso()
+        previous = manifest.get("code_hash")  # None: none recorded (a new store, or one older than the hash)
         manifest.update(netlab_version=_netlab_version(), git_commit=git_commit(), packages=package_versions(),
-                        started_at=manifest.get("started_at") or started, ended_at=None)
-        manifest["runs"].append(dict(started_at=started, ended_at=None, backend=backend, cells=len(cells)))
+                        code_hash=code_hash(), started_at=manifest.get("started_at") or started, ended_at=None)
+        manifest["runs"].append(dict(started_at=started, ended_at=None, backend=backend, cells=len(cells),
+                                     code_hash=manifest["code_hash"], previous_code_hash=previous))
         _write_json(self.manifest_path, manifest)
         return manifest
 
@@ -328,13 +339,13 @@ class Store:
                 found[cid] = why
         return found
 
-    def set_aside(self, cell_ids) -> Path | None:
-        """Move every file of these cells to ``DIR/corrupt/<time>/`` (renamed, never deleted), the summary
+    def set_aside(self, cell_ids, why: str = "corrupt") -> Path | None:
+        """Move every file of these cells to ``DIR/<why>/<time>/`` (renamed, never deleted), the summary
         first, so the cells are no longer done and the next run computes them again."""
         cell_ids = list(cell_ids)
         if not cell_ids:
             return None
-        dest = self.root / "corrupt" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        dest = self.root / why / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
         dest.mkdir(parents=True, exist_ok=True)
         for cid in cell_ids:
             for kind in reversed(CELL_FILES):  # summary first: a crash here leaves the cell merely not done
@@ -362,6 +373,17 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@functools.lru_cache(maxsize=1)
+def code_hash() -> str:
+    """A hash of netlab's own source files (paths and contents): which code computed a store's cells,
+    whether netlab runs from a checkout (edited or not) or an installed copy."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 def _netlab_version() -> str:
