@@ -57,3 +57,22 @@ def test_phase_state_rows_are_reused_and_forgotten():
     assert 2 not in model._row and np.isnan(model.anchor_s[row])
     again = model.solve(demands, np.array([100.0])).iter_s  # job 2 comes back as new: a fresh row
     assert again == first and model._row[2] == row
+
+
+def test_job_ids_beyond_the_row_table_get_the_same_state_through_the_dict():
+    # Ids below ROW_TABLE find their rows in an array, others in a dict: the answers must not differ.
+    from netlab.network.tcp import ROW_TABLE
+
+    def jobs(offset):
+        return [CommDemand(offset + j, np.array([0, 1]), np.array([1.0, 1.0]), 1.25e9 * (1 + j % 3), 0.1 + 0.05 * j,
+                           iso_rate_gbps=100.0, phase=0.25 * (j % 2)) for j in range(12)]
+
+    small, large = NETWORKS.create("tcp", jitter=0.0), NETWORKS.create("tcp", jitter=0.0)
+    a = small.solve(jobs(0), np.array([100.0, 60.0]), now_s=3.0).iter_s
+    b = large.solve(jobs(ROW_TABLE), np.array([100.0, 60.0]), now_s=3.0).iter_s
+    assert [a[j] for j in range(12)] == [b[ROW_TABLE + j] for j in range(12)]
+    assert small.phase_now(5) == large.phase_now(ROW_TABLE + 5) is not None
+    assert len(large._table) == 0 and len(small._table) <= ROW_TABLE  # the big ids never grew the array
+    small.forget(5)
+    large.forget(ROW_TABLE + 5)
+    assert small.phase_now(5) is None and large.phase_now(ROW_TABLE + 5) is None and small._table[5] == -1

@@ -80,7 +80,7 @@ MAX_EXACT_JOBS = 8  # larger components use the mean-field fixed point
 MAX_EVENTS = 20_000  # per simulation: beyond it, the mean-field fixed point
 MF_MAX_ITER = 60  # mean-field iterations at most ...
 MF_TOL = 1e-3  # ... until no rate moves by more than this (relative)
-ROW_TABLE = 1 << 24  # job ids below this find their state row in an array (the simulator's: 0 .. jobs - 1)
+ROW_TABLE = 1 << 22  # job ids below this find their state row in an array (the simulator's: 0 .. jobs - 1; 32 MB at most)
 ECN_THRESHOLD_US = 50.0  # queue above this many microseconds of the link's rate counts as marking
 DRAWS = 1  # scenario predictions: jitter draws averaged
 BUFFER_US = 2_000.0  # the queue holds at most this many microseconds of the link's rate
@@ -697,7 +697,7 @@ class TcpNetwork(NetworkModel):
         keys = ids.astype(np.int64)
         if len(keys) and keys.min() >= 0 and keys.max() < ROW_TABLE:
             if keys.max() >= len(self._table):
-                grown = np.full(max(2 * len(self._table), int(keys.max()) + 1, 1024), -1, np.int64)
+                grown = np.full(min(max(2 * len(self._table), int(keys.max()) + 1, 1024), ROW_TABLE), -1, np.int64)
                 grown[:len(self._table)] = self._table
                 self._table = grown
             rows = self._table[keys]
