@@ -76,7 +76,8 @@ def compare(call: tuple, max_jobs: int) -> dict | None:
     if exact_model.exact_solves == 0:  # the simulation did not finish: nothing exact to compare with
         return None
     alone = tcp._alone(cols)[5][members]
-    return dict(jobs=len(members), mean_field=mean_field, exact=exact, alone=alone,
+    gbit = tcp._alone(cols)[1][members]
+    return dict(jobs=len(members), mean_field=mean_field, exact=exact, alone=alone, gradient_share=gbit / gbit.max(),
                 residual=residual(call, members, large))
 
 
@@ -100,6 +101,8 @@ def residual(call: tuple, members: np.ndarray, large: np.ndarray) -> float:
 
 
 SLOWDOWN_BINS = ((1.0, 1.2), (1.2, 2.0), (2.0, 5.0), (5.0, float("inf")))
+SMALL = 0.1  # a job's gradient below this share of its component's largest: it waits for gaps in the big ones'
+#              transfers (weights follow bytes), which the mean field spreads as an average spare capacity
 
 
 def by_slowdown(signed: np.ndarray, slowdown: np.ndarray) -> list[dict]:
@@ -127,6 +130,7 @@ def main(argv=None) -> int:
     mf = np.concatenate([r["mean_field"] for r in rows])
     ex = np.concatenate([r["exact"] for r in rows])
     alone = np.concatenate([r["alone"] for r in rows])
+    share = np.concatenate([r["gradient_share"] for r in rows])
     ape = np.abs(mf / ex - 1)
     slowed = ex >= 1.5 * alone
     resid = np.array([r["residual"] for r in rows])
@@ -141,6 +145,10 @@ def main(argv=None) -> int:
                component_jobs=pct(np.array([r["jobs"] for r in rows], float)),
                ape_all_jobs=pct(ape), ape_slowed_jobs=pct(ape[slowed]) if slowed.any() else None,
                exact_slowdown=pct(ex / alone), signed_error_by_exact_slowdown=by_slowdown(mf / ex - 1, ex / alone),
+               signed_error_small_gradients=by_slowdown((mf / ex - 1)[share < SMALL], (ex / alone)[share < SMALL]),
+               signed_error_other_gradients=by_slowdown((mf / ex - 1)[share >= SMALL], (ex / alone)[share >= SMALL]),
+               small_gradient_share=SMALL, ape_small_gradients=pct(ape[share < SMALL]),
+               ape_other_gradients=pct(ape[share >= SMALL]),
                converged_fraction=float(np.mean(resid <= TOL)), residual=pct(resid), tolerance=TOL,
                live_run=dict(mean_field_solves=int(live[0]), iterations_per_solve=float(live[1] / max(live[0], 1)),
                              at_iteration_limit=int(live[2]), iteration_limit=tcp.MF_MAX_ITER),
