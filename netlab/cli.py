@@ -270,8 +270,11 @@ def _check_store(root: Path, repair: bool) -> None:
     except (InputError, GridError, StoreError) as exc:
         _fail(_message(exc))
     moved = res.manifest["runs"][-1].get("set_aside", {})
-    typer.echo(f"set aside {len(moved.get('cells', {}))} corrupt cell(s) in {moved.get('moved_to')}; "
-               f"recomputed {res.manifest['runs'][-1]['ran']} cell(s); {len(res.errors)} failed")
+    stale = res.manifest["runs"][-1].get("set_aside_stale")  # set aside first: corrupt ones among them too
+    typer.echo((f"set aside {len(moved['cells'])} corrupt cell(s) in {moved['moved_to']}; " if moved else "")
+               + (f"set aside {stale['cells']} cell(s) computed by other netlab code in {stale['moved_to']}; "
+                  if stale else "")
+               + f"recomputed {res.manifest['runs'][-1]['ran']} cell(s); {len(res.errors)} failed")
     if not res.errors.empty:
         raise typer.Exit(1)
 

@@ -189,6 +189,24 @@ def test_cells_computed_by_other_code_are_set_aside_and_recomputed_on_resume(tmp
     pd.testing.assert_frame_equal(model_columns(again.summary), model_columns(fresh.summary))
 
 
+def test_repair_names_cells_computed_by_other_code(tmp_path, monkeypatch):
+    from netlab.sweep import store as store_module
+
+    out = tmp_path / "s"
+    run_sweep(small_grid(), out=out, progress=False)
+    bad = _corrupt_two(out)
+    store_module.code_hash.cache_clear()
+    monkeypatch.setattr(store_module, "code_hash", lambda: "fedcba9876543210")
+    res = runner.invoke(app, ["results", str(out), "--repair"])
+    assert res.exit_code == 0, res.output
+    # every finished cell, the two corrupt ones among them, was computed by other code: all four set aside as
+    # stale (none left to call corrupt) and recomputed
+    assert "set aside 4 cell(s) computed by other netlab code" in res.output, res.output
+    assert "corrupt cell(s)" not in res.output and "recomputed 4 cell(s); 0 failed" in res.output, res.output
+    stale = next((out / "stale").iterdir())
+    assert (stale / f"{bad[0]}.jobs.parquet").read_bytes() == b"not a parquet file at all"  # kept, not deleted
+
+
 def test_results_check_and_repair(tmp_path):
     out = tmp_path / "s"
     fresh = run_sweep(small_grid(), out=out, progress=False)
