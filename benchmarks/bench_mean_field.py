@@ -75,8 +75,7 @@ def compare(call: tuple, max_jobs: int) -> dict | None:
     exact = exact_model.solve_arrays(now_s, cap_link, job, link, weight, cols)[0][members]
     if exact_model.exact_solves == 0:  # the simulation did not finish: nothing exact to compare with
         return None
-    alone = tcp._alone(cols)[5][members]
-    gbit = tcp._alone(cols)[1][members]
+    _, gbit, _, _, _, alone, _ = (x[members] for x in tcp._alone(cols))
     return dict(jobs=len(members), mean_field=mean_field, exact=exact, alone=alone, gradient_share=gbit / gbit.max(),
                 residual=residual(call, members, large))
 

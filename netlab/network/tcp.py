@@ -80,7 +80,7 @@ MAX_EXACT_JOBS = 8  # larger components use the mean-field fixed point
 MAX_EVENTS = 20_000  # per simulation: beyond it, the mean-field fixed point
 MF_MAX_ITER = 60  # mean-field iterations at most ...
 MF_TOL = 1e-3  # ... until no rate moves by more than this (relative)
-ROW_TABLE = 1 << 22  # job ids below this find their state row in an array (the simulator's: 0 .. jobs - 1; 32 MB at most)
+ROW_TABLE = 1 << 22  # job ids below this find their state row in an array (the simulator's 0 .. jobs - 1; <= 32 MB)
 ECN_THRESHOLD_US = 50.0  # queue above this many microseconds of the link's rate counts as marking
 DRAWS = 1  # scenario predictions: jitter draws averaged
 BUFFER_US = 2_000.0  # the queue holds at most this many microseconds of the link's rate

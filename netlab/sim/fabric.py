@@ -36,7 +36,7 @@ from ..network.model import CommDemand, NetworkModel, _fair
 from .history import FullHistory, LinkHistory, NoHistory
 
 
-INCREMENTAL_RTOL = 1e-3  # incremental models: a job's iteration time must move by more to be updated (the mean field's tolerance)
+INCREMENTAL_RTOL = 1e-3  # incremental models: a job's time must move by more to be updated (the mean field's tolerance)
 
 
 class Fabric:
