@@ -47,6 +47,30 @@ def test_merging_mirrored_links_changes_no_bit_of_the_mean_field():
         assert np.array_equal(plain[0], merged[0]) and np.array_equal(plain[1], merged[1])
 
 
+def test_leaving_out_links_that_limit_nobody_keeps_the_fixed_point():
+    # 30 jobs, each on two of 6 tight links (100 Gbit/s) and two of 6 loose ones (1,000 Gbit/s, binding on
+    # paper: everyone at once would exceed them, but no job's level there comes near its rate). Left out
+    # between full passes, the loose links must not move the fixed point (solved to 1e-9 both ways).
+    rng = np.random.default_rng(11)
+    n = 30
+    job, link = [], []
+    for j in range(n):
+        for g in [*rng.choice(6, 2, replace=False), *(6 + rng.choice(6, 2, replace=False))]:
+            job.append(j), link.append(g)
+    job, link, weight = np.array(job), np.array(link), np.ones(len(job))
+    cap = np.array([100.0] * 6 + [1000.0] * 6)
+    gbit = rng.uniform(1, 10, n)
+    args = (job, link, weight, cap, np.full(n, 400.0), gbit / gbit.max(), gbit, rng.uniform(0.01, 0.2, n),
+            np.zeros(n), np.full(n, 400.0))
+    reduced, every = np.zeros(5, np.int64), np.zeros(5, np.int64)
+    a = _mean_field(*args, 5000, 1e-9, reduced)[0]
+    b = _mean_field(*args, 5000, 1e-9, every, np.inf)[0]
+    assert reduced[2] == every[2] == 0  # both converged
+    assert np.allclose(a, b, rtol=1e-6, atol=0)
+    assert every[4] == 0 and reduced[4] >= 0.4 * reduced[3]  # the loose half (or more) left out mostly
+    assert np.all(a < 100.0)  # the tight links limit everyone
+
+
 def test_phase_state_rows_are_reused_and_forgotten():
     model = NETWORKS.create("tcp", jitter=0.0, max_exact_jobs=1)
     demands = [CommDemand(j, np.array([0]), np.array([1.0]), 1.25e9, 0.1, iso_rate_gbps=100.0) for j in (1, 2, 3)]

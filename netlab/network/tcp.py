@@ -80,6 +80,7 @@ MAX_EXACT_JOBS = 8  # larger components use the mean-field fixed point
 MAX_EVENTS = 20_000  # per simulation: beyond it, the mean-field fixed point
 MF_MAX_ITER = 60  # mean-field iterations at most ...
 MF_TOL = 1e-3  # ... until no rate moves by more than this (relative)
+MF_LIVE_MARGIN = 1.2  # links where every job's level is above this x its rate are left out between full passes
 ROW_TABLE = 1 << 22  # job ids below this find their state row in an array (the simulator's 0 .. jobs - 1; <= 32 MB)
 ECN_THRESHOLD_US = 50.0  # queue above this many microseconds of the link's rate counts as marking
 DRAWS = 1  # scenario predictions: jitter draws averaged
@@ -271,7 +272,7 @@ def _simulate(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, phas
 
 @njit(cache=True, nogil=True)
 def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, rate0, max_iter=MF_MAX_ITER,
-                tol=MF_TOL, stats=None):  # pragma: no cover  (compiled)
+                tol=MF_TOL, stats=None, margin=MF_LIVE_MARGIN):  # pragma: no cover  (compiled)
     """Per job (mean per-flow rate while communicating, duty) at the random-phase fixed point.
 
     While job i communicates, job k communicates too with probability equal to its duty ``d_k`` (the
@@ -292,11 +293,20 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
     sort, the order changes little between iterations) with prefix sums of the saturated throughput and
     of the unsaturated weights, so each job's level is found by walking down from the level without its
     own term: about O(entries) per iteration. Stops when no job would move by ``tol`` (relative);
-    ``stats``, if given, counts solves, iterations and solves that hit ``max_iter``.
+    ``stats``, if given, counts solves, iterations and solves that hit ``max_iter`` (and, if it has five
+    slots, link passes and those left out).
 
     Every job is updated in every iteration. Updating only the jobs a change reaches (those that would move
     by ``tol`` or more) saved a third of the work on Philly but stopped early: iteration times ended
     0.5% (median), 3.8% (max) from the fixed point, against 0.03% and 1% this way.
+
+    Links that limit nobody are left out between full passes. A job's rate is the smallest of its levels,
+    so a link where every job's level is well above its rate (``margin``) changes nothing; on Philly's large
+    components that is 80% of the binding links. The first pass and the last are over every link: after a
+    full pass only the links where some job's level is within ``margin`` of its rate stay live, and when
+    the iteration settles on those a full pass checks it (the result is a fixed point over every link, as
+    before; a link that has come to limit someone makes the check move, and the live set is formed again).
+    About a fifth less work at the same fixed point (``margin = inf``: every link in every pass).
     """
     n, m, n_e = cap_job.shape[0], cap_link.shape[0], job.shape[0]
     start = np.zeros(m + 1, np.int64)
@@ -313,7 +323,9 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
     sat, free = np.empty(n_e + m), np.empty(n_e + m)  # per link, k + 1 slots from start[g] + g
     rate = rate0.copy()  # a warm start (the last solve's rates)
     duty, lev, thr, wgt, r = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    it, change = 0, 0.0
+    elev = np.empty(n_e)  # each entry's job's level x phi (its rate if this link limits it), last pass
+    live = np.ones(m, np.bool_)  # links computed in a reduced pass
+    it, change, full, skipped = 0, 0.0, True, 0
     for it in range(1, max_iter + 1):
         for i in range(n):
             net = gbit[i] / rate[i] if rate[i] > 0 else 0.0
@@ -323,6 +335,9 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
             wgt[i] = duty[i] * phi[i]  # its mean weight while below its level
             r[i] = cap_job[i]
         for g in range(m):
+            if not (full or live[g]):
+                skipped += 1
+                continue
             lo, hi = start[g], start[g + 1]
             k, base, c = hi - lo, lo + g, cap_link[g]
             total = 0.0
@@ -360,22 +375,34 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
                     lam = (c - sat[base + j] + a * thr[i]) / (free[base + j] + ap)
                 else:
                     lam = (c - sat[base + j]) / (free[base + j] + ap - ap * duty[i])
+                elev[lo + s] = lam * phi[i]
                 if lam * phi[i] < r[i]:
                     r[i] = lam * phi[i]
+        if full:  # live: the links where some job's level is within ``margin`` of its rate
+            for g in range(m):
+                live[g] = False
+                for s in range(start[g], start[g + 1]):
+                    if elev[s] <= margin * r[oj[s]]:
+                        live[g] = True
+                        break
         change = 0.0
         for i in range(n):
             change = max(change, abs(r[i] - rate[i]) / max(rate[i], 1e-300))
             # the first step whole (a new job starts from its cap), then geometric damping
             rate[i] = r[i] if it == 1 else np.sqrt(rate[i] * r[i])
-        if change < tol:
+        if change < tol and full:
             break
+        full = change < tol  # settled on the live links: check on every link
     for i in range(n):
         net = gbit[i] / rate[i] if rate[i] > 0 else 0.0
         duty[i] = net / max(pre_s[i] + net + tail_s[i], 1e-300)
-    if stats is not None:  # solves, iterations, solves that did not converge
+    if stats is not None:  # solves, iterations, solves that did not converge, link passes, those left out
         stats[0] += 1
         stats[1] += it
         stats[2] += change >= tol
+        if stats.shape[0] > 4:
+            stats[3] += it * m
+            stats[4] += skipped
     return rate, duty
 
 
@@ -669,7 +696,8 @@ class TcpNetwork(NetworkModel):
         self._free: list[int] = []
         self.anchor_s, self.period_s, self.phase_s = np.full(0, np.nan), np.full(0, np.nan), np.full(0, np.nan)
         self.exact_solves = self.mean_field_solves = 0
-        self.mf_stats = np.zeros(3, np.int64)  # mean field: solves, iterations, solves not converged
+        # mean field: solves, iterations, solves not converged, link passes, link passes left out
+        self.mf_stats = np.zeros(5, np.int64)
 
     def simulate_starts(self, demands, capacity_gbps, start_s: dict, iterations: dict, draw: int = 0) -> dict:
         """Iteration start times per job from given start times (see :func:`simulate_starts`)."""
