@@ -292,7 +292,7 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
     Per link the entries are kept sorted by ``r_k / phi_k`` (the level at which each saturates; insertion
     sort, the order changes little between iterations) with prefix sums of the saturated throughput and
     of the unsaturated weights, so each job's level is found by walking down from the level without its
-    own term: about O(entries) per iteration. Stops when no job would move by ``tol`` (relative);
+    own term (starting where its walk ended the pass before): about O(entries) per iteration. Stops when no job would move by ``tol`` (relative);
     ``stats``, if given, counts solves, iterations and solves that hit ``max_iter`` (and, if it has five
     slots, link passes and those left out).
 
@@ -323,6 +323,7 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
     sat, free = np.empty(n_e + m), np.empty(n_e + m)  # per link, k + 1 slots from start[g] + g
     rate = rate0.copy()  # a warm start (the last solve's rates)
     duty, lev, thr, wgt, r = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    wj = np.zeros(n_e, np.int64)  # where each entry's own-term walk ended last pass (moves with the sort)
     elev = np.empty(n_e)  # each entry's job's level x phi (its rate if this link limits it), last pass
     live = np.ones(m, np.bool_)  # links computed in a reduced pass
     it, change, full, skipped = 0, 0.0, True, 0
@@ -348,11 +349,11 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
                 v = key[s]
                 if key[s - 1] <= v:
                     continue
-                x, w, t = oj[s], ow[s], s - 1
+                x, w, q, t = oj[s], ow[s], wj[s], s - 1
                 while t >= lo and key[t] > v:
-                    key[t + 1], oj[t + 1], ow[t + 1] = key[t], oj[t], ow[t]
+                    key[t + 1], oj[t + 1], ow[t + 1], wj[t + 1] = key[t], oj[t], ow[t], wj[t]
                     t -= 1
-                key[t + 1], oj[t + 1], ow[t + 1] = v, x, w
+                key[t + 1], oj[t + 1], ow[t + 1], wj[t + 1] = v, x, w, q
             # sat[base + s]: throughput of the first s entries (saturated below the level); free[base + s]:
             # weight of the others (at the level); top: the first entry whose level fills the link
             sat[base], free[base], top = 0.0, total, k
@@ -365,12 +366,20 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
             for s in range(k):
                 i, a = oj[lo + s], ow[lo + s]
                 ap, ad = a * phi[i], a * duty[i]
-                j = top  # i's own term (full weight: it is communicating) only lowers the level
+                # i's own term (full weight: it is communicating) only lowers the level: the last entry j <= top
+                # below which the link does not fill, walked to from where it was last pass
+                j0 = j = min(wj[lo + s], top)
                 while j > 0:
                     lam = key[lo + j - 1]
                     if sat[base + j - 1] + lam * free[base + j - 1] + ap * lam - ad * min(rate[i], lam * phi[i]) < c:
                         break
                     j -= 1
+                while j == j0 and j < top:
+                    lam = key[lo + j]
+                    if sat[base + j] + lam * free[base + j] + ap * lam - ad * min(rate[i], lam * phi[i]) >= c:
+                        break
+                    j0 = j = j + 1
+                wj[lo + s] = j
                 if s < j:  # i saturated below the level: its duty-weighted term is in ``sat``
                     lam = (c - sat[base + j] + a * thr[i]) / (free[base + j] + ap)
                 else:
