@@ -10,8 +10,8 @@ whole component is simulated). It reports, per job, the absolute percentage erro
 iteration time against the exact one (median, p90, max; on the jobs the exact model slows by 1.5x or
 more; and the signed error per bin of the exact slowdown), and whether the fixed point converged (the
 relative change one more iteration would make, against the solver's tolerance ``tcp.MF_TOL``). It also
-reports the live run's own count: mean-field solves, iterations per solve, and solves that hit the
-iteration limit.
+reports the live run's own count: mean-field solves, iterations per solve, solves that hit the
+iteration limit, and the share of link passes left out (links that limit nobody, between full passes).
 
 Usage: python benchmarks/bench_mean_field.py [--jobs 30000] [--every 50] [--max-jobs 60]
 """
@@ -150,7 +150,8 @@ def main(argv=None) -> int:
                ape_other_gradients=pct(ape[share >= SMALL]),
                converged_fraction=float(np.mean(resid <= TOL)), residual=pct(resid), tolerance=TOL,
                live_run=dict(mean_field_solves=int(live[0]), iterations_per_solve=float(live[1] / max(live[0], 1)),
-                             at_iteration_limit=int(live[2]), iteration_limit=tcp.MF_MAX_ITER),
+                             at_iteration_limit=int(live[2]), iteration_limit=tcp.MF_MAX_ITER,
+                             link_passes_left_out=float(live[4] / max(live[3], 1))),
                wall_s=time.perf_counter() - t0)
     print(f"{len(rows)} components, {len(ape)} jobs: APE median {np.median(ape):.3f}, p90 "
           f"{np.percentile(ape, 90):.3f}; converged {out['converged_fraction']:.0%}")
