@@ -42,8 +42,11 @@ PHILLY_TOPOLOGY = "leafspine,racks=16,hosts_per_rack=4,gpus_per_host=8,oversub=4
 BIG_TOPOLOGY = "leafspine,racks=40,hosts_per_rack=32,gpus_per_host=8,oversub=4,spines=8"
 
 
-def philly_run(trace, n_jobs: int | None, policy: str = "tiresias", network: str = "fair") -> dict:
+def philly_run(trace, n_jobs: int | None, policy: str = "tiresias", network: str = "fair",
+               capacity_scale: float = 1.0) -> dict:
+    """Philly (or its first ``n_jobs``) on :data:`PHILLY_TOPOLOGY`, every link's capacity times ``capacity_scale``."""
     topo = load_topology(PHILLY_TOPOLOGY)
+    topo.link_capacity_gbps = topo.link_capacity_gbps * capacity_scale
     df = trace if n_jobs is None else trace.iloc[:n_jobs]
     t0 = time.perf_counter()
     jobs = jobs_from_frame(df, topo)
