@@ -292,9 +292,9 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
     Per link the entries are kept sorted by ``r_k / phi_k`` (the level at which each saturates; insertion
     sort, the order changes little between iterations) with prefix sums of the saturated throughput and
     of the unsaturated weights, so each job's level is found by walking down from the level without its
-    own term (starting where its walk ended the pass before): about O(entries) per iteration. Stops when no job would move by ``tol`` (relative);
-    ``stats``, if given, counts solves, iterations and solves that hit ``max_iter`` (and, if it has five
-    slots, link passes and those left out).
+    own term (starting where its walk ended the pass before): about O(entries) per iteration. Stops when
+    no job would move by ``tol`` (relative); ``stats``, if given, counts solves, iterations and solves
+    that hit ``max_iter`` (and, if it has five slots, link passes and those left out).
 
     Every job is updated in every iteration. Updating only the jobs a change reaches (those that would move
     by ``tol`` or more) saved a third of the work on Philly but stopped early: iteration times ended
