@@ -323,7 +323,7 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
     sat, free = np.empty(n_e + m), np.empty(n_e + m)  # per link, k + 1 slots from start[g] + g
     rate = rate0.copy()  # a warm start (the last solve's rates)
     duty, lev, thr, wgt, r = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    wj = np.zeros(n_e, np.int64)  # where each entry's own-term walk ended last pass (moves with the sort)
+    wj = np.full(n_e, n_e, np.int64)  # where each entry's own-term walk ended last pass (moves with the sort)
     elev = np.empty(n_e)  # each entry's job's level x phi (its rate if this link limits it), last pass
     live = np.ones(m, np.bool_)  # links computed in a reduced pass
     it, change, full, skipped = 0, 0.0, True, 0
