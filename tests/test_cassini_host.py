@@ -152,5 +152,8 @@ def test_cassini_table_compares_with_both_baselines_and_the_ideal_network():
     assert summary.worst_avg_vs_random.iloc[0] == pytest.approx(100 / 110) and summary.seeds.iloc[0] == "0,1"
     claims = repro.cassini_claims(summary).set_index("claim")
     assert claims.loc["avg_jct", "measured_factor"] == pytest.approx((1.25 + 100 / 110) / 2)
+    # beside the seed mean, its seeds' range: 100/110 in seed 1, 100/80 in seed 0
+    assert claims.loc["avg_jct", "seed_min"] == pytest.approx(100 / 110)
+    assert claims.loc["avg_jct", "seed_max"] == pytest.approx(1.25)
     assert claims.loc["avg_jct", "holds"] == False  # noqa: E712  (below 1.6)
     assert claims.loc["never_worse", "holds"] == False  # noqa: E712  seed 1: 110 s against the host's 100 s

@@ -69,6 +69,20 @@ def test_acceptance_and_claims():
     assert claims.loc["up to 98% less communication overhead"].measured_gain == pytest.approx(0.9)
 
 
+def test_a_gain_comes_with_its_seeds_range():
+    # Seed 1's Dally takes 35 s instead of 25: gains 1 - 25/50 = 0.5 and 1 - 35/50 = 0.3, mean 0.4.
+    result = fake_result()
+    s = result.summary
+    s.loc[(s.label == "dally+default") & (s.seed == 1) & (s.network == "fair"), "avg_jct_s"] = 35.0
+    row = repro.dally_table(result).set_index("label").loc["dally+default"]
+    assert row.avg_jct_gain == pytest.approx(0.4)
+    assert (row.avg_jct_gain_seed_min, row.avg_jct_gain_seed_max) == pytest.approx((0.3, 0.5))
+    assert row.makespan_gain_seed_min == row.makespan_gain_seed_max == pytest.approx(0.2)  # both seeds alike
+    claim = repro.claims_vs_measured(dally=repro.dally_table(result)).set_index("claim").loc[
+        "up to 83% better average JCT"]
+    assert (claim.measured_gain, claim.seed_min, claim.seed_max) == pytest.approx((0.4, 0.3, 0.5))
+
+
 def test_grids_expand_to_the_documented_cells():
     from netlab.sweep.grid import expand
 

@@ -153,14 +153,18 @@ def cassini_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def cassini_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """The table averaged over seeds, with the worst seed's average-JCT ratio (never worse?)."""
+    """The table averaged over seeds, with the worst seed's average-JCT ratio (never worse?) and, per
+    claimed ratio, the smallest and largest of one seed (``<ratio>_seed_min`` / ``_seed_max``)."""
     key = ["setup", "oversub", "host", "network"]
     cols = [c for c in table.columns if c not in key + ["seed"]]
     out = table.groupby(key, as_index=False)[cols].mean()
     worst = table.groupby(key).agg(worst_avg_vs_random=("avg_jct_s_vs_random", "min"),
                                    worst_p99_vs_random=("p99_jct_s_vs_random", "min"),
                                    seeds=("seed", lambda s: ",".join(map(str, sorted(s)))))
-    return out.merge(worst.reset_index(), on=key)
+    claimed = [col for *_, col in CLAIMS if col in table.columns]
+    spread = table.replace([np.inf], np.nan).groupby(key)[claimed].agg(["min", "max"])
+    spread.columns = [f"{c}_seed_{stat}" for c, stat in spread.columns]
+    return out.merge(worst.reset_index(), on=key).merge(spread.reset_index(), on=key)
 
 
 CLAIMS = (("avg_jct", "avg JCT up to 1.6x better than the host alone (Themis/Pollux)", 1.6, "avg_jct_s_vs_random"),
@@ -169,8 +173,9 @@ CLAIMS = (("avg_jct", "avg JCT up to 1.6x better than the host alone (Themis/Pol
 
 
 def cassini_claims(summary: pd.DataFrame, network: str = "tcp", testbed: dict | None = None) -> pd.DataFrame:
-    """Each claim: the paper's factor, the best measured (seed-mean) setup, the aligned-baseline factor there,
-    where a claim does not hold the measured reason, and what the testbed measured (``testbed``: the
+    """Each claim: the paper's factor, the best measured (seed-mean) setup with its seeds' smallest and
+    largest factor (``seed_min``, ``seed_max``), the aligned-baseline factor there, where a claim does not
+    hold the measured reason, and what the testbed measured (``testbed``: the
     recorded results of :func:`netlab.repro.common.testbed_results`; None: "not measured on the testbed")."""
     from .common import with_testbed
 
@@ -212,7 +217,9 @@ def _claims(summary: pd.DataFrame, network: str) -> pd.DataFrame:
             b = s.loc[s[col].idxmax()]
             rows.append(dict(claim=name, paper=claim, paper_factor=factor, measured_factor=float(b[col]),
                              vs_aligned=float(b[col.replace("random", "aligned")]), base_vs_ideal=float(b.base_vs_ideal),
-                             best_setup=f"{b.setup} {b.host} {b.oversub}:1", holds=bool(b[col] >= factor)))
+                             best_setup=f"{b.setup} {b.host} {b.oversub}:1", holds=bool(b[col] >= factor),
+                             seed_min=float(b.get(f"{col}_seed_min", np.nan)),
+                             seed_max=float(b.get(f"{col}_seed_max", np.nan))))
         else:
             rows.append(dict(claim=name, paper=claim, paper_factor=factor, measured_factor=np.nan, holds=None))
     worst = s.loc[s.worst_avg_vs_random.idxmin()] if len(s) else None

@@ -62,12 +62,15 @@ def claims_vs_measured(dally: pd.DataFrame | None = None, cassini: pd.DataFrame 
 
     Dally rows are taken on ``network`` (falling back to ``fair`` when the
     table has no such rows) and carry the setup's ``baseline_ideal_ratio``
-    (the room the network leaves: no placement gain exceeds 1 - 1/ratio) and
-    the seeds averaged.
+    (the room the network leaves: no placement gain exceeds 1 - 1/ratio), the
+    seeds averaged, and the smallest and largest gain of one of them
+    (``seed_min``, ``seed_max``): the best setup is the largest of many noisy
+    means, so its seeds' spread says how far to trust it.
     """
     rows = []
     for c in CLAIMS.itertuples():
         measured, where, ratio, seeds, net = np.nan, "", np.nan, None, None
+        seed_min = seed_max = np.nan
         if c.system == "Dally" and dally is not None:
             col = {"makespan": "makespan_gain", "avg_jct": "avg_jct_gain", "comm_overhead": "comm_overhead_gain"}[c.metric]
             d = dally[dally.label.str.startswith("dally")]
@@ -85,6 +88,7 @@ def claims_vs_measured(dally: pd.DataFrame | None = None, cassini: pd.DataFrame 
                     where += ", batch submission"
                 measured, ratio = r[col], r.get("baseline_ideal_ratio", np.nan)
                 seeds = r.get("seeds")
+                seed_min, seed_max = r.get(f"{col}_seed_min", np.nan), r.get(f"{col}_seed_max", np.nan)
         if c.system == "CASSINI" and cassini is not None:
             col = {"avg_jct": "avg_jct_s_ratio", "p99_jct": "p99_jct_s_ratio", "ecn_marks": "overload_gbit_ratio"}[c.metric]
             d = cassini[cassini.label.str.contains("cassini")].replace([np.inf], np.nan).reset_index(drop=True)
@@ -93,7 +97,8 @@ def claims_vs_measured(dally: pd.DataFrame | None = None, cassini: pd.DataFrame 
                 measured, where = 1 - 1 / d.loc[i, col], f"{d.loc[i, 'label']} at {d.loc[i, 'oversub']}:1"
         rows.append(dict(system=c.system, claim=c.claim, claim_gain=c.claim_gain, measured_gain=measured,
                          best_setup=where, holds=bool(measured >= c.claim_gain) if np.isfinite(measured) else None,
-                         network=net, baseline_ideal_ratio=ratio, seeds=seeds))
+                         network=net, baseline_ideal_ratio=ratio, seeds=seeds, seed_min=seed_min,
+                         seed_max=seed_max))
     return pd.DataFrame(rows)
 
 

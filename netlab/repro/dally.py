@@ -96,6 +96,9 @@ def dally_table(result, by: Sequence[str] = SETUP) -> pd.DataFrame:
 
     * ``*_gain``: 1 - policy / consolidation-based Tiresias in the same setup,
       network and seed (the papers' "X% better");
+    * ``*_gain_seed_min`` / ``*_gain_seed_max``: the smallest and largest gain
+      of one seed. One run moves by several percent on its own
+      (``benchmarks/bench_sensitivity.py``), so a mean gain is read beside them;
     * ``baseline_ideal_ratio``: consolidation-based Tiresias' average JCT in
       this setup over its average JCT on the ideal network (same trace,
       submission mode and seed): a placement gain above ``1 - 1/ratio`` is
@@ -133,6 +136,10 @@ def dally_table(result, by: Sequence[str] = SETUP) -> pd.DataFrame:
     cols = [c for c in cols if c in s.columns]
     out_keys = [k for k in by if k in s.columns] + ["network", "label"]
     out = s.groupby(out_keys, as_index=False)[cols].mean()
+    gains = [c for c in cols if c.endswith("_gain")]
+    spread = s.groupby(out_keys)[gains].agg(["min", "max"])
+    spread.columns = [f"{c}_seed_{stat}" for c, stat in spread.columns]
+    out = out.merge(spread.reset_index(), on=out_keys, how="left")
     seeds = s.groupby(out_keys).seed.agg(lambda x: sorted(set(int(v) for v in x)))
     out["seeds"] = seeds.reindex(pd.MultiIndex.from_frame(out[out_keys])).to_list()
     return out.sort_values(out_keys[:-1] + ["avg_jct_s"]).reset_index(drop=True)
