@@ -9,7 +9,8 @@ consolidated on the 512-GPU 4:1 leaf-spine, as ``bench_network_speed.py``) once 
 link's capacity times 1 + k x step, for k = -nudges .. nudges (default 1 + k x 5e-5, k = -4 .. 4: at most
 0.02%, far below anything a testbed could measure). It reports avg JCT, p99 JCT and makespan per run,
 and per network model their spread, (max - min) / median (it grows with the number of runs), and their
-coefficient of variation (standard deviation / mean, which does not). Runs are deterministic: the same scale gives the same numbers.
+coefficient of variation (standard deviation / mean, which does not). Runs are deterministic: the same
+scale gives the same numbers.
 
 Usage: python benchmarks/bench_sensitivity.py [--jobs N] [--networks fair,tcp] [--step 5e-5] [--nudges 4]
 """
