@@ -161,10 +161,10 @@ def cassini_summary(table: pd.DataFrame) -> pd.DataFrame:
     worst = table.groupby(key).agg(worst_avg_vs_random=("avg_jct_s_vs_random", "min"),
                                    worst_p99_vs_random=("p99_jct_s_vs_random", "min"),
                                    seeds=("seed", lambda s: ",".join(map(str, sorted(s)))))
+    from .common import seed_range
+
     claimed = [col for *_, col in CLAIMS if col in table.columns]
-    spread = table.replace([np.inf], np.nan).groupby(key)[claimed].agg(["min", "max"])
-    spread.columns = [f"{c}_seed_{stat}" for c, stat in spread.columns]
-    return out.merge(worst.reset_index(), on=key).merge(spread.reset_index(), on=key)
+    return out.merge(worst.reset_index(), on=key).merge(seed_range(table, key, claimed), on=key)
 
 
 CLAIMS = (("avg_jct", "avg JCT up to 1.6x better than the host alone (Themis/Pollux)", 1.6, "avg_jct_s_vs_random"),

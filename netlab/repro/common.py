@@ -56,6 +56,15 @@ def _best_vs_baseline(g: pd.DataFrame) -> dict:
                 beats_on_both=bool(best.avg_jct_s < base.avg_jct_s and best.p99_jct_s < base.p99_jct_s))
 
 
+def seed_range(frame: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.DataFrame:
+    """Per ``keys``: the smallest and largest value of each of ``cols`` over the seeds (``<col>_seed_min``,
+    ``<col>_seed_max``; infinities as missing). One run moves by several percent on its own
+    (``benchmarks/bench_sensitivity.py``), so a seed mean is read beside its range."""
+    out = frame.replace([np.inf], np.nan).groupby(keys)[cols].agg(["min", "max"])
+    out.columns = [f"{c}_seed_{stat}" for c, stat in out.columns]
+    return out.reset_index()
+
+
 def claims_vs_measured(dally: pd.DataFrame | None = None, cassini: pd.DataFrame | None = None,
                        network: str = "tcp") -> pd.DataFrame:
     """Each paper claim next to the best gain netlab measured for it (over setups).

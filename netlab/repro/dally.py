@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .common import BASELINE
+from .common import BASELINE, seed_range
 
 DALLY_TOPOLOGY = "leafspine,racks=8,hosts_per_rack=4,gpus_per_host=8,host_gbps=100,spines=2"
 DALLY_POLICIES = (
@@ -136,10 +136,7 @@ def dally_table(result, by: Sequence[str] = SETUP) -> pd.DataFrame:
     cols = [c for c in cols if c in s.columns]
     out_keys = [k for k in by if k in s.columns] + ["network", "label"]
     out = s.groupby(out_keys, as_index=False)[cols].mean()
-    gains = [c for c in cols if c.endswith("_gain")]
-    spread = s.groupby(out_keys)[gains].agg(["min", "max"])
-    spread.columns = [f"{c}_seed_{stat}" for c, stat in spread.columns]
-    out = out.merge(spread.reset_index(), on=out_keys, how="left")
+    out = out.merge(seed_range(s, out_keys, [c for c in cols if c.endswith("_gain")]), on=out_keys, how="left")
     seeds = s.groupby(out_keys).seed.agg(lambda x: sorted(set(int(v) for v in x)))
     out["seeds"] = seeds.reindex(pd.MultiIndex.from_frame(out[out_keys])).to_list()
     return out.sort_values(out_keys[:-1] + ["avg_jct_s"]).reset_index(drop=True)
