@@ -75,12 +75,12 @@ def test_phase_state_rows_are_reused_and_forgotten():
     model = NETWORKS.create("tcp", jitter=0.0, max_exact_jobs=1)
     demands = [CommDemand(j, np.array([0]), np.array([1.0]), 1.25e9, 0.1, iso_rate_gbps=100.0) for j in (1, 2, 3)]
     first = model.solve(demands, np.array([100.0])).iter_s
-    row = model._row[2]
+    row = model.state_row(2)
     assert model.period_s[row] == first[2] and not np.isnan(model.anchor_s[row])
     model.forget(2)
-    assert 2 not in model._row and np.isnan(model.anchor_s[row])
+    assert model.state_row(2) is None and np.isnan(model.anchor_s[row])
     again = model.solve(demands, np.array([100.0])).iter_s  # job 2 comes back as new: a fresh row
-    assert again == first and model._row[2] == row
+    assert again == first and model.state_row(2) == row
 
 
 def test_job_ids_beyond_the_row_table_get_the_same_state_through_the_dict():
@@ -100,3 +100,36 @@ def test_job_ids_beyond_the_row_table_get_the_same_state_through_the_dict():
     small.forget(5)
     large.forget(ROW_TABLE + 5)
     assert small.phase_now(5) is None and large.phase_now(ROW_TABLE + 5) is None and small._table[5] == -1
+
+
+def test_state_rows_grow_stay_distinct_and_freed_ones_are_reused():
+    # More jobs than the first 64 rows, one id beyond the array table: every job its own row; forgotten jobs'
+    # rows go back to the stack and are handed out again before the arrays grow.
+    from netlab.network.tcp import ROW_TABLE
+
+    model = NETWORKS.create("tcp", jitter=0.0)
+    ids = [*range(100), ROW_TABLE + 7]
+    rows = model._rows(np.array(ids, dtype=float)).tolist()
+    assert len(set(rows)) == len(ids) and [model.state_row(j) for j in ids] == rows
+    size = len(model.anchor_s)
+    for j in ids[::2]:
+        model.forget(j)
+    assert all(model.state_row(j) is None for j in ids[::2])
+    again = model._rows(np.array(ids, dtype=float)).tolist()
+    assert again[1::2] == rows[1::2]  # jobs never forgotten keep their rows
+    assert sorted(again) == sorted(rows) and len(model.anchor_s) == size  # freed rows reused, nothing grew
+
+
+def test_the_one_call_path_and_the_path_with_exact_components_agree():
+    # Twelve jobs on link 0 (mean field) solved alone take the one-call path; with two more jobs sharing link 1
+    # (an exact component) the solve goes the Python way. The twelve must get the same times both ways.
+    big = [CommDemand(j, np.array([0]), np.array([1.0]), 1.25e8 * (1 + j % 4), 0.05 + 0.01 * j, iso_rate_gbps=100.0)
+           for j in range(12)]
+    pair = [CommDemand(20 + j, np.array([1]), np.array([1.0]), 1.25e9, 0.1, iso_rate_gbps=100.0) for j in range(2)]
+    alone, mixed = NETWORKS.create("tcp", jitter=0.0), NETWORKS.create("tcp", jitter=0.0)
+    a = alone.solve(big, np.array([100.0, 100.0])).iter_s
+    b = mixed.solve(big + pair, np.array([100.0, 100.0])).iter_s
+    assert alone.exact_solves == 0 and alone.mean_field_solves == 1
+    assert mixed.exact_solves == 1 and mixed.mean_field_solves == 1
+    assert [a[j] for j in range(12)] == [b[j] for j in range(12)]
+    assert all(a[j] > big[j].iter_s(100.0) for j in range(12))  # the link binds: everyone is slowed

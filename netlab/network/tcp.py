@@ -70,6 +70,9 @@ from numba import njit
 
 from .model import GBIT, NETWORKS, NetSolution, NetworkModel, _incidence
 
+# Compiled with numpy's error model: every division here is guarded, and the check numba otherwise adds to
+# each one (to raise ZeroDivisionError) costs about 4% of the mean field's time. Results are bit-identical.
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
 JITTER = 0.0125  # relative std of compute per iteration: median compute CV of the one-job testbed runs (fidelity.json)
 ALPHA = 1.0  # share weight = flow bytes ** ALPHA
 LEAD = 2.0  # a transfer's weight grows by LEAD x the fraction of it already sent (leader advantage; calibrated)
@@ -91,7 +94,7 @@ _NOISE = np.random.default_rng(20261124).standard_normal(4096)  # fixed draws: r
 L_GBIT, L_OVER, L_ABOVE = 0, 1, 2  # Gbit carried is integrated for callers of _simulate; solves use the others
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _rates(A, cap_link, cap_job, phi, active, rate, live, resid, s, newly):  # pragma: no cover  (compiled)
     """Weighted max-min per-flow rates of the ``active`` jobs (rate_i = phi_i x level), by progressive filling.
 
@@ -143,7 +146,7 @@ def _rates(A, cap_link, cap_job, phi, active, rate, live, resid, s, newly):  # p
                     resid[link] = max(resid[link] - A[i, link] * rate[i], 0.0)
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _simulate(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, phase, rem, until, it_start, jitter,
               lead, noise, noise_at, stop_job, stop_starts, max_events, q_thr, q_buf, starts, n_starts,
               link_stats):  # pragma: no cover  (compiled)
@@ -270,7 +273,7 @@ def _simulate(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, phas
     return t
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, rate0, max_iter=MF_MAX_ITER,
                 tol=MF_TOL, stats=None, margin=MF_LIVE_MARGIN):  # pragma: no cover  (compiled)
     """Per job (mean per-flow rate while communicating, duty) at the random-phase fixed point.
@@ -415,7 +418,7 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
     return rate, duty
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _binding_components(job, link, weight, cap_link, cap_job, n_jobs, max_exact):  # pragma: no cover  (compiled)
     """(binding mask per link, component label per job, contended mask, large mask per job): jobs joined
     through links that can bind.
@@ -463,7 +466,7 @@ def _binding_components(job, link, weight, cap_link, cap_job, n_jobs, max_exact)
     return binding, label, contended, large
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _merge_mirrored(job, link, weight, cap_link):  # pragma: no cover  (compiled)
     """The entries the mean field needs: of links carrying exactly the same jobs with the same weights
     (both directions of a ring's links, a rack's uplinks ...) only one is kept, at the least capacity.
@@ -531,7 +534,7 @@ def _merge_mirrored(job, link, weight, cap_link):  # pragma: no cover  (compiled
     return kj, kl, kw, gcap[:n_groups].copy()
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _keep_position(now_s, row, period, phase, anchor_s, period_s, phase_s):  # pragma: no cover  (compiled)
     """Record a new period for state ``row``. The job keeps its position: it is re-anchored at the same
     fraction of its iteration under the new period; a new job, or one a policy moved, starts its iterations
@@ -545,7 +548,7 @@ def _keep_position(now_s, row, period, phase, anchor_s, period_s, phase_s):  # p
     period_s[row], phase_s[row] = period, phase
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _solve_large(now_s, job, link, weight, cap_link, binding, large, cols, cap_job, gbit, pre, tail, alone_net, alpha,
                  rows, anchor_s, period_s, phase_s, it, overload, queue, mf_stats):  # pragma: no cover  (compiled)
     """The ``large`` jobs by the mean field over their binding links, in place: their iteration times
@@ -601,7 +604,7 @@ def _solve_large(now_s, job, link, weight, cap_link, binding, large, cols, cap_j
         _keep_position(now_s, rows[i], it[i], cols[i, 6], anchor_s, period_s, phase_s)
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _alone(cols):  # pragma: no cover  (compiled)
     """Per job of ``solve_arrays``' columns: per-flow rate cap, Gbit per flow, the work before the all-reduce
     (``pre``), and alone: network s, communication s, iteration s, and the overlapped compute still running
@@ -621,7 +624,7 @@ def _alone(cols):  # pragma: no cover  (compiled)
     return cap, gbit, pre, net, comm, it, tail
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _comm_from_period(period, compute, overlap, floor):  # pragma: no cover  (compiled)
     """Communication seconds (intra + network) that give ``period`` under :func:`iteration_time`; at least
     ``floor`` (the alone value)."""
@@ -630,7 +633,7 @@ def _comm_from_period(period, compute, overlap, floor):  # pragma: no cover  (co
     return max(long_comm if long_comm >= compute else short_comm, floor)
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _solve_rest(now_s, job, link, weight, cap_link, binding, large, contended, cols, cap_job, gbit, pre, tail,
                 alone_net, alone_comm, alpha, rows, anchor_s, period_s, phase_s, it, overload,
                 queue, mf_stats):  # pragma: no cover  (compiled)
@@ -653,6 +656,30 @@ def _solve_rest(now_s, job, link, weight, cap_link, binding, large, contended, c
     for e in range(job.shape[0]):
         load[link[e]] += weight[e] * gbit[job[e]] / max(it[job[e]], 1e-300)
     return comm, load, mean_field
+
+
+SOLVED_ALONE, SOLVED_MEAN_FIELD = 1, 2  # what _solve_unless_exact did (0: nothing, an exact component is there)
+
+
+@njit(**_JIT)
+def _solve_unless_exact(now_s, job, link, weight, cap_link, cols, rows, max_exact, alpha, anchor_s, period_s, phase_s,
+                        mf_stats):  # pragma: no cover  (compiled)
+    """``solve_arrays`` in one compiled call when no component is for the exact simulation: (SOLVED_ALONE or
+    SOLVED_MEAN_FIELD, iteration s, comm s, load, overload, queue); (0, empty ...) when one is, before
+    changing anything. Why: on Philly nearly every re-solve is one large component, and the Python steps
+    between the compiled ones cost a tenth of the re-solve."""
+    n, m = cols.shape[0], cap_link.shape[0]
+    cap_job, gbit, pre, alone_net, alone_comm, alone_it, tail = _alone(cols)
+    binding, label, contended, large = _binding_components(job, link, weight, cap_link, cap_job, n, max_exact)
+    for i in range(n):
+        if contended[i] and not large[i]:
+            e = np.empty(0)
+            return 0, e, e, e, e, e
+    it, overload, queue = alone_it.copy(), np.zeros(m), np.zeros(m)
+    comm, load, mean_field = _solve_rest(now_s, job, link, weight, cap_link, binding, large, contended, cols, cap_job,
+                                         gbit, pre, tail, alone_net, alone_comm, alpha, rows, anchor_s, period_s,
+                                         phase_s, it, overload, queue, mf_stats)
+    return SOLVED_MEAN_FIELD if mean_field else SOLVED_ALONE, it, comm, load, overload, queue
 
 
 def _weights(gbit: np.ndarray, alpha: float) -> np.ndarray:
@@ -678,6 +705,34 @@ def _position(now_s: float, anchor_s: float, period_s: float, pre_s: float, net_
     return 2, 0.0, period_s - e, -e
 
 
+NEED_ROWS, NEED_TABLE, NEED_DICT = 1, 2, 3  # why _claim_rows stopped (0: done)
+
+
+@njit(**_JIT)
+def _claim_rows(table, keys, free, n_free):  # pragma: no cover  (compiled)
+    """(rows, free rows left, why it stopped): each key's row in ``table``, a new one from the top of the
+    free stack ``free[:n_free]`` if it has none. Stops early when the stack is empty (NEED_ROWS) or a key
+    in 0 .. ROW_TABLE - 1 lies beyond the table (NEED_TABLE); rows already claimed stay claimed, so the
+    caller grows what is missing and calls again. Keys outside 0 .. ROW_TABLE - 1 get -1 (NEED_DICT)."""
+    rows = np.empty(keys.shape[0], np.int64)
+    need = 0
+    for a in range(keys.shape[0]):
+        key = keys[a]
+        if key < 0 or key >= ROW_TABLE:
+            rows[a], need = -1, NEED_DICT
+            continue
+        if key >= table.shape[0]:
+            return rows, n_free, NEED_TABLE
+        r = table[key]
+        if r < 0:
+            if n_free == 0:
+                return rows, n_free, NEED_ROWS
+            n_free -= 1
+            r = table[key] = free[n_free]
+        rows[a] = r
+    return rows, n_free, need
+
+
 @NETWORKS.register("tcp")
 class TcpNetwork(NetworkModel):
     """TCP-like sharing by bytes in flight, work-conserving, with per-job phase kept across events (fluid)."""
@@ -698,11 +753,12 @@ class TcpNetwork(NetworkModel):
         self.ecn_threshold_us, self.buffer_us = float(ecn_threshold_us), float(buffer_us)
         self.draws = int(draws)  # jitter draws a scenario prediction averages over (simulate_starts' ``draw``)
         # Phase state per job, in rows of arrays the compiled solve updates in place: the anchor (s; NaN if
-        # none), the period (s) and the phase the policy last set. ``_row``: job id -> row; ``_table``: the
-        # same for ids 0 .. ROW_TABLE - 1 (the simulator's), as an array, so a solve finds its rows at once.
+        # none), the period (s) and the phase the policy last set. ``_table``: job id -> row for ids 0 ..
+        # ROW_TABLE - 1 (the simulator's), an array a compiled lookup reads and fills; ``_row``: the same for
+        # other ids. Free rows are a stack, ``_free[:_n_free]``.
         self._row: dict[int, int] = {}
         self._table = np.full(0, -1, np.int64)
-        self._free: list[int] = []
+        self._free, self._n_free = np.zeros(0, np.int64), 0
         self.anchor_s, self.period_s, self.phase_s = np.full(0, np.nan), np.full(0, np.nan), np.full(0, np.nan)
         self.exact_solves = self.mean_field_solves = 0
         # mean field: solves, iterations, solves not converged, link passes, link passes left out
@@ -714,46 +770,71 @@ class TcpNetwork(NetworkModel):
 
     def forget(self, job_id: int) -> None:
         """The job left the network: drop its phase state."""
-        r = self._row.pop(job_id, None)
-        if r is not None:
-            self.anchor_s[r] = self.period_s[r] = self.phase_s[r] = np.nan
-            self._free.append(r)
-            if 0 <= job_id < len(self._table):
-                self._table[job_id] = -1
+        r = self.state_row(job_id)
+        if r is None:
+            return
+        self.anchor_s[r] = self.period_s[r] = self.phase_s[r] = np.nan
+        self._free[self._n_free] = r
+        self._n_free += 1
+        if 0 <= job_id < len(self._table):
+            self._table[job_id] = -1
+        else:
+            del self._row[job_id]
+
+    def state_row(self, job_id: int) -> int | None:
+        """The job's phase-state row, None if it has none."""
+        if 0 <= job_id < len(self._table):
+            r = int(self._table[job_id])
+            return r if r >= 0 else None
+        return self._row.get(job_id)
 
     def phase_now(self, job_id: int) -> float | None:
         """The job's anchor on its current period (its iterations start at ``phase x period + k x period``):
         where the model has moved it, e.g. two jobs started in step that have separated into turns."""
-        r = self._row.get(job_id)
+        r = self.state_row(job_id)
         if r is None or not (self.period_s[r] > 0 and np.isfinite(self.anchor_s[r])):
             return None
         return float(self.anchor_s[r] % self.period_s[r] / self.period_s[r])
 
     def _rows(self, ids: np.ndarray) -> np.ndarray:
-        """The state rows of these jobs, new (empty) rows for jobs without one."""
+        """The state rows of these jobs, new (empty) rows for jobs without one.
+
+        Compiled (:func:`_claim_rows`): a re-solve on Philly has a new job two times in three, and doing
+        this in Python cost about a tenth of the solve. It stops to let the arrays grow and goes on.
+        """
         keys = ids.astype(np.int64)
-        if len(keys) and keys.min() >= 0 and keys.max() < ROW_TABLE:
-            if keys.max() >= len(self._table):
+        while True:
+            rows, self._n_free, need = _claim_rows(self._table, keys, self._free, self._n_free)
+            if need == NEED_ROWS:
+                self._grow_state()
+            elif need == NEED_TABLE:
                 grown = np.full(min(max(2 * len(self._table), int(keys.max()) + 1, 1024), ROW_TABLE), -1, np.int64)
                 grown[:len(self._table)] = self._table
                 self._table = grown
-            rows = self._table[keys]
+            else:
+                break
+        if need == NEED_DICT:  # ids the table does not cover
             for a in np.flatnonzero(rows < 0).tolist():
-                rows[a] = self._table[keys[a]] = self._new_row(int(keys[a]))
-            return rows
-        rows = [self._row.get(j) for j in keys.tolist()]
-        return np.array([self._new_row(j) if r is None else r for j, r in zip(keys.tolist(), rows)], dtype=np.int64)
+                j = int(keys[a])
+                if j not in self._row:
+                    if not self._n_free:
+                        self._grow_state()
+                    self._n_free -= 1
+                    self._row[j] = int(self._free[self._n_free])
+                rows[a] = self._row[j]
+        return rows
 
-    def _new_row(self, job_id: int) -> int:
-        """A free state row for this job (the arrays grow when none is left)."""
-        if not self._free:
-            old = len(self.anchor_s)
-            grow = np.full(max(64, old), np.nan)
-            self.anchor_s, self.period_s, self.phase_s = (np.concatenate([x, grow]) for x in
-                                                          (self.anchor_s, self.period_s, self.phase_s))
-            self._free.extend(range(len(self.anchor_s) - 1, old - 1, -1))
-        r = self._row[job_id] = self._free.pop()
-        return r
+    def _grow_state(self) -> None:
+        """Twice the state rows (at least 64); the new ones go on the free stack, lowest on top."""
+        old = len(self.anchor_s)
+        grow = np.full(max(64, old), np.nan)
+        self.anchor_s, self.period_s, self.phase_s = (np.concatenate([x, grow]) for x in
+                                                      (self.anchor_s, self.period_s, self.phase_s))
+        free = np.zeros(len(self.anchor_s), np.int64)
+        free[:self._n_free] = self._free[:self._n_free]
+        new = np.arange(len(self.anchor_s) - 1, old - 1, -1)
+        free[self._n_free:self._n_free + len(new)] = new
+        self._free, self._n_free = free, self._n_free + len(new)
 
     # ----------------------------------------------------------------- solve
     def solve(self, demands, capacity_gbps, now_s: float = 0.0) -> NetSolution:
@@ -778,6 +859,12 @@ class TcpNetwork(NetworkModel):
         """
         n, m = cols.shape[0], len(cap_link)
         rows = self._rows(cols[:, 7])
+        solved, it, comm, load, overload, queue = _solve_unless_exact(now_s, job, link, weight, cap_link, cols, rows,
+                                                                      self.max_exact_jobs, self.alpha, self.anchor_s,
+                                                                      self.period_s, self.phase_s, self.mf_stats)
+        if solved:  # no component small enough for the exact simulation (99% of Philly's re-solves)
+            self.mean_field_solves += solved == SOLVED_MEAN_FIELD
+            return it, comm, load, overload, queue
         cap_job, gbit, pre, alone_net, alone_comm, alone_it, tail = _alone(cols)
         binding, label, contended, large = _binding_components(job, link, weight, cap_link, cap_job, n,
                                                                self.max_exact_jobs)

@@ -176,19 +176,17 @@ class Fabric:
         the sharing, so loads are kept per row and updated by difference.
         """
         s = self._slots
-        couple = self.offered_gbps > self.capacity * (1 + 1e-9)
-        rows, comp_links, job, link, weight = _component(self._touched, s.links, s.weights, s.n_links, s.active,
-                                                         couple)
+        rows, comp_links, job, link, weight, cols, cap = _gather(self._touched, s.links, s.weights, s.n_links, s.active,
+                                                                 self.offered_gbps, self.capacity, s.params, s.phase,
+                                                                 s.job, s.iter_s)
         if not len(rows):
             return []
-        cols = _columns(rows, s.params, s.phase, s.job, s.iter_s)
-        it, comm, _, overload, queue = self.model.solve_arrays(now, self.capacity[comp_links], job, link, weight,
-                                                               cols)
+        it, comm, _, overload, queue = self.model.solve_arrays(now, cap, job, link, weight, cols)
         self.load_gbps = self.load_gbps.copy()
-        moved = _write_back(self._touched, comp_links, overload, queue, rows, it, INCREMENTAL_RTOL, s.iter_s, s.links,
-                            s.weights, s.n_links, s.params, s.row_load, self.overload_gbps, self.queue_frac,
-                            self.load_gbps)
-        return list(zip(s.job[rows[moved]].tolist(), it[moved].tolist(), comm[moved].tolist()))
+        ids, it, comm = _write_back(self._touched, comp_links, overload, queue, rows, it, comm, INCREMENTAL_RTOL,
+                                    s.iter_s, s.job, s.links, s.weights, s.n_links, s.params, s.row_load,
+                                    self.overload_gbps, self.queue_frac, self.load_gbps)
+        return list(zip(ids.tolist(), it.tolist(), comm.tolist()))
 
     def _set_row_load(self, rows: np.ndarray) -> None:
         """Set each row's time-averaged load (flows x Gbit per flow per iteration / iteration s) on its links."""
@@ -331,22 +329,27 @@ def _resolve(touched, links, weights, n_links, active, params, iter_s, rate, cap
 
 
 @njit(cache=True)
-def _columns(rows, params, phase, job, iter_s):  # pragma: no cover  (compiled)
-    """The rows' columns for an incremental model's ``solve_arrays``: params, phase, job id, last iteration s."""
+def _gather(touched, links, weights, n_links, active, offered, capacity, params, phase, job_ids,
+            iter_s):  # pragma: no cover  (compiled)
+    """An incremental model's component, in one compiled call: :func:`_component` through the links that can
+    bind (every job at its isolated rate at once would exceed them), with its links' capacities and its rows'
+    columns for ``solve_arrays`` (params, phase, job id, last iteration s)."""
+    rows, comp_links, job, link, weight = _component(touched, links, weights, n_links, active,
+                                                     offered > capacity * (1 + 1e-9))
     cols = np.empty((rows.shape[0], params.shape[1] + 3))
     for a in range(rows.shape[0]):
         r = rows[a]
         cols[a, :params.shape[1]] = params[r]
-        cols[a, -3], cols[a, -2], cols[a, -1] = phase[r], job[r], iter_s[r]
-    return cols
+        cols[a, -3], cols[a, -2], cols[a, -1] = phase[r], job_ids[r], iter_s[r]
+    return rows, comp_links, job, link, weight, cols, capacity[comp_links]
 
 
 @njit(cache=True)
-def _write_back(touched, comp_links, overload, queue, rows, it, rtol, iter_s, links, weights, n_links, params,
-                row_load, overload_gbps, queue_frac, load):  # pragma: no cover  (compiled)
+def _write_back(touched, comp_links, overload, queue, rows, it, comm, rtol, iter_s, job_ids, links, weights, n_links,
+                params, row_load, overload_gbps, queue_frac, load):  # pragma: no cover  (compiled)
     """An incremental solve's results into the fabric, in place: the component's link overload and queue
-    (touched links cleared first), and the rows whose iteration time moved (their time and loads); the
-    mask of those rows.
+    (touched links cleared first), and the rows whose iteration time moved (their time and loads); those
+    rows' (job id, iteration s, comm s).
 
     A fixed point converges to a tolerance, so unaffected jobs' times wobble by about that much: only a
     change beyond ``rtol`` moves a job (and its completion); the others keep their time.
@@ -362,7 +365,7 @@ def _write_back(touched, comp_links, overload, queue, rows, it, rtol, iter_s, li
         if moved[a]:
             iter_s[rows[a]] = it[a]
     _row_loads(rows[moved], links, weights, n_links, params, iter_s, row_load, load)
-    return moved
+    return job_ids[rows[moved]], it[moved], comm[moved]
 
 
 @njit(cache=True)
