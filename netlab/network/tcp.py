@@ -563,20 +563,19 @@ def _solve_large(now_s, job, link, weight, cap_link, binding, large, cols, cap_j
     members = np.flatnonzero(large)
     k = members.shape[0]
     local[members] = np.arange(k)
-    blocal = np.full(m, -1, np.int64)
-    ne = 0
+    # the entries of large jobs on binding links, renumbered (links in the order first met: each link's
+    # levels are computed on their own, so the order changes no result)
+    blocal, blinks = np.full(m, -1, np.int64), np.empty(m, np.int64)
+    ej, el, ew = np.empty(job.shape[0], np.int64), np.empty(job.shape[0], np.int64), np.empty(job.shape[0])
+    ne = nb = 0
     for e in range(job.shape[0]):
         if large[job[e]] and binding[link[e]]:
-            blocal[link[e]] = 0
-            ne += 1
-    blinks = np.flatnonzero(blocal == 0)
-    blocal[blinks] = np.arange(blinks.shape[0])
-    ej, el, ew = np.empty(ne, np.int64), np.empty(ne, np.int64), np.empty(ne)
-    ne = 0
-    for e in range(job.shape[0]):
-        if large[job[e]] and binding[link[e]]:
+            if blocal[link[e]] < 0:
+                blocal[link[e]], blinks[nb] = nb, link[e]
+                nb += 1
             ej[ne], el[ne], ew[ne] = local[job[e]], blocal[link[e]], weight[e]
             ne += 1
+    ej, el, ew, blinks = ej[:ne], el[:ne], ew[:ne], blinks[:nb]
     g, c, p, t, cj = gbit[members], cap_link[blinks], pre[members], tail[members], cap_job[members]
     rate0 = cj.copy()
     for a in range(k):
@@ -587,7 +586,9 @@ def _solve_large(now_s, job, link, weight, cap_link, binding, large, cols, cap_j
     phi = np.ones(k)
     if top > 0:
         for a in range(k):
-            phi[a] = (max(g[a], 1e-300) / top) ** alpha
+            phi[a] = max(g[a], 1e-300) / top
+            if alpha != 1.0:  # (a power costs more than the rest of this loop)
+                phi[a] = phi[a] ** alpha
     mj, ml, mw, mc = _merge_mirrored(ej, el, ew, c)
     rate, duty = _mean_field(mj, ml, mw, mc, cj, phi, g, p, t, rate0, MF_MAX_ITER, MF_TOL, mf_stats)
     over, offered = np.zeros(blinks.shape[0]), np.zeros(blinks.shape[0])
@@ -662,24 +663,28 @@ SOLVED_ALONE, SOLVED_MEAN_FIELD = 1, 2  # what _solve_unless_exact did (0: nothi
 
 
 @njit(**_JIT)
-def _solve_unless_exact(now_s, job, link, weight, cap_link, cols, rows, max_exact, alpha, anchor_s, period_s, phase_s,
-                        mf_stats):  # pragma: no cover  (compiled)
-    """``solve_arrays`` in one compiled call when no component is for the exact simulation: (SOLVED_ALONE or
-    SOLVED_MEAN_FIELD, iteration s, comm s, load, overload, queue); (0, empty ...) when one is, before
-    changing anything. Why: on Philly nearly every re-solve is one large component, and the Python steps
-    between the compiled ones cost a tenth of the re-solve."""
+def _solve_unless_exact(now_s, job, link, weight, cap_link, cols, table, free, n_free, max_exact, alpha, anchor_s,
+                        period_s, phase_s, mf_stats):  # pragma: no cover  (compiled)
+    """``solve_arrays`` in one compiled call, state rows claimed included, when no component is for the exact
+    simulation: (SOLVED_ALONE or SOLVED_MEAN_FIELD, free rows left, iteration s, comm s, load, overload,
+    queue). Otherwise, before solving anything: (0, ...) when an exact component is there, or why claiming
+    rows stopped (:func:`_claim_rows`). Why: on Philly nearly every re-solve is one large component, and the
+    Python steps between the compiled ones cost a sixth of the re-solve."""
     n, m = cols.shape[0], cap_link.shape[0]
+    e = np.empty(0)
+    rows, n_free, need = _claim_rows(table, cols[:, 7].astype(np.int64), free, n_free)
+    if need:
+        return need, n_free, e, e, e, e, e
     cap_job, gbit, pre, alone_net, alone_comm, alone_it, tail = _alone(cols)
     binding, label, contended, large = _binding_components(job, link, weight, cap_link, cap_job, n, max_exact)
     for i in range(n):
         if contended[i] and not large[i]:
-            e = np.empty(0)
-            return 0, e, e, e, e, e
+            return 0, n_free, e, e, e, e, e
     it, overload, queue = alone_it.copy(), np.zeros(m), np.zeros(m)
     comm, load, mean_field = _solve_rest(now_s, job, link, weight, cap_link, binding, large, contended, cols, cap_job,
                                          gbit, pre, tail, alone_net, alone_comm, alpha, rows, anchor_s, period_s,
                                          phase_s, it, overload, queue, mf_stats)
-    return SOLVED_MEAN_FIELD if mean_field else SOLVED_ALONE, it, comm, load, overload, queue
+    return SOLVED_MEAN_FIELD if mean_field else SOLVED_ALONE, n_free, it, comm, load, overload, queue
 
 
 def _weights(gbit: np.ndarray, alpha: float) -> np.ndarray:
@@ -705,7 +710,7 @@ def _position(now_s: float, anchor_s: float, period_s: float, pre_s: float, net_
     return 2, 0.0, period_s - e, -e
 
 
-NEED_ROWS, NEED_TABLE, NEED_DICT = 1, 2, 3  # why _claim_rows stopped (0: done)
+NEED_ROWS, NEED_TABLE, NEED_DICT = -1, -2, -3  # why _claim_rows stopped (0: done)
 
 
 @njit(**_JIT)
@@ -797,21 +802,11 @@ class TcpNetwork(NetworkModel):
         return float(self.anchor_s[r] % self.period_s[r] / self.period_s[r])
 
     def _rows(self, ids: np.ndarray) -> np.ndarray:
-        """The state rows of these jobs, new (empty) rows for jobs without one.
-
-        Compiled (:func:`_claim_rows`): a re-solve on Philly has a new job two times in three, and doing
-        this in Python cost about a tenth of the solve. It stops to let the arrays grow and goes on.
-        """
+        """The state rows of these jobs, new (empty) rows for jobs without one (:func:`_claim_rows`)."""
         keys = ids.astype(np.int64)
         while True:
             rows, self._n_free, need = _claim_rows(self._table, keys, self._free, self._n_free)
-            if need == NEED_ROWS:
-                self._grow_state()
-            elif need == NEED_TABLE:
-                grown = np.full(min(max(2 * len(self._table), int(keys.max()) + 1, 1024), ROW_TABLE), -1, np.int64)
-                grown[:len(self._table)] = self._table
-                self._table = grown
-            else:
+            if not self._grow(need, keys):
                 break
         if need == NEED_DICT:  # ids the table does not cover
             for a in np.flatnonzero(rows < 0).tolist():
@@ -823,6 +818,17 @@ class TcpNetwork(NetworkModel):
                     self._row[j] = int(self._free[self._n_free])
                 rows[a] = self._row[j]
         return rows
+
+    def _grow(self, need: int, keys: np.ndarray) -> bool:
+        """Grow what :func:`_claim_rows` stopped for (more rows, or a table that covers ``keys``); False if
+        it stopped for nothing that growing gives."""
+        if need == NEED_ROWS:
+            self._grow_state()
+        elif need == NEED_TABLE:
+            grown = np.full(min(max(2 * len(self._table), int(keys.max()) + 1, 1024), ROW_TABLE), -1, np.int64)
+            grown[:len(self._table)] = self._table
+            self._table = grown
+        return need in (NEED_ROWS, NEED_TABLE)
 
     def _grow_state(self) -> None:
         """Twice the state rows (at least 64); the new ones go on the free stack, lowest on top."""
@@ -858,13 +864,16 @@ class TcpNetwork(NetworkModel):
         iteration s (NaN if none: a warm start for the fixed point).
         """
         n, m = cols.shape[0], len(cap_link)
-        rows = self._rows(cols[:, 7])
-        solved, it, comm, load, overload, queue = _solve_unless_exact(now_s, job, link, weight, cap_link, cols, rows,
-                                                                      self.max_exact_jobs, self.alpha, self.anchor_s,
-                                                                      self.period_s, self.phase_s, self.mf_stats)
-        if solved:  # no component small enough for the exact simulation (99% of Philly's re-solves)
-            self.mean_field_solves += solved == SOLVED_MEAN_FIELD
+        while True:
+            done, self._n_free, it, comm, load, overload, queue = _solve_unless_exact(
+                now_s, job, link, weight, cap_link, cols, self._table, self._free, self._n_free, self.max_exact_jobs,
+                self.alpha, self.anchor_s, self.period_s, self.phase_s, self.mf_stats)
+            if not self._grow(done, cols[:, 7]):
+                break
+        if done > 0:  # no component small enough for the exact simulation (99% of Philly's re-solves)
+            self.mean_field_solves += done == SOLVED_MEAN_FIELD
             return it, comm, load, overload, queue
+        rows = self._rows(cols[:, 7])
         cap_job, gbit, pre, alone_net, alone_comm, alone_it, tail = _alone(cols)
         binding, label, contended, large = _binding_components(job, link, weight, cap_link, cap_job, n,
                                                                self.max_exact_jobs)
