@@ -39,8 +39,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "network_speed.json"))
     args = ap.parse_args(argv)
     trace = load_trace("philly", trace_dir=args.trace_dir, seed=0)
-    for net in ("fair", "tcp"):
-        philly_run(trace, 500, network=net)  # warm-up: numba compiles or loads its cache
+    for net in ("fair", "tcp"):  # warm-up: numba compiles or loads its cache. 3,000 jobs reach components
+        philly_run(trace, 3000, network=net)  # large enough for the mean field (500 did not: it compiled while timed)
     load_before = os.getloadavg()
     runs = {"fair": [], "tcp": []}
     for _ in range(args.repeats):

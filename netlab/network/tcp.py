@@ -436,21 +436,25 @@ def _binding_components(job, link, weight, cap_link, cap_job, n_jobs, max_exact)
     parent = np.arange(n_jobs)
     first = np.full(n_links, -1, np.int64)
     contended = np.zeros(n_jobs, np.bool_)
+    last, a = -1, -1  # a: the root of job ``last``'s tree (entries come job by job: found once per job)
     for e in range(job.shape[0]):
         if not binding[link[e]]:
             continue
         j = job[e]
-        contended[j] = True
+        if j != last:
+            contended[j] = True
+            last = a = j
+            while parent[a] != a:
+                a = parent[a]
         if first[link[e]] < 0:
             first[link[e]] = j
             continue
-        a, b = j, first[link[e]]
-        while parent[a] != a:
-            a = parent[a]
+        b = first[link[e]]
         while parent[b] != b:
             b = parent[b]
         if a != b:
             parent[max(a, b)] = min(a, b)
+            a = min(a, b)
     label = np.empty(n_jobs, np.int64)
     size = np.zeros(n_jobs, np.int64)
     for j in range(n_jobs):
