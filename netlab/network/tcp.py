@@ -294,10 +294,12 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
 
     Per link the entries are kept sorted by ``r_k / phi_k`` (the level at which each saturates; insertion
     sort, the order changes little between iterations) with prefix sums of the saturated throughput and
-    of the unsaturated weights, so each job's level is found by walking down from the level without its
-    own term (starting where its walk ended the pass before): about O(entries) per iteration. Stops when
-    no job would move by ``tol`` (relative); ``stats``, if given, counts solves, iterations and solves
-    that hit ``max_iter`` (and, if it has five slots, link passes and those left out).
+    of the unsaturated weights. Between two sorted levels the link's fill is linear in the level, so each
+    job's level is the root of the one segment that holds its own root, found by stepping from where its
+    search ended the pass before (checking a segment by its root, not by evaluating the fill at both ends,
+    is 10% faster): about O(entries) per iteration. Stops when no job would move by ``tol`` (relative);
+    ``stats``, if given, counts solves, iterations and solves that hit ``max_iter`` (and, if it has five
+    slots, link passes and those left out).
 
     Every job is updated in every iteration. Updating only the jobs a change reaches (those that would move
     by ``tol`` or more) saved a third of the work on Philly but stopped early: iteration times ended
@@ -326,7 +328,7 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
     sat, free = np.empty(n_e + m), np.empty(n_e + m)  # per link, k + 1 slots from start[g] + g
     rate = rate0.copy()  # a warm start (the last solve's rates)
     duty, lev, thr, wgt, r = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    wj = np.full(n_e, n_e, np.int64)  # where each entry's own-term walk ended last pass (moves with the sort)
+    wj = np.full(n_e, n_e, np.int64)  # where each entry's segment search ended last pass (moves with the sort)
     elev = np.empty(n_e)  # each entry's job's level x phi (its rate if this link limits it), last pass
     live = np.ones(m, np.bool_)  # links computed in a reduced pass
     it, change, full, skipped = 0, 0.0, True, 0
@@ -368,25 +370,24 @@ def _mean_field(job, link, weight, cap_link, cap_job, phi, gbit, pre_s, tail_s, 
             free[base + k] = 0.0
             for s in range(k):
                 i, a = oj[lo + s], ow[lo + s]
-                ap, ad = a * phi[i], a * duty[i]
-                # i's own term (full weight: it is communicating) only lowers the level: the last entry j <= top
-                # below which the link does not fill, walked to from where it was last pass
-                j0 = j = min(wj[lo + s], top)
-                while j > 0:
-                    lam = key[lo + j - 1]
-                    if sat[base + j - 1] + lam * free[base + j - 1] + ap * lam - ad * min(rate[i], lam * phi[i]) < c:
+                ap = a * phi[i]
+                # i's own term (full weight: it is communicating) only lowers the level, so its segment j is
+                # at most top (entries below j saturated). Each segment's linear root: the one inside its own
+                # segment is the level. From where i's search ended last pass, step towards it; a step back can
+                # only come from rounding at a boundary, where both roots agree to rounding.
+                j, step = min(wj[lo + s], top), 0
+                while True:
+                    if s < j:  # i saturated below the level: its duty-weighted term is in ``sat``
+                        lam = (c - sat[base + j] + a * thr[i]) / (free[base + j] + ap)
+                    else:
+                        lam = (c - sat[base + j]) / (free[base + j] + ap - ap * duty[i])
+                    if j > 0 and step <= 0 and lam <= key[lo + j - 1]:
+                        j, step = j - 1, -1
+                    elif j < top and step >= 0 and lam > key[lo + j]:
+                        j, step = j + 1, 1
+                    else:
                         break
-                    j -= 1
-                while j == j0 and j < top:
-                    lam = key[lo + j]
-                    if sat[base + j] + lam * free[base + j] + ap * lam - ad * min(rate[i], lam * phi[i]) >= c:
-                        break
-                    j0 = j = j + 1
                 wj[lo + s] = j
-                if s < j:  # i saturated below the level: its duty-weighted term is in ``sat``
-                    lam = (c - sat[base + j] + a * thr[i]) / (free[base + j] + ap)
-                else:
-                    lam = (c - sat[base + j]) / (free[base + j] + ap - ap * duty[i])
                 elev[lo + s] = lam * phi[i]
                 if lam * phi[i] < r[i]:
                     r[i] = lam * phi[i]
