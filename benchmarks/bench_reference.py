@@ -9,7 +9,9 @@ relative differences, and whether each is within target (0.1% for fifo and
 fjf, 2% for dlas-gpu). Figures outside their target carry the measured
 cause (``netlab.crossval.RESIDUALS``).
 
-For context it also runs the two ``tiresias`` variants that the former
+The dlas-gpu cells run ``tiresias`` with the reference's demotion timing
+(``netlab.crossval.OPTIONS``). For context it also runs netlab's default,
+exact demotion (``tiresias-exact``), and the two variants that the former
 default stood for (submit order inside a queue, with Tiresias' thresholds and
 with the former 3,600 / 36,000 GPU-s) on the dlas-gpu cells.
 
@@ -31,7 +33,7 @@ from netlab.sim import SimConfig, Simulator
 from netlab.sim.metrics import write_json
 
 ROOT = Path(__file__).resolve().parents[1]
-VARIANTS = {"tiresias-submit": dict(within_queue="submit"),
+VARIANTS = {"tiresias-exact": dict(demotion="exact"), "tiresias-submit": dict(within_queue="submit"),
             "tiresias-former": dict(within_queue="submit", thresholds_gpu_s=(3600.0, 36000.0))}
 
 

@@ -3,8 +3,9 @@
 Four Gavel VC traces x three schedules (strict ``fifo``, ``fjf``, ``dlas-gpu`` = ``tiresias``) on
 the ideal network with no restart cost and any-free-GPUs placement (:mod:`netlab.crossval`).
 Targets: average JCT, p99 JCT and makespan within 0.1% (fifo, fjf) or 2% (dlas-gpu) of the
-reference. One figure misses its target for a measured reason that is the reference's, not
-netlab's (``netlab.crossval.RESIDUALS``): it is checked against its documented bound instead.
+reference, ``tiresias`` with the reference's demotion timing (``demotion="reference"``). A figure
+outside its target needs a measured cause in ``netlab.crossval.RESIDUALS`` (none today) and is
+checked against its documented bound instead.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TRACES = SHARED / "traces"
 FILE = SHARED / "reference" / "cross-validation.md"
 CELLS = [(r.vc, r.schedule) for r in REFERENCE.itertuples()]
-# Preemption counts have no target: the reference checks demotions only at its own events (late, see
-# RESIDUALS), which changes who is displaced when. Its counts on these traces are within this of netlab's.
+# Preemption counts have no target: who is displaced when depends on ties the two break differently.
+# Its counts on these traces are within this of netlab's.
 PREEMPTIONS_REL = 0.25
 
 
@@ -98,3 +99,35 @@ def test_reference_cell(trace_dir, vc, schedule):
         assert abs(row["rel_preemptions"]) <= PREEMPTIONS_REL, row
     else:
         assert got["preemptions"] == 0
+
+
+def test_netlab_default_demotes_at_the_crossing_and_stays_near_the_reference(trace_dir):
+    # netlab's default (exact demotion) is the documented deviation: on 0e4a51 its p99 JCT is +6.6% off
+    # the reference's (the reference demotes late); everything else stays within the dlas-gpu target.
+    from netlab.policies.base import ORDERING
+    from netlab.sim import SimConfig, Simulator
+
+    topo, jobs = _jobs("0e4a51", trace_dir)
+    cfg = SimConfig(network="ideal", checkpoint_s=0.0, restore_s=0.0)
+    res = Simulator(topo, jobs, ORDERING.create("tiresias"), crossval.PLACEMENT, None, cfg).run()
+    row = crossval.compare("0e4a51", "dlas-gpu", crossval.figures(res))
+    assert abs(row["rel_avg_jct_s"]) <= 0.02 and abs(row["rel_makespan_s"]) <= 0.02
+    assert 0.02 < row["rel_p99_jct_s"] <= 0.07
+
+
+def test_reference_demotion_timing_by_hand():
+    # An 8-GPU job that started at 0 with nothing run: the reference looks again floor((3250 - 0) / 8) = 406 s
+    # later (exact crossing: 406.25 s); at 406 s it has run 406 wall seconds (3,248 GPU-s, still queue 0) and
+    # looks again floor((3250 - 406) / 8) = 355 s later, at 761 s, where netlab's default demotes at 406.25 s.
+    from types import SimpleNamespace
+
+    from netlab.policies.base import ORDERING
+
+    ref, exact = ORDERING.create("tiresias", demotion="reference"), ORDERING.create("tiresias")
+    job = SimpleNamespace(gpus=8, status="running", extra={}, attained_at=lambda now: 8.0 * now)
+    assert ref.dynamic_keys and not exact.dynamic_keys
+    assert ref.next_key_change(job, 0.0) == 406.0 and exact.next_key_change(job, 0.0) == 406.25
+    assert ref.queue(job, 406.0) == 0 and ref.next_key_change(job, 406.0) == 761.0
+    assert ref.queue(job, 761.0) == 1
+    with pytest.raises(ValueError, match="demotion must be one of"):
+        ORDERING.create("tiresias", demotion="late")

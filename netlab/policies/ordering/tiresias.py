@@ -20,6 +20,7 @@ _RUNNING, _PENDING = 0, 1
 _APPENDED = 1.0  # third key element of an appended job: behind every preempted one (-t <= 0)
 
 WITHIN_QUEUE = ("running-first", "submit")
+DEMOTION = ("exact", "reference")
 
 
 def _slack(a: float) -> float:
@@ -74,10 +75,16 @@ class Tiresias(OrderingPolicy):
       one of the same queue. With ``thresholds_gpu_s=(3600, 36000)`` this is
       netlab's former default (1 and 10 GPU-hours).
 
-    Kept deviations from Tiresias' simulator: demotion happens exactly at
-    the crossing (Tiresias computes the next demotion time from wall seconds
-    against the GPU-second limit with integer division, so a multi-GPU job
-    can move down late when no other event happens); the preemption policy
+    ``demotion="exact"`` (default): a job moves down exactly when it crosses
+    a threshold. ``demotion="reference"``: when Tiresias' simulator does. It
+    checks every job's queue at each of its events, and schedules its next
+    check ``floor((threshold - t) / gpus)`` seconds ahead, t the wall seconds
+    the job has run: against a limit in GPU-seconds, so a multi-GPU job can
+    move down hundreds of seconds late when nothing else happens. Here every
+    pass re-keys every job (``dynamic_keys``) and ``next_key_change`` returns
+    that time. Only for reproducing its figures (``netlab.crossval``).
+
+    Kept deviations from Tiresias' simulator: the preemption policy
     (``priority``) takes victims worst-first until enough GPUs are free,
     where Tiresias keeps every lower-ranked running job that still fits
     after the higher-ranked ones (the same victims except when a small
@@ -100,7 +107,7 @@ class Tiresias(OrderingPolicy):
     preemptive = True
 
     def __init__(self, thresholds_gpu_s=(3250.0, 7200.0), within_queue: str = "running-first",
-                 starve_factor: float | None = None, starve_check_s: float = 60.0):
+                 starve_factor: float | None = None, starve_check_s: float = 60.0, demotion: str = "exact"):
         th = tuple(float(t) for t in thresholds_gpu_s)
         if any(t <= 0 for t in th) or list(th) != sorted(th) or len(set(th)) != len(th):
             raise ValueError(f"thresholds_gpu_s must be positive and strictly increasing, got {thresholds_gpu_s}")
@@ -110,11 +117,16 @@ class Tiresias(OrderingPolicy):
             raise ValueError(f"starve_factor must be > 0 or None, got {starve_factor}")
         if starve_check_s <= 0:
             raise ValueError(f"starve_check_s must be > 0, got {starve_check_s}")
+        if demotion not in DEMOTION:
+            raise ValueError(f"demotion must be one of {DEMOTION}, got {demotion!r}")
         self.thresholds_gpu_s = th
         self.within_queue = within_queue
         self.starve_factor = starve_factor
         self.starve_check_s = float(starve_check_s)
+        self.demotion = demotion
         self._seq = 0
+        if demotion == "reference":
+            self.dynamic_keys = True  # the reference looks at every job's queue at each of its events
         if starve_factor is not None:
             self.dynamic_keys = True
             self.round_s = self.starve_check_s
@@ -175,6 +187,12 @@ class Tiresias(OrderingPolicy):
         i = bisect.bisect_right(self.thresholds_gpu_s, _slack(a))
         if i >= len(self.thresholds_gpu_s) or job.gpus <= 0:
             return None
-        t = now + (self.thresholds_gpu_s[i] - a) / job.gpus
+        exact = (self.thresholds_gpu_s[i] - a) / job.gpus
+        if self.demotion == "reference":  # wall seconds run against the GPU-second limit, in whole seconds
+            # (with the reference's whole-second times this is never 0 before the crossing; with fractional
+            # ones it can be: then the exact crossing)
+            t = now + (math.floor((self.thresholds_gpu_s[i] - a / job.gpus) / job.gpus) or exact)
+        else:
+            t = now + exact
         # Always strictly later than now, so the change event cannot repeat at one instant.
         return max(t, math.nextafter(now, math.inf)) if math.isfinite(t) else None
