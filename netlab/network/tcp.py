@@ -48,10 +48,10 @@ relative phases, the state jobs of unequal periods drift into), and the link
 is filled to one level, a competitor held back elsewhere leaving its surplus
 to the others (water-filling). On the full Philly trace nearly every re-solve
 is of one component of ~110 jobs, about 40,000 times; simulating each for tens
-of iterations would take minutes, the fixed point takes a few hundred
-microseconds. ``benchmarks/bench_mean_field.py`` measures how far the two are
-apart on the components Philly produces, and how often the fixed point
-converges.
+of iterations would take minutes, the fixed point takes about 120
+microseconds (a whole re-solve about 200). ``benchmarks/bench_mean_field.py``
+measures how far the two are apart on the components Philly produces, and how
+often the fixed point converges.
 
 Queueing (ECN proxy): on each binding link a fluid queue grows at the rate
 communicating jobs would send at their isolated rates beyond the capacity
