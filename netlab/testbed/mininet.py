@@ -30,10 +30,10 @@ What differs from :class:`~netlab.testbed.netns.NetnsTestbed` (and why):
   back after bring-up and a missing or wrong HTB class is an error.
 
 Mininet comes from the Debian package ``mininet`` (``mnexec``, and its Python
-library for ``/usr/bin/python3``). In another interpreter either ``pip install
-mininet==2.3.0.dev6`` or, without it, the Debian library is loaded from
-``/usr/lib/python3/dist-packages/mininet`` on its own (only that package, not
-the rest of dist-packages).
+library for the system's ``python3``). In another interpreter either ``pip install
+mininet==2.3.0.dev6`` or, without it, the Debian library is loaded from its
+``dist-packages`` beside ``mnexec``'s prefix on its own (only that package, not
+the rest of dist-packages; :func:`_distro_mininet`).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -89,9 +90,9 @@ def test_agent_install_refuses_a_workdir_pip_would_misread():
     from netlab.testbed.base import TestbedHost
     from netlab.testbed.deploy import install_agent
 
-    host = TestbedHost("h1", 0, None, "10.0.0.1", "eth0", "10.0.0.1", 22, "root", 0, "/usr/bin/python3",
-                       "/var/tmp/a;b")
-    with pytest.raises(TestbedError, match="h1: workdir: '/var/tmp/a;b' is not allowed"):
+    workdir = str(Path(tempfile.gettempdir()) / "a;b")  # absolute, but with a character pip would misread
+    host = TestbedHost("h1", 0, None, "10.0.0.1", "eth0", "10.0.0.1", 22, "root", 0, sys.executable, workdir)
+    with pytest.raises(TestbedError, match=re.escape(f"h1: workdir: '{workdir}' is not allowed")):
         install_agent(None, host, Path("netlab_agent-0.1.0-py3-none-any.whl"))  # refused before any SSH
 
 

@@ -1,5 +1,6 @@
 """The physical-lab inventory: Ansible's YAML shape, typed fields, errors with file, line, host and field."""
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,7 @@ import pytest
 from netlab.testbed.inventory import InventoryError, PhysicalLab, inventory_topology, load_inventory
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "testbed" / "inventory" / "lab.example.yaml"
+TMP = tempfile.gettempdir()  # any absolute directory: the workdirs below are only validated, never made
 
 GOOD = """\
 all:
@@ -111,9 +113,9 @@ def test_the_example_inventory_loads():
     ("    gpu3:\n", "    'gpu3\\nPasswordAuthentication yes':\n", "field 'name'"),
     ("    gpu3:\n", "    gpu 3:\n", "host 'gpu 3', field 'name'"),
     ("    rack2:\n", "    rack 2:\n", "group 'rack 2'"),
-    ("    netlab_nic_gbps: 100\n", "    netlab_nic_gbps: 100\n    netlab_workdir: /var/tmp/a;b\n",
+    ("    netlab_nic_gbps: 100\n", f"    netlab_nic_gbps: 100\n    netlab_workdir: {TMP}/a;b\n",
      "field 'netlab_workdir': must be an absolute path"),
-    ("    netlab_nic_gbps: 100\n", "    netlab_nic_gbps: 100\n    netlab_workdir: /var/tmp/../../etc\n",
+    ("    netlab_nic_gbps: 100\n", f"    netlab_nic_gbps: 100\n    netlab_workdir: {TMP}/../../etc\n",
      "field 'netlab_workdir'"),
     ("    netlab_python: /opt/py/bin/python3\n", "    netlab_python: 'python3 -c x'\n", "field 'netlab_python'"),
     ("      netlab_data_iface: ens1f0\n      netlab_data_addr: 10.10.0.13\n",
