@@ -6,7 +6,8 @@ as in ``bench_core.py``. Runs alternate (fair, tcp, fair, tcp, ...) so that
 load from elsewhere on the machine hits both alike; medians are reported, with
 the machine's load average before and after (other work on this 2-core machine
 moves both times, and their ratio, by tens of percent), and each repeat's own ratio:
-on an idle machine they still spread by about 10% (``pair_ratios``). ``wall_s`` is the simulation
+even on an otherwise idle machine they spread (1.38-1.50 in one run of seven, 1.19-1.69 in
+another; ``pair_ratios``). ``wall_s`` is the simulation
 (the simulator's own clock, as ``bench_core.py``; the target is on it); ``run_wall_s``
 is the whole run with its result tables, what a user waits for.
 

@@ -880,6 +880,8 @@ class TcpNetwork(NetworkModel):
         if done > 0:  # no component small enough for the exact simulation (99% of Philly's re-solves)
             self.mean_field_solves += done == SOLVED_MEAN_FIELD
             return it, comm, load, overload, queue
+        # an exact component is there (or an id beyond the row table): the same first steps again, in Python
+        # around the exact simulations (1% of Philly's re-solves, so computing them twice costs nothing)
         rows = self._rows(cols[:, 7])
         cap_job, gbit, pre, alone_net, alone_comm, alone_it, tail = _alone(cols)
         binding, label, contended, large = _binding_components(job, link, weight, cap_link, cap_job, n,
