@@ -222,17 +222,17 @@ def iteration_stats(raw: pd.DataFrame, rank: int = 0) -> pd.DataFrame:
     and ``p99_ms``, ``p50_ms`` of the single iteration times in that window (rank ``rank``'s starts)."""
     steady = fid.steady_iterations(raw, rank=rank)
     rows = []
-    for key, run in fid._run_groups(raw):
+    for key, run in fid.run_groups(raw):
         w = int(run["warmup"].iloc[0]) if "warmup" in run.columns else fid.WARMUP
         lo, hi = fid.steady_window(run, w, rank)
         for jid, df in run.groupby("job_id", sort=True):
-            d = fid._starts(df, rank)
+            d = fid.rank_rows(df, rank)
             d = d[d["iter"] >= w]
             s = d[(d.compute_start >= lo) & (d.allreduce_end <= hi)]
             if len(s) < 2:
                 s = d
             per = np.diff(s.compute_start.to_numpy(dtype=float)) * 1000.0
-            rows.append(dict(fid._run_dict(raw, key), job_id=int(jid),
+            rows.append(dict(fid.run_dict(raw, key), job_id=int(jid),
                              p50_ms=float(np.median(per)) if len(per) else float("nan"),
                              p99_ms=float(np.quantile(per, 0.99)) if len(per) else float("nan")))
     out = pd.DataFrame(rows)
