@@ -46,8 +46,8 @@ def make_testbed(kind: str, topology, **kw) -> Testbed:
     return factory(topology=topology, **kw)
 
 
-_LAZY = {"NetnsTestbed": ".netns", "MininetTestbed": ".mininet", "check_layout": ".netns", "Ledger": ".ledger",
-         "TeardownReport": ".ledger", "ssh_connect": ".ssh"}
+_LAZY = {"NetnsTestbed": ".netns", "MininetTestbed": ".mininet", "Ledger": ".ledger", "TeardownReport": ".ledger",
+         "ssh_connect": ".ssh"}
 
 
 def __getattr__(name: str):

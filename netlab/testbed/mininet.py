@@ -52,14 +52,16 @@ import time
 import types
 from pathlib import Path
 
+from . import shaping
 from .base import TestbedError
 from .ledger import netns_inode, proc_start_time
-from .netns import NetnsTestbed, _LinkPlan, _netlink, _new_tid
+from .netlink import on_netlink_thread
+from .netns import NetnsTestbed, _new_tid
+from .plan import HtbLayout, Namespaces, NetnsPlan, blackhole_routes, check_layout, host_sysctls, shaped_links
 
 log = logging.getLogger(__name__)
 
-HTB_QDISC, HTB_CLASS = "5:", "5:1"  # what Mininet's TCIntf creates: root 5:0 htb default 1, class 5:1
-HTB_CLASS_ID = 0x50001
+MININET_HTB = HtbLayout(root="5:", default_class="5:1")  # what Mininet's TCIntf creates: root 5:0 htb default 1
 IFNAMSIZ = 15
 # Programs Mininet runs (it calls exit() when one is missing: checked first, with the package to install).
 TOOLS = {"mnexec": "mininet", "ifconfig": "net-tools", "brctl": "bridge-utils", "tc": "iproute2", "ip": "iproute2"}
@@ -175,7 +177,6 @@ class MininetTestbed(NetnsTestbed):
     """A topology emulated by Mininet (LinuxBridge switches, TCLink/HTB links); same interface as netns."""
 
     backend = "mininet"
-    htb_root, htb_class, htb_class_id = HTB_QDISC, HTB_CLASS, HTB_CLASS_ID  # set_link_rate/link_stats use these
 
     def __init__(self, topology, rate_scale: float = 0.002, subnet: str = "10.77.0.0/16",
                  mgmt_subnet: str = "10.78.0.0/16", workdir=None, python: str = sys.executable,
@@ -194,55 +195,54 @@ class MininetTestbed(NetnsTestbed):
             if not any(n.startswith(f"nl{self.tid}") for n in _root_links()):
                 break
             self.tid = _new_tid()
-            self.ns_switch, self.ns_mgmt = None, f"nl{self.tid}-mg"
-            self.ns_hosts = [f"nl{self.tid}-h{i + 1}" for i in range(self.topology.n_hosts)]
-            self._links = self._plan_links()
+            self.plan = self._make_plan()
         else:
             raise TestbedError("could not find a free testbed id")
-        self.ns_switch = None  # no switch namespace: Mininet's bridges live in the root namespace
 
     # -- plan ----------------------------------------------------------------
-    def _plan_links(self) -> dict[tuple[str, str], _LinkPlan]:
-        """Interface names and where each directed link is shaped.
+    def _make_plan(self) -> NetnsPlan:
+        """Namespaces (no switch namespace: Mininet's bridges live in the root namespace), addresses,
+        blackholes, sysctls and shaped links as on netns, with Mininet's interface names; no bridges,
+        veths or addresses (Mininet wires them from :meth:`_mininet_topo`).
 
         A LinuxBridge enslaves the interfaces whose name *contains* the bridge's
         name, so switch names have a fixed width and each switch-side interface
         starts with its switch's name.
         """
-        topo, plans, tid = self.topology, {}, self.tid
+        topo, tid = self.topology, self.tid
+        check_layout(topo)
+        ns = Namespaces.named(tid, topo.n_hosts, switch=False)
         width = len(str(max(len(topo.switches) - 1, 0)))
         self._bridges = {s: f"nl{tid}s{j:0{width}d}" for j, s in enumerate(topo.switches)}
         self._mg_bridge = f"nl{tid}m"
         self._host_sw_if = {}  # host index -> switch-side interface
         self._isl = []  # (switch a, switch b, interface on a, interface on b)
-        for l in range(topo.n_links):
-            u, v = topo.link_src[l], topo.link_dst[l]
+
+        def place(l: int, u: str, v: str) -> tuple[str | None, str]:
             if u in topo.host_index:
-                i = topo.host_index[u]
-                ns, ifname = self.ns_hosts[i], "eth0"
-            elif v in topo.host_index:
+                return ns.hosts[topo.host_index[u]], "eth0"
+            if v in topo.host_index:
                 i = topo.host_index[v]
-                ns, ifname = None, f"{self._bridges[u]}h{i + 1}"
-                self._host_sw_if[i] = ifname
-            else:
-                k, forward = l // 2, l % 2 == 0  # cable k; links 2k (a->b) and 2k+1 (b->a)
-                ns, ifname = None, f"{self._bridges[u]}x{k}{'a' if forward else 'b'}"
-                if forward:
-                    self._isl.append((u, v, ifname, f"{self._bridges[v]}x{k}b"))
-            gbps = float(topo.link_capacity_gbps[l])
-            plans[(u, v)] = _LinkPlan(l, u, v, str(topo.link_tier[l]), gbps, ns, ifname,
-                                      gbps * 1000 * self.rate_scale)
-        names = [*self._bridges.values(), self._mg_bridge, *(p.ifname for p in plans.values())]
+                self._host_sw_if[i] = f"{self._bridges[u]}h{i + 1}"
+                return None, self._host_sw_if[i]
+            k, forward = l // 2, l % 2 == 0  # cable k; links 2k (a->b) and 2k+1 (b->a)
+            ifname = f"{self._bridges[u]}x{k}{'a' if forward else 'b'}"
+            if forward:
+                self._isl.append((u, v, ifname, f"{self._bridges[v]}x{k}b"))
+            return None, ifname
+
+        links = shaped_links(topo, self.rate_scale, place)
+        names = [*self._bridges.values(), self._mg_bridge, *(l.ifname for l in links)]
         long = [n for n in names if len(n) > IFNAMSIZ]
         if long:
             raise TestbedError(f"topology {topo.name}: interface names too long for Linux ({long[:3]}...): "
                                "too many switches or cables for the mininet testbed")
-        return plans
+        return NetnsPlan(tid, ns, self.addressing, blackhole_routes(self.addressing, tid), links, MININET_HTB,
+                         self._queue, host_sysctls(ns, self.tcp_sysctls))
 
     def _setup_workdir(self) -> None:
         super()._setup_workdir()
-        self._ledger.meta.update(backend="mininet", namespaces=[self.ns_mgmt, *self.ns_hosts],
-                                 mininet=self._mn.version)
+        self._ledger.meta.update(backend="mininet", mininet=self._mn.version)
         self._ledger.save()
 
     # -- bring-up ------------------------------------------------------------
@@ -319,7 +319,7 @@ class MininetTestbed(NetnsTestbed):
     def _mininet_topo(self, host_cls, bridge_cls, link_cls):
         """The netlab topology as a Mininet Topo, plus the management network."""
         mn, topo = self._mn, self.topology
-        dplen, mplen = self.subnet.prefixlen, self.mgmt_subnet.prefixlen
+        dplen, mplen = self.addressing.subnet.prefixlen, self.addressing.mgmt_subnet.prefixlen
         t = mn.Topo()
         # Explicit datapath ids: Mininet derives one from the digits in a name, and a tid may have none.
         for j, br in enumerate([*self._bridges.values(), self._mg_bridge]):
@@ -327,20 +327,20 @@ class MininetTestbed(NetnsTestbed):
         for i, h in enumerate(topo.hosts):
             name = f"h{i + 1}"
             self._node_ns[name] = self.ns_hosts[i]
-            t.addHost(name, cls=host_cls, ip=f"{self.subnet.network_address + i + 1}/{dplen}")
+            t.addHost(name, cls=host_cls, ip=f"{self.addressing.data_addr(i)}/{dplen}")
         self._node_ns["mg"] = self.ns_mgmt
         t.addHost("mg", cls=host_cls, ip=f"{self.controller_addr}/{mplen}")
         for i, h in enumerate(topo.hosts):
             sw = next(iter(topo.graph.neighbors(h.name)))
-            up, down = self._links[(h.name, sw)], self._links[(sw, h.name)]
-            t.addLink(f"h{i + 1}", self._bridges[sw], port1=0, intfName1="eth0", intfName2=down.ifname, cls=link_cls,
-                      params1={"bw": up.rate_mbit}, params2={"bw": down.rate_mbit})
+            t.addLink(f"h{i + 1}", self._bridges[sw], port1=0, intfName1="eth0", intfName2=self._host_sw_if[i],
+                      cls=link_cls, params1={"bw": self._rate_mbit[(h.name, sw)]},
+                      params2={"bw": self._rate_mbit[(sw, h.name)]})
             t.addLink(f"h{i + 1}", self._mg_bridge, port1=1, intfName1="mgmt0", intfName2=f"{self._mg_bridge}h{i + 1}",
-                      cls=mn.Link, params1={"ip": f"{self.mgmt_subnet.network_address + i + 1}/{mplen}"})
+                      cls=mn.Link, params1={"ip": f"{self.addressing.mgmt_addr(i)}/{mplen}"})
         t.addLink("mg", self._mg_bridge, intfName1="mgmt0", intfName2=f"{self._mg_bridge}c", cls=mn.Link)
         for a, b, if_a, if_b in self._isl:
             t.addLink(self._bridges[a], self._bridges[b], intfName1=if_a, intfName2=if_b, cls=link_cls,
-                      params1={"bw": self._links[(a, b)].rate_mbit}, params2={"bw": self._links[(b, a)].rate_mbit})
+                      params1={"bw": self._rate_mbit[(a, b)]}, params2={"bw": self._rate_mbit[(b, a)]})
         return t
 
     def _record_interfaces(self) -> None:
@@ -377,7 +377,8 @@ class MininetTestbed(NetnsTestbed):
         try:
             self._step = "mininet build"
             self._net = mn.Mininet(mtopo, switch=bridge_cls, host=host_cls, controller=None, link=link_cls,
-                                   build=False, ipBase=str(self.subnet), autoSetMacs=False, waitConnected=False)
+                                   build=False, ipBase=str(self.addressing.subnet), autoSetMacs=False,
+                                   waitConnected=False)
             self._net.build()
             self._step = "mininet start (bridges)"
             self._net.start()
@@ -389,42 +390,36 @@ class MininetTestbed(NetnsTestbed):
             self._step = "queue limits"
             self._add_queues()
 
-    @_netlink
+    @on_netlink_thread
     def _add_queues(self) -> None:
         """The same bounded queue under every HTB class as NetnsTestbed (pfifo of ``queue_pkts`` packets, or a
         bfifo of ``queue_bytes`` bytes; see netns.QUEUE_PKTS)."""
-        for plan in self._links.values():
-            self._add_leaf_queue(self._handle(plan.netns), plan.index)
+        plan = self.plan
+        for l in plan.links:
+            shaping.add_queue(self._handle(l.netns), self._if_index[(l.src, l.dst)], plan.htb, plan.leaf_queue)
 
-    @_netlink
+    @on_netlink_thread
     def _check_shaping(self) -> None:
         """Mininet only prints tc errors: read every shaped interface back from the kernel."""
         bad = []
-        for plan in self._links.values():
-            ipr = self._handle(plan.netns)
-            idx = ipr.link_lookup(ifname=plan.ifname)
+        for l in self.plan.links:
+            ipr = self._handle(l.netns)
+            idx = ipr.link_lookup(ifname=l.ifname)
             if not idx:
-                bad.append(f"{plan.src}->{plan.dst}: interface {plan.ifname} missing")
+                bad.append(f"{l.src}->{l.dst}: interface {l.ifname} missing")
                 continue
-            plan.index = idx[0]
-            got = self._class_rate_mbit(ipr, plan.index)
-            if got is None or not math.isclose(got, plan.rate_mbit, rel_tol=0.01):
-                bad.append(f"{plan.src}->{plan.dst} on {plan.ifname}: HTB class {HTB_CLASS} rate {got} Mbit, "
-                           f"expected {plan.rate_mbit:g}")
+            self._if_index[(l.src, l.dst)] = idx[0]
+            got, want = shaping.class_rate_mbit(ipr, idx[0], self.plan.htb), self._rate_mbit[(l.src, l.dst)]
+            if got is None or not math.isclose(got, want, rel_tol=0.01):
+                bad.append(f"{l.src}->{l.dst} on {l.ifname}: HTB class {self.plan.htb.default_class} rate {got} "
+                           f"Mbit, expected {want:g}")
         if bad:
             errors = [m for m in self._mn_messages if "rror" in m]
             raise TestbedError("Mininet did not shape the links: " + "; ".join(bad)
                                + (f"; Mininet said: {' | '.join(errors[-5:])}" if errors else ""))
 
-    @staticmethod
-    def _class_rate_mbit(ipr, index: int) -> float | None:
-        for msg in ipr.get_classes(index=index):
-            if msg["handle"] == HTB_CLASS_ID and msg.get_attr("TCA_KIND") == "htb":
-                return msg.get_attr("TCA_OPTIONS").get_attr("TCA_HTB_PARMS")["rate"] * 8 / 1e6
-        return None
-
     # -- teardown ------------------------------------------------------------
-    @_netlink
+    @on_netlink_thread
     def _teardown(self):
         self._stop_shells()
         report = super()._teardown()
@@ -489,8 +484,7 @@ class MininetTestbed(NetnsTestbed):
 
     def info(self) -> dict:
         out = super().info()
-        out.update(backend="mininet", namespaces=[self.ns_mgmt, *self.ns_hosts],
-                   mininet={"version": self._mn.version, "path": self._mn.path},
+        out.update(backend="mininet", mininet={"version": self._mn.version, "path": self._mn.path},
                    bridges={**self._bridges, "(management)": self._mg_bridge},
                    mininet_nodes={name: ns for name, ns in self._node_ns.items()})
         return out

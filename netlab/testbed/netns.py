@@ -1,46 +1,47 @@
-"""NetnsTestbed: a topology emulated with network namespaces on one Linux machine.
+"""NetnsTestbed: a topology emulated with network namespaces on one Linux machine; its lifecycle.
 
-Layout (docs/testbed-design.md): one namespace per host (``nl{tid}-h{i}``),
-one namespace holding a Linux bridge per topology switch (``nl{tid}-sw``) and
-a management namespace (``nl{tid}-mg``) with a bridge that reaches every
-host's sshd, never shaped. Every directed topology link is shaped with HTB on
-the egress of the veth end that sends in that direction.
+Layout (:mod:`.plan`, docs/testbed-design.md): one namespace per host
+(``nl{tid}-h{i}``), one namespace holding a Linux bridge per topology switch
+(``nl{tid}-sw``) and a management namespace (``nl{tid}-mg``) with a bridge
+that reaches every host's sshd, never shaped. Every directed topology link is
+shaped with HTB (:mod:`.shaping`) on the egress of the veth end that sends in
+that direction.
 
 Why this shape: everything lives inside namespaces the testbed created, so no
 testbed packet can touch the machine's own interfaces, and removing the
-namespaces removes the network. Every resource is recorded in a
-:class:`~netlab.testbed.ledger.Ledger` first, and a guardian process removes
-them if the controller dies.
+namespaces removes the network. This module carries the plan out and undoes
+it: every resource is recorded in a :class:`~netlab.testbed.ledger.Ledger`
+before it is created, a guardian process removes them if the controller dies,
+and Ctrl-C / SIGTERM tear down too.
 """
 
 from __future__ import annotations
 
 import errno
-import functools
 import getpass
 import ipaddress
 import logging
 import math
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-import networkx as nx
 import pandas as pd
 
-from ..topology import Topology, load_topology
+from ..topology import load_topology
+from . import shaping
 from . import sshd as sshd_mod
 from .base import Testbed, TestbedError, TestbedHost
 from .ledger import NETNS_DIR, Ledger, netns_inode, proc_start_time
+from .netlink import Netlink, on_netlink_thread
 from .paths import host_file, require_remote_path
+from .plan import DATA_IFNAME, Addressing, NetnsPlan, ShapedLink, VethPair, leaf_queue, plan_netns
+from .signals import TeardownOnSignal
 
 log = logging.getLogger(__name__)
 
@@ -53,47 +54,6 @@ TCP_SYSCTLS = {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_slow_sta
 # packets at a scaled 50 Mbit is 240 ms, which inflates small all-reduces far beyond what the link
 # rate explains. 100 packets (24 ms at 50 Mbit) is still many times the namespaces' bandwidth-delay product.
 QUEUE_PKTS = 100
-# The smallest byte limit a shaped link's queue may have: one full-size Ethernet frame (1500 + 14 header
-# bytes). A bfifo below that refuses every full-size packet, which is a broken link, not a small buffer.
-MIN_QUEUE_BYTES = 1514
-MAX_HOSTS = 253      # host i gets <subnet>.i; .254 is the controller on the management bridge
-
-
-@dataclass
-class _LinkPlan:
-    """Where one directed topology link is shaped."""
-
-    link: int
-    src: str
-    dst: str
-    tier: str
-    rate_gbps: float
-    netns: str
-    ifname: str
-    rate_mbit: float = 0.0
-    index: int = 0
-
-
-def check_layout(topo: Topology) -> None:
-    """Refuse what Linux bridges cannot emulate, before anything is created.
-
-    Hosts must hang off exactly one switch (one data interface) and the switch
-    graph must be loop free: bridges run no spanning tree, so a cycle would
-    loop broadcast frames forever.
-    """
-    for h in topo.hosts:
-        nbrs = list(topo.graph.neighbors(h.name))
-        if len(nbrs) != 1 or nbrs[0] not in topo.switches:
-            raise TestbedError(f"topology {topo.name}: host {h.name} must have exactly one cable, to a switch "
-                               f"(has {nbrs}); the netns testbed gives each host one data interface")
-    sw = topo.graph.subgraph(topo.switches)
-    try:
-        cycle = nx.find_cycle(sw)
-    except nx.NetworkXNoCycle:
-        return
-    path = " - ".join([u for u, _ in cycle] + [cycle[0][0]])
-    raise TestbedError(f"topology {topo.name}: switch graph has a cycle ({path}); Linux bridges without "
-                       "STP need a loop-free switch graph (e.g. leafspine with spines=1)")
 
 
 def _new_tid() -> str:
@@ -106,33 +66,8 @@ def _new_tid() -> str:
     raise TestbedError("could not find a free testbed id")
 
 
-def _netlink(method):
-    """Run ``method`` on the testbed's own netlink thread.
-
-    Why: pyroute2's synchronous API drives an asyncio loop of its own, which
-    fails inside a thread that already runs one (a Jupyter kernel); and a
-    cached IPRoute handle must stay on the loop that made it. Signal handlers,
-    by contrast, can only be set from the main thread, so they stay there.
-    """
-
-    @functools.wraps(method)
-    def run(self, *args, **kwargs):
-        if threading.get_ident() == self._nl_ident:
-            return method(self, *args, **kwargs)
-        if self._nl_pool is None:
-            self._nl_pool = ThreadPoolExecutor(1, thread_name_prefix=f"netlab-netlink-{self.tid}",
-                                               initializer=self._mark_netlink_thread)
-        return self._nl_pool.submit(method, self, *args, **kwargs).result()
-
-    return run
-
-
 class NetnsTestbed(Testbed):
     """The default backend: namespaces, veth pairs, Linux bridges and HTB (see module doc)."""
-
-    # Where each link's rate lives: the HTB root and the default class every packet goes to
-    # (a subclass that lets another tool build the links, like Mininet, names its own).
-    htb_root, htb_class, htb_class_id = "1:", "1:10", 0x10010
 
     def __init__(self, topology, rate_scale: float = 0.002, subnet: str = "10.77.0.0/16",
                  mgmt_subnet: str = "10.78.0.0/16", workdir=None, python: str = sys.executable,
@@ -146,75 +81,60 @@ class NetnsTestbed(Testbed):
         if not (isinstance(rate_scale, (int, float)) and math.isfinite(rate_scale) and rate_scale > 0):
             raise TestbedError(f"rate_scale must be a finite number > 0, got {rate_scale!r}")
         self.rate_scale = float(rate_scale)
-        try:
-            self.subnet = ipaddress.IPv4Network(subnet)
-            self.mgmt_subnet = ipaddress.IPv4Network(mgmt_subnet)
-        except ValueError as exc:
-            raise TestbedError(f"bad subnet: {exc}") from None
-        if self.subnet.overlaps(self.mgmt_subnet):
-            raise TestbedError(f"subnet {subnet} and mgmt_subnet {mgmt_subnet} overlap")
-        n = self.topology.n_hosts
-        if n > MAX_HOSTS or n + 1 >= self.subnet.num_addresses or 255 >= self.mgmt_subnet.num_addresses:
-            raise TestbedError(f"topology {self.topology.name}: {n} hosts do not fit ({MAX_HOSTS} max, "
-                               f"subnets {self.subnet} / {self.mgmt_subnet} need room for .1-.254)")
-        check_layout(self.topology)
-        self.tid = _new_tid()
+        self.addressing = Addressing.parse(subnet, mgmt_subnet, self.topology.n_hosts, f"topology {self.topology.name}")
+        self.controller_addr = self.addressing.controller_addr
         self.python, self.ssh, self.keep_workdir = python, ssh, keep_workdir
         self.tcp_sysctls = dict(TCP_SYSCTLS if tcp_sysctls is None else tcp_sysctls)
-        if queue_pkts is not None and (isinstance(queue_pkts, bool) or not isinstance(queue_pkts, int) or queue_pkts < 1):
-            raise TestbedError(f"queue_pkts must be a positive integer or None, got {queue_pkts!r}")
-        if queue_bytes is not None and (isinstance(queue_bytes, bool) or not isinstance(queue_bytes, int)
-                                        or queue_bytes < MIN_QUEUE_BYTES):
-            raise TestbedError(f"queue_bytes must be an integer >= {MIN_QUEUE_BYTES} (one full-size Ethernet "
-                               f"frame) or None, got {queue_bytes!r}")
+        self._queue = leaf_queue(queue_pkts, queue_bytes)
         self.queue_pkts, self.queue_bytes = queue_pkts, queue_bytes
+        self.tid = _new_tid()
+        self.plan = self._make_plan()
         self.user = user or getpass.getuser()
         if workdir is not None:  # it becomes sshd_config lines, pip --target and the agents' --state-dir
             workdir = require_remote_path(str(Path(workdir).resolve()), f"testbed {self.tid}: workdir")
         self._workdir_arg = workdir
-        self.ns_switch, self.ns_mgmt = f"nl{self.tid}-sw", f"nl{self.tid}-mg"
-        self.ns_hosts = [f"nl{self.tid}-h{i + 1}" for i in range(n)]
-        self.controller_addr = str(self.mgmt_subnet.network_address + 254)
-        self._links = self._plan_links()
+        self._if_index: dict[tuple[str, str], int] = {}  # shaped interface of each directed link, once up
+        # each link's rate as set_link_rate last set it (the plan's rate until then; a second up() keeps it)
+        self._rate_mbit = {(l.src, l.dst): l.rate_mbit for l in self.plan.links}
         self.hosts: list[TestbedHost] = []
         self.known_hosts = self.client_key = None
         self.workdir: Path | None = None
         self.timings: dict[str, float] = {}
         self._ledger: Ledger | None = None
         self._guard: subprocess.Popen | None = None
-        self._ipr: dict = {}
         self._procs: list[subprocess.Popen] = []
-        self._handlers: dict = {}
+        # pyroute2's forked helpers inherit the handlers: only the controller itself, not mid-teardown, tears down
+        self._signals = TeardownOnSignal(self.down, lambda: os.getpid() == self._owner_pid and not self._busy,
+                                         TestbedError)
         self._busy = False
         self._step = ""
         self._owner_pid = os.getpid()
-        self._nl_pool: ThreadPoolExecutor | None = None
-        self._nl_ident: int | None = None
-
-    def _mark_netlink_thread(self) -> None:
-        self._nl_ident = threading.get_ident()
+        self._netlink = Netlink(lambda: f"netlab-netlink-{self.tid}")
 
     # -- plan ----------------------------------------------------------------
-    def _plan_links(self) -> dict[tuple[str, str], _LinkPlan]:
-        """Which veth end shapes each directed link (names are short: IFNAMSIZ is 16)."""
-        topo, plans = self.topology, {}
-        self._bridges = {s: f"br{j}" for j, s in enumerate(topo.switches)}
-        self._isl: list[tuple[str, str, str, str]] = []  # (switch a, switch b, veth on a, veth on b)
-        for l in range(topo.n_links):
-            u, v = topo.link_src[l], topo.link_dst[l]
-            if u in topo.host_index:
-                ns, ifname = self.ns_hosts[topo.host_index[u]], "eth0"
-            elif v in topo.host_index:
-                ns, ifname = self.ns_switch, f"h{topo.host_index[v] + 1}"
-            else:
-                k, forward = l // 2, l % 2 == 0  # cable k; links 2k (a->b) and 2k+1 (b->a)
-                ns, ifname = self.ns_switch, f"x{k}{'a' if forward else 'b'}"
-                if forward:
-                    self._isl.append((u, v, ifname, f"x{k}b"))
-            gbps = float(topo.link_capacity_gbps[l])
-            plans[(u, v)] = _LinkPlan(l, u, v, str(topo.link_tier[l]), gbps, ns, ifname,
-                                      gbps * 1000 * self.rate_scale)
-        return plans
+    def _make_plan(self) -> NetnsPlan:
+        """What this testbed creates, named after ``self.tid`` (a backend that wires its own links overrides it)."""
+        return plan_netns(self.topology, self.tid, self.addressing, self.rate_scale, self._queue, self.tcp_sysctls)
+
+    @property
+    def ns_mgmt(self) -> str:
+        return self.plan.namespaces.mgmt
+
+    @property
+    def ns_hosts(self) -> tuple[str, ...]:
+        return self.plan.namespaces.hosts
+
+    @property
+    def htb_class(self) -> str:
+        """The HTB class that holds each link's rate."""
+        return self.plan.htb.default_class
+
+    def _shaped(self, src: str, dst: str) -> ShapedLink:
+        link = self.plan.link(src, dst)
+        if link is None:
+            valid = ", ".join(f"{l.src}->{l.dst}" for l in self.plan.links)
+            raise TestbedError(f"testbed {self.tid}: no directed link {src!r}->{dst!r}; links: {valid}")
+        return link
 
     # -- bring-up ------------------------------------------------------------
     def up(self) -> "NetnsTestbed":
@@ -229,13 +149,13 @@ class NetnsTestbed(Testbed):
 
             self._guard = start_guard(self._ledger.path, self.workdir / "guard.log")
             self._ledger.add("process", role="guard", pid=self._guard.pid, start=proc_start_time(self._guard.pid))
-            self._install_signal_handlers()
+            self._signals.install()
             self._add_blackholes()
             self._create_namespaces()
             self._build_network()
             self.timings["network_s"] = time.monotonic() - t0
             self._build_hosts()
-            self._tune_tcp()
+            self._set_sysctls()
             if self.ssh:
                 self._start_sshd()
         except BaseException as exc:
@@ -261,7 +181,7 @@ class NetnsTestbed(Testbed):
             created = not self.workdir.exists()
             self.workdir.mkdir(parents=True, exist_ok=True)
         meta = {"tid": self.tid, "controller_pid": os.getpid(), "created": time.time(),
-                "namespaces": [self.ns_switch, self.ns_mgmt, *self.ns_hosts]}
+                "namespaces": list(self.plan.namespaces.all)}
         self._ledger = Ledger(self.workdir / "ledger.json", meta=meta)
         if created:
             self._ledger.add("dir", path=str(self.workdir), tree=True)
@@ -271,18 +191,17 @@ class NetnsTestbed(Testbed):
             self._ledger.add("dir", path=str(self.workdir / sub), tree=True)
             (self.workdir / sub).mkdir(exist_ok=True)
 
-    @_netlink
+    @on_netlink_thread
     def _add_blackholes(self) -> None:
         """Root-namespace blackholes: a stray connection to a testbed address fails here, never leaves."""
         from pyroute2 import NetlinkError
 
         self._step = "blackhole routes"
-        prio = 1000 + int(self.tid, 16)  # our own metric: several testbeds may use the same subnets
         ipr = self._handle(None)
-        for net in (self.subnet, self.mgmt_subnet):
-            self._ledger.add("route", netns=None, dst=str(net), type="blackhole", priority=prio)
-            ipr.route("add", dst=str(net), type="blackhole", priority=prio)
-            probe = str(net.network_address + 1)
+        for r in self.plan.blackholes:  # our own metric: several testbeds may use the same subnets
+            self._ledger.add("route", netns=r.netns, dst=r.dst, type=r.type, priority=r.priority)
+            ipr.route("add", dst=r.dst, type=r.type, priority=r.priority)
+            probe = str(ipaddress.IPv4Network(r.dst).network_address + 1)
             try:  # the kernel answers a lookup that hits a blackhole with EINVAL
                 got = ipr.route("get", dst=probe)
             except NetlinkError as exc:
@@ -290,13 +209,13 @@ class NetnsTestbed(Testbed):
                     raise
             else:
                 raise TestbedError(f"root namespace routes {probe} via {got[0].get_attr('RTA_OIF')!r} "
-                                   f"(a more specific route covers {net}), not to our blackhole: pick another subnet")
+                                   f"(a more specific route covers {r.dst}), not to our blackhole: pick another subnet")
 
-    @_netlink
+    @on_netlink_thread
     def _create_namespaces(self) -> None:
         from pyroute2 import netns
 
-        for name in (self.ns_switch, self.ns_mgmt, *self.ns_hosts):
+        for name in self.plan.namespaces.all:
             self._step = f"namespace {name}"
             rec = self._ledger.add("netns", name=name, inode=None)
             try:
@@ -307,21 +226,8 @@ class NetnsTestbed(Testbed):
             self._ledger.update(rec, inode=netns_inode(name))
 
     def _handle(self, ns: str | None):
-        """A cached netlink handle for a namespace (closed in down(): it keeps the namespace alive)."""
-        if ns not in self._ipr:
-            from pyroute2 import IPRoute
-
-            self._ipr[ns] = IPRoute() if ns is None else IPRoute(netns=ns, flags=0)
-        return self._ipr[ns]
-
-    def _veth(self, ns: str, ifname: str, peer_ns: str | None, peer_ifname: str, master: int) -> None:
-        """A veth pair created in ``ns``; the peer goes straight into ``peer_ns`` (recorded on our side)."""
-        ipr = self._handle(ns)
-        self._ledger.add("link", netns=ns, ifname=ifname)
-        peer = {"ifname": peer_ifname} if peer_ns is None else {"ifname": peer_ifname, "net_ns_fd": peer_ns}
-        ipr.link("add", ifname=ifname, kind="veth", peer=peer)
-        idx = ipr.link_lookup(ifname=ifname)[0]
-        ipr.link("set", index=idx, master=master, state="up")
+        """The cached netlink handle of a namespace (closed in down(): it keeps the namespace alive)."""
+        return self._netlink.handle(ns)
 
     def _bridge(self, ns: str, name: str) -> int:
         ipr = self._handle(ns)
@@ -331,65 +237,56 @@ class NetnsTestbed(Testbed):
         ipr.link("set", index=idx, state="up")
         return idx
 
-    @_netlink
+    def _veth(self, v: VethPair, bridges: dict[tuple[str | None, str], int]) -> None:
+        """A veth pair created in ``v.netns`` (recorded there); the peer goes straight into its namespace."""
+        ipr = self._handle(v.netns)
+        self._ledger.add("link", netns=v.netns, ifname=v.ifname)
+        peer = {"ifname": v.peer_ifname} if v.peer_netns == v.netns else {"ifname": v.peer_ifname,
+                                                                             "net_ns_fd": v.peer_netns}
+        ipr.link("add", ifname=v.ifname, kind="veth", peer=peer)
+        for ns, ifname, master in ((v.netns, v.ifname, v.master), (v.peer_netns, v.peer_ifname, v.peer_master)):
+            end = self._handle(ns)
+            idx = end.link_lookup(ifname=ifname)[0]
+            if master is None:
+                end.link("set", index=idx, state="up")
+            else:
+                end.link("set", index=idx, master=bridges[(ns, master)], state="up")
+
+    @on_netlink_thread
     def _build_network(self) -> None:
-        for ns in (self.ns_switch, self.ns_mgmt, *self.ns_hosts):
+        """Bridges, veth pairs, addresses and shaping, in the plan's order."""
+        plan = self.plan
+        for ns in plan.namespaces.all:
             ipr = self._handle(ns)
             ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
         self._step = "bridges"
-        br_idx = {s: self._bridge(self.ns_switch, b) for s, b in self._bridges.items()}
-        mg_br = self._bridge(self.ns_mgmt, "mgbr")
-        mg = self._handle(self.ns_mgmt)
-        mg.addr("add", index=mg_br, address=self.controller_addr, prefixlen=self.mgmt_subnet.prefixlen)
-        topo = self.topology
-        for i, h in enumerate(topo.hosts):
-            self._step = f"host {h.name} interfaces"
-            ns = self.ns_hosts[i]
-            sw = next(iter(topo.graph.neighbors(h.name)))
-            self._veth(self.ns_switch, f"h{i + 1}", ns, "eth0", br_idx[sw])
-            self._veth(self.ns_mgmt, f"m{i + 1}", ns, "mgmt0", mg_br)
-            hipr = self._handle(ns)
-            for ifname, net in (("eth0", self.subnet), ("mgmt0", self.mgmt_subnet)):
-                idx = hipr.link_lookup(ifname=ifname)[0]
-                hipr.addr("add", index=idx, address=str(net.network_address + i + 1), prefixlen=net.prefixlen)
-                hipr.link("set", index=idx, state="up")
-        for a, b, if_a, if_b in self._isl:
-            self._step = f"inter-switch link {a}-{b}"
-            self._veth(self.ns_switch, if_a, None, if_b, br_idx[a])
-            sw = self._handle(self.ns_switch)
-            sw.link("set", index=sw.link_lookup(ifname=if_b)[0], master=br_idx[b], state="up")
+        bridges = {(b.netns, b.name): self._bridge(b.netns, b.name) for b in plan.bridges}
+        for v in plan.veths:
+            self._step = f"veth {v.ifname} ({v.netns}) - {v.peer_ifname} ({v.peer_netns})"
+            self._veth(v, bridges)
+        for a in plan.addresses:
+            self._step = f"address {a.address} on {a.ifname} ({a.netns})"
+            ipr = self._handle(a.netns)
+            ipr.addr("add", index=ipr.link_lookup(ifname=a.ifname)[0], address=a.address, prefixlen=a.prefixlen)
         self._step = "shaping"
-        for plan in self._links.values():
-            ipr = self._handle(plan.netns)
-            plan.index = ipr.link_lookup(ifname=plan.ifname)[0]
-            ipr.tc("add", "htb", index=plan.index, handle="1:", default=0x10)
-            ipr.tc("add-class", "htb", index=plan.index, handle="1:10", parent="1:",
-                   rate=_rate(plan.rate_mbit), ceil=_rate(plan.rate_mbit))
-            self._add_leaf_queue(ipr, plan.index)
+        for link in plan.links:
+            ipr = self._handle(link.netns)
+            idx = self._if_index[(link.src, link.dst)] = ipr.link_lookup(ifname=link.ifname)[0]
+            shaping.shape(ipr, idx, plan.htb, self._rate_mbit[(link.src, link.dst)], plan.leaf_queue)
 
     @property
     def leaf_queue(self) -> tuple[str, int] | None:
         """(qdisc kind, limit) under every HTB class: ("bfifo", bytes), ("pfifo", packets) or None (default)."""
-        if self.queue_bytes is not None:
-            return "bfifo", self.queue_bytes
-        return ("pfifo", self.queue_pkts) if self.queue_pkts else None
+        q = self.plan.leaf_queue
+        return (q.kind, q.limit) if q is not None else None
 
-    def _add_leaf_queue(self, ipr, index: int) -> None:
-        """The bounded queue under the HTB class of one shaped interface (both backends use this)."""
-        if self.leaf_queue is None:
-            return
-        kind, limit = self.leaf_queue
-        if kind == "bfifo":
-            _register_bfifo()
-        ipr.tc("add", kind, index=index, handle="10:", parent=self.htb_class, limit=limit)
-
-    def _tune_tcp(self) -> None:
-        """Per-namespace TCP sysctls (they vanish with the namespace: nothing to undo)."""
-        if not self.tcp_sysctls:
-            return
-        self._step = "tcp sysctls"
-        kv = [f"{k}={v}" for k, v in self.tcp_sysctls.items()]
-        for ns in self.ns_hosts:
+    def _set_sysctls(self) -> None:
+        """The plan's per-namespace sysctls, one ``sysctl`` per namespace (they vanish with it: nothing to undo)."""
+        per_ns: dict[str, list[str]] = {}
+        for c in self.plan.sysctls:
+            per_ns.setdefault(c.netns, []).append(f"{c.key}={c.value}")
+        for ns, kv in per_ns.items():
+            self._step = f"sysctls in {ns}"
             proc = subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", *kv], capture_output=True, text=True)
             if proc.returncode != 0:
                 raise TestbedError(f"setting {kv} in {ns} failed: {proc.stderr.strip()}")
@@ -402,12 +299,12 @@ class NetnsTestbed(Testbed):
             wd = host_file(self.workdir / "hosts", h.name)  # a checked name, never a path
             wd.mkdir(exist_ok=True)
             hosts.append(TestbedHost(name=h.name, index=i, netns=self.ns_hosts[i],
-                                     data_addr=str(self.subnet.network_address + i + 1), ifname="eth0",
-                                     ssh_addr=str(self.mgmt_subnet.network_address + i + 1), ssh_port=22,
+                                     data_addr=self.addressing.data_addr(i), ifname=DATA_IFNAME,
+                                     ssh_addr=self.addressing.mgmt_addr(i), ssh_port=22,
                                      user=self.user, gpus=int(h.gpus), python=self.python, workdir=str(wd)))
         self.hosts = hosts
 
-    @_netlink
+    @on_netlink_thread
     def _start_sshd(self) -> None:
         self._step = "ssh keys"
         t0 = time.monotonic()
@@ -440,44 +337,6 @@ class NetnsTestbed(Testbed):
                                     proc=proc, log_path=logf)
         self.timings["sshd_s"] = time.monotonic() - t0
 
-    # -- signals -------------------------------------------------------------
-    def _install_signal_handlers(self) -> None:
-        """Ctrl-C / kill tears the testbed down, then does what the previous handler would have done.
-
-        A signal the process ignores stays ignored: a script started in the background (``nohup``,
-        ``cmd &`` in a non-interactive shell) inherits SIG_IGN for SIGINT, and a Ctrl-C meant for the
-        foreground job must not tear its testbed down.
-        """
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            prev = signal.getsignal(sig)
-            if prev == signal.SIG_IGN:
-                continue
-
-            def handler(signum, frame, prev=prev):
-                # pyroute2 forks helpers (no exec) that inherit this handler and get SIGTERM: only the
-                # controller itself may tear down.
-                if os.getpid() == self._owner_pid and not self._busy:
-                    try:
-                        self.down()
-                    except TestbedError as exc:
-                        log.error("%s", exc)
-                if callable(prev):
-                    prev(signum, frame)
-                else:
-                    signal.signal(signum, signal.SIG_DFL)
-                    os.kill(os.getpid(), signum)
-
-            signal.signal(sig, handler)
-            self._handlers[sig] = (prev, handler)
-
-    def _restore_signal_handlers(self) -> None:
-        for sig, (prev, mine) in self._handlers.items():
-            if signal.getsignal(sig) is mine:  # someone installed theirs after ours: leave the chain alone
-                signal.signal(sig, prev)
-        self._handlers = {}
-
     # -- teardown ------------------------------------------------------------
     def down(self) -> None:
         if self._ledger is None or self._busy or os.getpid() != self._owner_pid:
@@ -498,10 +357,8 @@ class NetnsTestbed(Testbed):
                 release_guard(self._guard)
                 self._guard = None
         finally:
-            self._restore_signal_handlers()
-            if self._nl_pool is not None:
-                self._nl_pool.shutdown(wait=False)
-                self._nl_pool, self._nl_ident = None, None
+            self._signals.restore()
+            self._netlink.shutdown()
             self._ledger = None
             self.hosts = []
             self._busy = False
@@ -509,11 +366,9 @@ class NetnsTestbed(Testbed):
         if not report.ok:
             raise TestbedError(f"testbed {self.tid}: teardown incomplete: " + "; ".join(report.failures))
 
-    @_netlink
+    @on_netlink_thread
     def _teardown(self):
-        for ipr in self._ipr.values():
-            ipr.close()
-        self._ipr = {}
+        self._netlink.close_handles()
         return self._ledger.teardown(skip_roles={"guard"}, keep_files=self.keep_workdir)
 
     # -- operations ----------------------------------------------------------
@@ -528,7 +383,7 @@ class NetnsTestbed(Testbed):
                                f"{', '.join(h.name for h in self.hosts)}")
         return host
 
-    @_netlink
+    @on_netlink_thread
     def _connect_mgmt(self, host: TestbedHost, timeout_s: float):
         from pyroute2 import netns
 
@@ -551,42 +406,32 @@ class NetnsTestbed(Testbed):
             raise TestbedError(f"testbed {self.tid}: cannot connect to {host.name} "
                                f"({host.ssh_addr}:{host.ssh_port}) from {self.ns_mgmt}: {exc}") from exc
 
-    @_netlink
+    @on_netlink_thread
     def set_link_rate(self, src: str, dst: str, rate_mbit: float) -> None:
         self._require_up()
-        plan = self._links.get((src, dst))
-        if plan is None:
-            valid = ", ".join(f"{u}->{v}" for u, v in self._links)
-            raise TestbedError(f"testbed {self.tid}: no directed link {src!r}->{dst!r}; links: {valid}")
+        link = self._shaped(src, dst)
         if isinstance(rate_mbit, bool) or not isinstance(rate_mbit, (int, float)) or not math.isfinite(rate_mbit) \
                 or rate_mbit <= 0:
             raise TestbedError(f"testbed {self.tid}: link {src}->{dst}: rate_mbit must be a finite number > 0, "
                                f"got {rate_mbit!r}")
-        ipr = self._handle(plan.netns)
-        ipr.tc("change-class", "htb", index=plan.index, handle=self.htb_class, parent=self.htb_root,
-               rate=_rate(rate_mbit), ceil=_rate(rate_mbit))
-        plan.rate_mbit = float(rate_mbit)
+        shaping.set_rate(self._handle(link.netns), self._if_index[(src, dst)], self.plan.htb, rate_mbit)
+        self._rate_mbit[(src, dst)] = float(rate_mbit)
 
     def link_rates(self) -> pd.DataFrame:
-        rows = [{"link": p.link, "src": p.src, "dst": p.dst, "tier": p.tier, "rate_gbps": p.rate_gbps,
-                 "rate_mbit": p.rate_mbit, "netns": p.netns, "ifname": p.ifname} for p in self._links.values()]
+        rows = [{"link": l.link, "src": l.src, "dst": l.dst, "tier": l.tier, "rate_gbps": l.rate_gbps,
+                 "rate_mbit": self._rate_mbit[(l.src, l.dst)], "netns": l.netns, "ifname": l.ifname}
+                for l in self.plan.links]
         return pd.DataFrame(rows).sort_values("link", ignore_index=True)
 
-    @_netlink
+    @on_netlink_thread
     def link_stats(self) -> pd.DataFrame:
         """HTB default-class counters per directed link (drops count packets the class queue refused)."""
         self._require_up()
         rows = []
-        for p in sorted(self._links.values(), key=lambda p: p.link):
-            stats = {}
-            for msg in self._handle(p.netns).get_classes(index=p.index):
-                if msg["handle"] == self.htb_class_id:
-                    s2 = msg.get_attr("TCA_STATS2")
-                    stats = {**(s2.get_attr("TCA_STATS_BASIC") or {}), **(s2.get_attr("TCA_STATS_QUEUE") or {})}
-            rows.append({"link": p.link, "src": p.src, "dst": p.dst, "tier": p.tier, "netns": p.netns,
-                         "ifname": p.ifname, "rate_mbit": p.rate_mbit,
-                         **{k: int(stats.get(k, 0)) for k in ("bytes", "packets", "drops", "overlimits",
-                                                              "backlog", "qlen")}})
+        for l in sorted(self.plan.links, key=lambda l: l.link):
+            counters = shaping.class_counters(self._handle(l.netns), self._if_index[(l.src, l.dst)], self.plan.htb)
+            rows.append({"link": l.link, "src": l.src, "dst": l.dst, "tier": l.tier, "netns": l.netns,
+                         "ifname": l.ifname, "rate_mbit": self._rate_mbit[(l.src, l.dst)], **counters})
         return pd.DataFrame(rows)
 
     def spawn(self, host: TestbedHost, argv: list[str], **popen_kw) -> subprocess.Popen:
@@ -613,31 +458,16 @@ class NetnsTestbed(Testbed):
     def info(self) -> dict:
         return {
             "backend": "netns", "tid": self.tid, "rate_scale": self.rate_scale, "topology": self.topology.name,
-            "subnet": str(self.subnet), "mgmt_subnet": str(self.mgmt_subnet), "tcp_sysctls": dict(self.tcp_sysctls),
+            "subnet": str(self.addressing.subnet), "mgmt_subnet": str(self.addressing.mgmt_subnet),
+            "tcp_sysctls": dict(self.tcp_sysctls),
             "queue_pkts": self.queue_pkts, "queue_bytes": self.queue_bytes,
             "leaf_queue": list(self.leaf_queue) if self.leaf_queue else None,
             "controller_addr": self.controller_addr, "up": self._ledger is not None,
             "workdir": str(self.workdir) if self.workdir else None,
             "ledger": str(self._ledger.path) if self._ledger else None,
-            "namespaces": [self.ns_switch, self.ns_mgmt, *self.ns_hosts],
+            "namespaces": list(self.plan.namespaces.all),
             "hosts": [asdict(h) for h in self.hosts],
             "links": self.link_rates().to_dict("records"),
             "timings": dict(self.timings),
         }
 
-
-def _register_bfifo() -> None:
-    """Teach pyroute2 the bfifo qdisc: it (0.9) has no bfifo plugin, and for a kind it does not know it sends
-    no options (the kernel's default limit) and forces the parent to the root (EEXIST under HTB). bfifo
-    takes the same option as pfifo (``struct tc_fifo_qopt { __u32 limit; }``, counted in bytes instead of
-    packets), so pfifo's encoder is the right one; ``setdefault`` leaves a future pyroute2's own in place.
-    Read back (``tc -s qdisc``): ``qdisc bfifo 10: parent 1:10 limit <bytes>b``."""
-    from pyroute2.netlink.rtnl import tcmsg
-    from pyroute2.netlink.rtnl.tcmsg import sched_pfifo
-
-    tcmsg.plugins.setdefault("bfifo", sched_pfifo)
-
-
-def _rate(rate_mbit: float) -> str:
-    """HTB rate string in kbit (whole kbit: the kernel's unit is bytes/s anyway)."""
-    return f"{max(1, round(rate_mbit * 1000))}kbit"
