@@ -8,7 +8,8 @@ them: ``netlab.policies`` never imports ``netlab.sim``, and ``netlab.sim``
 reaches the policies only through their registries (``tests/test_layers.py``).
 """
 
+from .allocation import DEFAULT_ALLOCATION, NetAllocation
 from .decision import Placement, PolicyError
 from .state import ClusterView, JobState
 
-__all__ = ["Placement", "PolicyError", "ClusterView", "JobState"]
+__all__ = ["Placement", "PolicyError", "ClusterView", "JobState", "NetAllocation", "DEFAULT_ALLOCATION"]
