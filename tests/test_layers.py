@@ -4,15 +4,17 @@ Rule (every import counts: module level, inside functions, under TYPE_CHECKING):
 
 * ``netlab.network`` (the network model) imports none of ``netlab.sched``,
   ``netlab.policies``, ``netlab.sensitivity`` or ``netlab.sim``.
-* ``netlab.sched`` (the decisions policies return and the cluster state they
-  read) imports neither ``netlab.policies``, ``netlab.sensitivity`` nor
-  ``netlab.sim``: both sides read it.
+* ``netlab.sched`` (the decisions policies return, the cluster state they
+  read and the one scheduling pass) imports neither ``netlab.policies``,
+  ``netlab.sensitivity`` nor any mechanism (``netlab.sim``, ``netlab.testbed``,
+  ``netlab.integrations``): the pass is written against the ``Mechanism``
+  interface, and both sides read it.
 * ``netlab.policies`` and ``netlab.sensitivity`` never import ``netlab.sim``;
   ``netlab.sensitivity`` (used by Dally's policies) never imports
   ``netlab.policies``. Policies see state and return decisions; sensitivities
   come from the network model.
-* ``netlab.sim`` (and the live testbed, the other mechanism that carries
-  decisions out) reaches the policies only through the registry front: the
+* ``netlab.sim`` (and the live testbed and the integrations, the other
+  mechanisms that carry decisions out) reaches the policies only through the registry front: the
   package ``netlab.policies`` itself (importing it registers every policy),
   for its registries and the three interfaces, never a policy module.
 
@@ -102,7 +104,8 @@ def test_the_parser_sees_lazy_and_typing_imports():
 
 @pytest.mark.parametrize("sources, forbidden", [
     (("netlab.network",), ("netlab.sched", "netlab.policies", "netlab.sensitivity", "netlab.sim")),
-    (("netlab.sched",), ("netlab.policies", "netlab.sensitivity", "netlab.sim")),
+    (("netlab.sched",), ("netlab.policies", "netlab.sensitivity", "netlab.sim", "netlab.testbed",
+                         "netlab.integrations")),
     (("netlab.policies", "netlab.sensitivity"), ("netlab.sim",)),
     (("netlab.sensitivity",), ("netlab.policies",)),
     (("netlab.slowdown", "netlab.topology"), ("netlab.policies", "netlab.sim", "netlab.congestion")),
@@ -113,7 +116,7 @@ def test_lower_layers_never_import_upper_ones(sources, forbidden):
 
 def test_mechanisms_reach_policies_only_through_the_registry():
     bad = [f"{f.relative_to(PKG.parent)}:{line} imports {t}{'.' + n if n else ''}"
-           for f in _files("netlab.sim", "netlab.testbed") for t, n, line in file_imports(f)
+           for f in _files("netlab.sim", "netlab.testbed", "netlab.integrations") for t, n, line in file_imports(f)
            if _within(t, n, "netlab.policies")
            and not (t == "netlab.policies" and n in REGISTRY_FRONT)  # from netlab.policies import PLACEMENT
            and not (t == "netlab" and n == "policies")]  # from .. import policies (registers them all)
@@ -161,6 +164,14 @@ def _reaching_sim(*prefixes: str) -> list[str]:
 
 def test_sched_and_sensitivity_do_not_reach_the_simulator_through_other_modules():
     assert _reaching_sim("netlab.sched", "netlab.sensitivity") == []
+
+
+def test_the_scheduling_pass_reaches_no_mechanism_through_other_modules():
+    graph = _graph()
+    found = [" -> ".join(p) for m in sorted(graph) if m.startswith("netlab.sched")
+             for goal in ("netlab.sim", "netlab.testbed", "netlab.integrations") if (p := _path(graph, m, goal))]
+    assert found == []
+    assert "netlab.sched.scheduler" in graph  # the pass is there to be checked
 
 
 def test_policies_do_not_reach_the_simulator_through_other_modules():

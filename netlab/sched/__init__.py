@@ -1,15 +1,21 @@
-"""What the policies and the mechanisms that carry their decisions out share.
+"""What the policies and the mechanisms that carry their decisions out share, and the scheduling pass itself.
 
 A policy reads the cluster state (:class:`JobState`, :class:`ClusterView`)
-and returns a decision (:class:`Placement`); the simulator or the live
-testbed carries it out, raising :class:`PolicyError` if it cannot. These
-types live here, below both, so that neither side imports the other for
-them: ``netlab.policies`` never imports ``netlab.sim``, and ``netlab.sim``
-reaches the policies only through their registries (``tests/test_layers.py``).
+and returns a decision (:class:`Placement`); the :class:`Scheduler` runs the
+one scheduling pass (order, place, preempt, check) against a
+:class:`Mechanism` (the simulator, the live testbed, the Slurm advisor),
+which carries the decisions out, raising :class:`PolicyError` if it cannot.
+These live here, below both sides, so that neither imports the other:
+``netlab.policies`` never imports ``netlab.sim``, ``netlab.sched`` imports
+neither the policies nor any mechanism, and the mechanisms reach the policies
+only through their registries (``tests/test_layers.py``).
 """
 
 from .allocation import DEFAULT_ALLOCATION, NetAllocation
 from .decision import Placement, PolicyError
+from .mechanism import Mechanism, check_placement
+from .scheduler import Scheduler
 from .state import ClusterView, JobState
 
-__all__ = ["Placement", "PolicyError", "ClusterView", "JobState", "NetAllocation", "DEFAULT_ALLOCATION"]
+__all__ = ["Placement", "PolicyError", "ClusterView", "JobState", "NetAllocation", "DEFAULT_ALLOCATION", "Mechanism",
+           "Scheduler", "check_placement"]

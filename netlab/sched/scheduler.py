@@ -1,0 +1,262 @@
+"""The scheduling pass, written once: order the waiting jobs, place them, preempt for them, check every placement.
+
+A :class:`Scheduler` holds the three policies (``netlab.policies.base``),
+the waiting jobs and the running jobs' order, and drives a
+:class:`~netlab.sched.mechanism.Mechanism`: the simulator, the live testbed
+and the Slurm advisor each carry its decisions out. It never advances time
+itself: the mechanism calls :meth:`Scheduler.add` when a job arrives,
+:meth:`Scheduler.stopped` when one ends, and :meth:`Scheduler.schedule` once
+per instant at which something changed.
+
+One pass (:meth:`Scheduler.schedule`) walks the waiting jobs in the ordering
+policy's key order. A job that fits the free GPUs is offered to the placement
+policy; a placement is checked (:func:`~netlab.sched.mechanism.check_placement`)
+and started. A job that cannot start may displace running jobs ranked below
+it, if the ordering is preemptive and the mechanism can preempt: the
+preemption policy names victims (worst first) and the job starts if the
+placement accepts the GPUs they would free. Otherwise, with ``backfill`` the
+walk goes on past it (no reservations); without it the pass stops there
+(strict order, head-of-line blocking).
+
+The walk is hot in the simulator (full Philly: tens of thousands of passes
+over queues of thousands), so waiting jobs are kept by size, each size a
+sorted list of ``(key, job id)``, and the pass merges only the sizes that can
+start (see :meth:`Scheduler.schedule`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+from sortedcontainers import SortedList
+
+from .decision import PolicyError
+from .mechanism import Mechanism, check_placement
+from .state import JobState
+
+
+class Scheduler:
+    """The policies' decisions for one cluster, carried out by ``mechanism``.
+
+    ``backfill`` (None: the ordering policy's own choice) says whether a job
+    that cannot start blocks the jobs behind it. ``preemption`` may be None
+    (never preempt); preemption also needs a preemptive ordering and a
+    mechanism that can preempt.
+    """
+
+    def __init__(self, ordering, placement, preemption, mechanism: Mechanism, backfill: bool | None = None):
+        self.ordering, self.placement, self.preemption = ordering, placement, preemption
+        self.mechanism = mechanism
+        self.backfill = ordering.backfill if backfill is None else backfill
+        self.jobs: dict[int, JobState] = {}  # every job added, by id
+        # Waiting jobs by (key, id), one sorted list per GPU count: a pass merges
+        # only the sizes that can fit (or may preempt), never scanning the rest.
+        self.waiting_by_size: dict[int, SortedList] = {}
+        self.n_waiting = 0
+        self.run_order = SortedList()  # running jobs by (key, id): worst last
+        self._retries: set[float] = set()
+
+    def reset(self, seed: int) -> None:
+        """Give each policy its own random stream for a run (ordering, placement, preemption, in that order)."""
+        seeds = np.random.SeedSequence(seed).spawn(3)
+        for policy, s in zip((self.ordering, self.placement, self.preemption), seeds):
+            if policy is not None:
+                policy.reset(np.random.default_rng(s))
+
+    # ------------------------------------------------------------ queues
+    def add(self, js: JobState, now: float) -> None:
+        """``js`` waits (it arrived, or was preempted): key it and queue it by size."""
+        self.jobs[js.job_id] = js
+        js.key = self.ordering.key(js, now)
+        bucket = self.waiting_by_size.get(js.gpus)
+        if bucket is None:
+            bucket = self.waiting_by_size[js.gpus] = SortedList()
+        bucket.add((js.key, js.job_id))
+        self.n_waiting += 1
+
+    def _dequeue(self, item: tuple) -> None:
+        self.waiting_by_size[self.jobs[item[1]].gpus].remove(item)
+        self.n_waiting -= 1
+
+    def stopped(self, js: JobState) -> None:
+        """``js`` no longer runs (it ended, or is being preempted): out of the running order, its key timer void."""
+        self.run_order.remove((js.key, js.job_id))
+        js.key_version += 1
+
+    def waiting_order(self):
+        """Waiting jobs' (key, id) in priority order."""
+        return heapq.merge(*self.waiting_by_size.values())
+
+    def waiting(self):
+        """Waiting jobs in priority order."""
+        jobs = self.jobs
+        return (jobs[j] for _, j in self.waiting_order())
+
+    # -------------------------------------------------------------- keys
+    def _refresh_keys(self, now: float) -> None:
+        items = [self.jobs[j] for _, j in self.waiting_order()]
+        self.waiting_by_size.clear()
+        self.n_waiting = 0
+        for js in items:
+            self.add(js, now)
+        runs = list(self.mechanism.running.values())  # in the order they started (policies may count calls)
+        self.run_order.clear()
+        advance = self.mechanism.advance
+        for js in runs:
+            advance(js, now)
+            js.key = self.ordering.key(js, now)
+            self.run_order.add((js.key, js.job_id))
+
+    def _arm_key_change(self, js: JobState, now: float, must_advance: bool = False) -> None:
+        t = self.ordering.next_key_change(js, now)
+        js.key_version += 1
+        if must_advance and t is not None and t <= now:
+            # The key did not change, yet the policy asks to look again now: it would loop forever.
+            raise PolicyError(f"{self.ordering.name}: next_key_change for job {js.job_id} is {t} <= now ({now}) "
+                              f"although its key {js.key} did not change")
+        if t is not None and math.isfinite(t):
+            self.mechanism.wake_at(max(t, now), self._key_change, js, js.key_version)
+
+    def _key_change(self, now: float, js: JobState, version: int) -> bool:
+        """A running job's key moves (e.g. a Tiresias demotion): re-rank it; a pass if jobs wait."""
+        if version != js.key_version or js.status != "running":
+            return False
+        self.run_order.remove((js.key, js.job_id))
+        self.mechanism.advance(js, now)
+        old, js.key = js.key, self.ordering.key(js, now)
+        self.run_order.add((js.key, js.job_id))
+        self._arm_key_change(js, now, must_advance=js.key == old)
+        return self.n_waiting > 0
+
+    # -------------------------------------------------------- decisions
+    def _start(self, js: JobState, placement, now: float) -> None:
+        mech = self.mechanism
+        check_placement(self.placement.name, js, placement, mech.free_gpus)
+        mech.start(js, placement, now)
+        js.key = self.ordering.key(js, now)
+        self.run_order.add((js.key, js.job_id))
+        self._arm_key_change(js, now)
+
+    def _preempt(self, js: JobState, now: float) -> None:
+        self.stopped(js)
+        self.mechanism.preempt(js, now)
+
+    def _retry(self, js: JobState, view, now: float) -> None:
+        t = self.placement.retry_at(js, view)
+        if t is not None and math.isfinite(t) and t > now and t not in self._retries:
+            self._retries.add(t)
+            self.mechanism.wake_at(t, self._wake)
+
+    def _wake(self, t: float) -> bool:
+        self._retries.discard(t)
+        return True
+
+    # -------------------------------------------------------------- pass
+    def schedule(self, now: float, round_pass: bool = False) -> bool:
+        """One scheduling pass at ``now`` (``round_pass``: a lease round ended, re-rank and preempt now).
+
+        Returns True when it preempted and GPUs are still free: the mechanism runs another pass this instant
+        (the victims wait again and may fit what is left).
+        """
+        order, mech, jobs = self.ordering, self.mechanism, self.jobs
+        if order.dynamic_keys or round_pass:
+            self._refresh_keys(now)
+        may_preempt = (self.preemption is not None and order.preemptive and mech.can_preempt
+                       and (order.preempt_on_events or round_pass))
+        backfill = self.backfill
+        started, victims_all = [], []
+        view = mech.view(now)
+        run_order = self.run_order
+        worst = run_order[-1][0] if run_order else None
+        # A k-way merge of the size buckets in priority order (heap of (next item, size)), by hand rather
+        # than heapq.merge so that a bucket whose jobs can no longer start this pass is dropped ("parked")
+        # instead of yielding each of its jobs only to skip it. Without backfill every bucket takes part:
+        # the pass stops at the first job, in priority order over all sizes, that cannot start, and that
+        # job may be one too big for the free GPUs.
+        heads, sources = [], {}
+        for size, items in self.waiting_by_size.items():
+            if not items:
+                continue
+            if size <= mech.free_total or not backfill:
+                bound = None
+            elif may_preempt and worst is not None and items[0] < (worst,):
+                bound = (worst,)
+            else:
+                continue
+            it = items.irange(maximum=bound, inclusive=(True, False))
+            heads.append((next(it), size))
+            sources[size] = (it, bound)
+        heapq.heapify(heads)
+        parked: dict[int, tuple] = {}
+        no_victims_from = math.inf  # a job this big found no victims; bigger, later ones won't either
+        stale = False
+        while heads:
+            item, size = heads[0]
+            key, jid = item
+            nxt = next(sources[size][0], None)
+            if nxt is None:
+                heapq.heappop(heads)
+            else:
+                heapq.heapreplace(heads, (nxt, size))
+            if stale:  # a start or a preemption changed the running set
+                worst, stale = (run_order[-1][0] if run_order else None), False
+            can_preempt = may_preempt and worst is not None and key < worst
+            if mech.free_total == 0 and not can_preempt:
+                break
+            js = jobs[jid]
+            if js.gpus <= mech.free_total:
+                placement = self.placement.place(js, view)
+                if placement is not None:
+                    self._start(js, placement, now)
+                    started.append(item)
+                    stale = True
+                    continue
+                self._retry(js, view, now)
+            # Preempt when GPUs are short, or when they suffice but the placement declined them
+            # (a policy that wants a better-consolidated placement may displace worse-ranked jobs).
+            if can_preempt and js.gpus < no_victims_from:
+                candidates = (jobs[j] for _, j in run_order.irange(minimum=(key, math.inf), reverse=True))
+                victims = self.preemption.victims(js, candidates, view)
+                if not victims:
+                    if js.gpus > mech.free_total:
+                        no_victims_from = js.gpus
+                else:
+                    placement = self.placement.place(js, view.with_freed(victims))
+                    if placement is not None:
+                        for v in victims:
+                            self._preempt(v, now)
+                            victims_all.append(v)
+                        self._start(js, placement, now)
+                        started.append(item)
+                        stale = True
+                        self._unpark(parked, sources, heads, item)
+                        continue
+            if not backfill:
+                break  # strict order: nothing behind a job that cannot start may start before it
+            if size > mech.free_total and size >= no_victims_from and nxt is not None:
+                # Every later job of this bucket is skipped unless free GPUs grow (no_victims_from only falls).
+                heads.remove((nxt, size))
+                heapq.heapify(heads)
+                parked[size] = sources.pop(size)[1]
+        for item in started:
+            self._dequeue(item)
+        for v in victims_all:
+            self.add(v, now)
+        return bool(victims_all) and mech.free_total > 0
+
+    def _unpark(self, parked: dict, sources: dict, heads: list, after: tuple) -> None:
+        """After a preemption left more GPUs free: resume the parked buckets that now fit, after ``after``.
+
+        Their jobs before ``after`` were skipped while the bucket was parked,
+        exactly as they would have been in turn: free GPUs had not grown yet.
+        """
+        free_total = self.mechanism.free_total
+        for size in [g for g in parked if g <= free_total]:
+            bound = parked.pop(size)
+            it = self.waiting_by_size[size].irange(after, bound, inclusive=(False, False))
+            nxt = next(it, None)
+            if nxt is not None:
+                heapq.heappush(heads, (nxt, size))
+                sources[size] = (it, bound)
