@@ -429,10 +429,10 @@ def checked_run(topo, jobs, **kw):
         for js in sim.running.values():
             np.add.at(used, list(js.placement.hosts), list(js.placement.gpus))
         assert (used <= topo.host_gpus).all()
-        assert (used + sim.free == topo.host_gpus).all()
+        assert (used + sim.free_gpus == topo.host_gpus).all()
         checks["n"] += 1
 
-    start, release = sim._start, sim._release
+    start, release = sim.start, sim._release
 
     def _start(js, p, now):
         start(js, p, now)
@@ -442,7 +442,7 @@ def checked_run(topo, jobs, **kw):
         release(js)
         check()
 
-    sim._start, sim._release = _start, _release
+    sim.start, sim._release = _start, _release
     res = sim.run()
     assert checks["n"] >= 2 * len(jobs)
     return res
