@@ -1,19 +1,27 @@
 """TestbedCluster: replay a trace on a live testbed with the simulator's policies.
 
-The scheduler loop is the simulator's, carried out on real processes: jobs
-arrive at their submit times (scaled by ``time_scale``), the ordering policy
-sorts the waiting queue, the placement policy reads the same
-:class:`~netlab.sched.ClusterView` and returns a
-:class:`~netlab.sched.Placement`, and the controller starts one rank
-per GPU on the chosen hosts. Completions come from the agents' ``job_exit``
-events. The result is the simulator's :class:`~netlab.sim.metrics.SimResult`
-(the same per-job table and ``summary.json``), in trace seconds.
+The scheduling loop is the simulator's (:mod:`netlab.sim.loop` and the one
+pass, :class:`~netlab.sched.Scheduler`), run on the event kernel with a
+real-time clock (:class:`~netlab.sim.kernel.RealtimeClock`) and carried out
+on real processes: jobs arrive as kernel events at their submit times (scaled
+by ``time_scale``), the ordering policy sorts the waiting queue, the placement
+policy reads the same :class:`~netlab.sched.ClusterView` and returns a
+:class:`~netlab.sched.Placement`, and the controller starts one rank per GPU
+on the chosen hosts. Completions come from the agents' ``job_exit`` events:
+the controller's reader thread hands each to the kernel
+(:meth:`~netlab.sim.kernel.Kernel.post`), which wakes and runs it, and the
+pass that follows, on its own thread. The result is the simulator's
+:class:`~netlab.sim.metrics.SimResult` (the same per-job table and
+``summary.json``), in trace seconds.
 
 Scaling: ``time_scale`` shrinks every duration (submit times, compute time)
 and the gradient bytes with it, on top of the testbed's ``rate_scale`` for
 link rates, so an iteration's compute/communication balance is the model's.
 Preemption is not carried out on the testbed (a killed rank loses its
-state); preemptive orderings run without it, which ``config.json`` records.
+state): the cluster answers ``can_preempt = False``, so preemptive orderings
+run without it, which ``config.json`` records. Likewise a placement's
+``shifts`` of running jobs' phases are not carried out (their ranks already
+run on their own clocks).
 
 Phases (CASSINI's time shifts): with ``start_delay_s`` every job starts at a
 known time, ``start_delay_s`` (wall) after the decision, delayed further so its
@@ -29,13 +37,15 @@ iso_iter_s`` (relative to an unknown start, so shifts between jobs are not kept)
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
 
-from ..policies import ORDERING, PLACEMENT
-from ..sched import ClusterView, JobState, Placement, PolicyError
+from ..network.demand import build_demand
+from ..policies import ORDERING, PLACEMENT, PREEMPTION
+from ..sched import ClusterView, JobState, Placement, Scheduler
+from ..sim.kernel import Kernel, RealtimeClock
+from ..sim.loop import KernelLoop
 from ..sim.metrics import SimResult, empty_links, job_table, summarise
 from ..workload.job import Job, isolated_iter_s
 from ..workload.zoo import ModelZoo
@@ -45,10 +55,11 @@ from .controller import Controller, TrainSpec
 MIN_GRAD_BYTES = 4096  # below this an all-reduce is pure latency
 
 
-class TestbedCluster:
+class TestbedCluster(KernelLoop):
     """Run jobs on the hosts behind ``controller`` under an ordering and a placement policy."""
 
     __test__ = False  # not a pytest class
+    can_preempt = False  # a killed rank loses its state: the agents do not checkpoint
 
     def __init__(self, controller: Controller, ordering="fifo", placement=None, time_scale: float = 1.0,
                  zoo: ModelZoo | None = None, seed: int = 0, backend: str = "auto",
@@ -64,9 +75,12 @@ class TestbedCluster:
         self.ordering = ORDERING.create(ordering) if isinstance(ordering, str) else ordering
         placement = placement or self.ordering.default_placement or "consolidated"
         self.placement = PLACEMENT.create(placement) if isinstance(placement, str) else placement
+        # The ordering's preemption, as the simulator builds it: the pass leaves it unused because this
+        # mechanism answers can_preempt = False.
+        self.preemption = PREEMPTION.create(self.ordering.default_preemption
+                                            or ("priority" if self.ordering.preemptive else "none"))
         self.time_scale, self.seed, self.backend = time_scale, seed, backend
         self.zoo = zoo or ModelZoo.default()
-        self._changed = threading.Event()
 
     # ----------------------------------------------------------- helpers
     def train_spec(self, js: JobState, p: Placement, now: float | None = None) -> TrainSpec:
@@ -80,7 +94,7 @@ class TestbedCluster:
             js.phase = p.phase
             offset_ms = (p.phase or 0.0) * js.iso_iter_s * self.time_scale * 1000.0
         else:
-            period = js.iter_s  # the job's period alone on p (run() sets it), which its phase is a fraction of
+            period = js.iter_s  # the job's period alone on p (start() sets it), which its phase is a fraction of
             earliest = now + self.start_delay_s / self.time_scale  # trace s
             js.phase = (p.phase if p.phase is not None else earliest / period) % 1.0
             offset = (js.phase * period - earliest) % period  # first iteration at a trace time = phase x period
@@ -90,88 +104,109 @@ class TestbedCluster:
                          compute_ms=model.compute_s * self.time_scale * 1000.0, iterations=int(js.job.iterations),
                          offset_ms=offset_ms, backend=self.backend, start_at=start_at)
 
-    def _now(self) -> float:
-        return (time.monotonic() - self._t0) / self.time_scale
+    def _demand(self, js: JobState, p: Placement, phase: float):
+        """The job's traffic on ``p`` at ``phase`` (None inside one host), as the simulator's jobs carry it."""
+        return build_demand(self.topology, self.zoo[js.job.model], js.job.pattern, js.job_id, p.hosts, p.gpus,
+                            js.iso_iter_s, phase)[0]
 
     # ----------------------------------------------------------- run
-    def run(self, jobs: list[Job], timeout_s: float = 1800.0) -> SimResult:
-        """Run ``jobs`` to completion (wall-clock ``timeout_s`` at most) and return the result tables."""
+    def run(self, jobs: list[Job], timeout_s: float = 1800.0, clock: RealtimeClock | None = None) -> SimResult:
+        """Run ``jobs`` to completion (wall-clock ``timeout_s`` at most) and return the result tables.
+
+        ``clock``: the kernel's real-time clock (default: wall time, ``1 / time_scale`` trace seconds per
+        second, from now); tests pass one on a fake wall clock.
+        """
         topo = self.topology
         for j in jobs:
             if j.gpus > topo.total_gpus:
                 raise ValueError(f"job {j.job_id}: needs {j.gpus} GPUs, the testbed has {topo.total_gpus}")
-        seeds = np.random.SeedSequence(self.seed).spawn(2)
-        self.ordering.reset(np.random.default_rng(seeds[0]))
-        self.placement.reset(np.random.default_rng(seeds[1]))
+        scheduler = Scheduler(self.ordering, self.placement, self.preemption, self)
+        scheduler.reset(self.seed)
         states = {j.job_id: JobState(j, isolated_iter_s(self.zoo[j.model], j.pattern, j.gpus, topo)) for j in jobs}
         arrivals = sorted(states.values(), key=lambda s: (s.job.submit_s, s.job_id))
-        free = topo.host_gpus.copy()
-        running: dict[int, JobState] = {}
-        waiting: list[JobState] = []
-        live = {}
-        self.controller.on_job_done = lambda job_id: self._changed.set()
-        self._t0 = time.monotonic()
+        self.free_gpus = topo.host_gpus.copy()
+        self.free_total = int(self.free_gpus.sum())
+        self.running: dict[int, JobState] = {}
+        self._live: dict[int, tuple] = {}  # testbed job id -> (JobState, RunningJob)
+        clock = clock or RealtimeClock(speedup=1.0 / self.time_scale)
         self._unix0 = time.time()  # the unix time of trace time 0 (ranks wait for unix start times)
+        kernel = Kernel(clock)
+        self._begin(kernel, scheduler, arrivals)
+        kernel.at(clock.now + timeout_s / self.time_scale, Kernel.SCHEDULE, self._timeout, timeout_s)
+        self.controller.on_job_done = lambda job_id: kernel.post(Kernel.COMPLETE, self._exited, job_id)
         wall0 = time.perf_counter()
-        passes = 0
         try:
-            while arrivals or waiting or running:
-                if time.perf_counter() - wall0 > timeout_s:
-                    raise TestbedError(f"trace did not finish within {timeout_s:.0f} s "
-                                       f"({len(running)} running, {len(waiting) + len(arrivals)} not started)")
-                now = self._now()
-                while arrivals and arrivals[0].job.submit_s <= now:
-                    js = arrivals.pop(0)
-                    js.status = "waiting"
-                    waiting.append(js)
-                for job_id, rj in list(live.items()):
-                    if rj.done.is_set():
-                        self.controller.wait_job(rj.spec.job_id, timeout_s=0)  # raises on a failed rank
-                        js = running.pop(job_id)
-                        del live[job_id]
-                        self._finish(js, rj, now)
-                        free[list(js.placement.hosts)] += js.placement.gpus
-                waiting.sort(key=lambda s: (self.ordering.key(s, now), s.job_id))
-                for js in list(waiting):
-                    view = ClusterView(topo, free, running, now, None, waiting, self.zoo, "testbed")
-                    p = self.placement.place(js, view)
-                    if p is None:
-                        if not self.ordering.backfill:
-                            break  # strict order (fifo): nothing behind a job that cannot start starts first
-                        continue
-                    self._check(js, p, free)
-                    free[list(p.hosts)] -= p.gpus
-                    js.placement, js.status = p, "running"
-                    js.first_start_s = js.last_start_s = now
-                    # Its traffic on p and its period alone there (what the simulator's jobs carry, and the
-                    # period a phase is a fraction of); then its start, then its demand at that phase.
-                    d0 = view.demand_for(js, p)
-                    js.iter_s = d0.iter_s(d0.iso_rate_gbps) if d0 is not None else js.iso_iter_s
-                    spec = self.train_spec(js, p, now)
-                    js.demand = view.demand_for(js, p, js.phase or 0.0) if d0 is not None else None
-                    live[js.job_id] = self.controller.start_job(spec)
-                    js.extra.update(testbed_job_id=spec.job_id, phase=js.phase, offset_ms=spec.offset_ms,
-                                    start_at=spec.start_at)
-                    running[js.job_id] = js
-                    waiting.remove(js)
-                passes += 1
-                nxt = arrivals[0].job.submit_s if arrivals else None
-                wait_s = 0.5 if nxt is None else max(0.0, min(0.5, (nxt - self._now()) * self.time_scale))
-                self._changed.wait(wait_s)
-                self._changed.clear()
+            if arrivals:
+                kernel.run()
         except BaseException:
-            for rj in live.values():
+            for _, rj in self._live.values():
                 self.controller.stop_job(rj.spec.job_id)
             raise
         finally:
             self.controller.on_job_done = None
         wall = time.perf_counter() - wall0
+        return self._result(states, wall, kernel.events)
+
+    def _timeout(self, timeout_s: float) -> None:
+        raise TestbedError(f"trace did not finish within {timeout_s:.0f} s ({len(self.running)} running, "
+                           f"{self._n_jobs - self._done - len(self.running)} not started)")
+
+    def _exited(self, testbed_job_id: int) -> None:
+        """A testbed job's last rank exited (posted by the controller's reader thread; runs on the kernel's)."""
+        entry = self._live.pop(testbed_job_id, None)
+        if entry is None:  # not one of this run's jobs
+            return
+        js, rj = entry
+        self.controller.wait_job(testbed_job_id, timeout_s=0)  # raises on a failed rank
+        now = self.kernel.now
+        self.scheduler.stopped(js)
+        p = js.placement
+        self.free_gpus[list(p.hosts)] += p.gpus
+        self.free_total += js.gpus
+        del self.running[js.job_id]
+        self._finish(js, rj, now)
+        self._finished()
+        if self._done == self._n_jobs:
+            self.kernel.stop()
+
+    # ----------------------------------------------------------- the mechanism
+    def view(self, now: float) -> ClusterView:
+        return ClusterView(self.topology, self.free_gpus, self.running, now, None, self.scheduler.waiting(),
+                           self.zoo, "testbed")
+
+    def start(self, js: JobState, p: Placement, now: float) -> None:
+        self.free_gpus[list(p.hosts)] -= p.gpus
+        self.free_total -= js.gpus
+        js.placement, js.status = p, "running"
+        js.first_start_s = js.last_start_s = js.last_update_s = now
+        # Its traffic on p and its period alone there (what the simulator's jobs carry, and the period a
+        # phase is a fraction of); then its start, then its demand at that phase.
+        d0 = self._demand(js, p, 0.0)
+        js.iter_s = d0.iter_s(d0.iso_rate_gbps) if d0 is not None else js.iso_iter_s
+        spec = self.train_spec(js, p, now)
+        js.demand = self._demand(js, p, js.phase or 0.0) if d0 is not None else None
+        self.running[js.job_id] = js
+        self._live[spec.job_id] = (js, self.controller.start_job(spec))
+        js.extra.update(testbed_job_id=spec.job_id, phase=js.phase, offset_ms=spec.offset_ms, start_at=spec.start_at)
+
+    def advance(self, js: JobState, now: float) -> None:
+        """GPU time held so far (the ordering's attained service); progress is read from the ranks' logs."""
+        if js.status != "running":
+            return
+        held = now - js.last_update_s
+        js.attained_gpu_s += js.gpus * held
+        js.run_s += held
+        js.last_update_s = now
+
+    # ----------------------------------------------------------- results
+    def _result(self, states: dict[int, JobState], wall: float, events: int) -> SimResult:
+        topo = self.topology
         table = job_table(states.values(), topo)
         extra = {jid: js.extra for jid, js in states.items()}
         for col in ("testbed_job_id", "phase", "offset_ms", "start_error_ms", "measured_iter_s", "measured_iter_p99_s"):
             table[col] = [extra[j].get(col, np.nan) for j in table.job_id]
             table[col] = table[col].astype(float)
-        summary = summarise(table, empty_links(), topo.total_gpus, wall, passes)
+        summary = summarise(table, empty_links(), topo.total_gpus, wall, events)
         summary.update(ordering=self.ordering.name, placement=self.placement.name, preemption="none",
                        network="testbed", topology=topo.name, seed=self.seed, tier_bytes={})
         config = dict(ordering=self.ordering.describe(), placement=self.placement.describe(), preemption="none",
@@ -180,11 +215,6 @@ class TestbedCluster:
                       preemption_note="the live testbed does not preempt", topology=topo.params | {"name": topo.name},
                       jobs=len(table))
         return SimResult(table, empty_links(), summary, config)
-
-    def _check(self, js: JobState, p: Placement, free) -> None:
-        if sum(p.gpus) != js.gpus or any(free[h] < g for h, g in zip(p.hosts, p.gpus)):
-            raise PolicyError(f"{self.placement.name} placed job {js.job_id} ({js.gpus} GPUs) on "
-                              f"{dict(zip(p.hosts, p.gpus))}, free there: {[int(free[h]) for h in p.hosts]}")
 
     def _finish(self, js: JobState, rj, now: float) -> None:
         """Fill the job's accounting from its rank-0 iteration log (trace seconds)."""
