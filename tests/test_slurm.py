@@ -121,6 +121,22 @@ def test_sacct_loader_reads_what_slurm_ran(replayed, cluster, tmp_path):
     assert (df.wait_s >= 0).all() and df.submit_s.iloc[0] == 0
 
 
+def test_sbatch_hands_the_job_each_word_as_one_argument(cluster, topo, tmp_path):
+    """sbatch runs --wrap through /bin/sh: the quoted words come back to the job whole, and none of them runs."""
+    import json
+    import sys
+
+    from netlab.integrations.slurm_advisor import sbatch_argv
+
+    words = ["two words", f"x;touch {tmp_path}/pwned", f"$(touch {tmp_path}/pwned2)", "*", "'q'", '"d"', ""]
+    out = tmp_path / "argv.json"
+    argv = sbatch_argv("netlab-argv", [topo.hosts[0].name], [1],
+                       [sys.executable, "-c", "import json, sys; print(json.dumps(sys.argv[1:]))", *words], str(out))
+    cluster.run([argv[0], "--wait", *argv[1:]], timeout_s=120)  # --wait: sbatch returns when the job has ended
+    assert json.loads(out.read_text()) == words
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["argv.json"]
+
+
 def test_a_three_level_tree_too(tmp_path):
     topo = load_topology("fattree,k=2,hosts_per_edge=2,gpus_per_host=2")
     tree = to_tree(topo)

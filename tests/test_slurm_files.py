@@ -219,6 +219,28 @@ def test_sbatch_argv_is_a_list_with_the_nodes_and_gpus():
         sbatch_argv("j; rm -rf /", ["a"], [1], ["sleep", "1"])
 
 
+#: words a job's argv may hold that a shell would split, expand, glob or run
+AWKWARD = ["two words", "x;touch pwned", "$(touch pwned2)", "`id`", "'single'", '"double"', "*", "back\\slash", "",
+           "new\nline", "&& exit 3 ||"]
+
+
+def test_sbatch_wrap_gives_the_job_every_word_as_one_argument(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-c", "import json, sys; print(json.dumps(sys.argv[1:]))", *AWKWARD]
+    argv = sbatch_argv("j", ["a"], [1], command)
+    wrap = argv[argv.index("--wrap") + 1]
+    # sbatch --wrap writes "#!/bin/sh" and the wrap into the batch script: run it the same way here
+    script = tmp_path / "batch.sh"
+    script.write_text(f"#!/bin/sh\n{wrap}\n")
+    out = subprocess.run(["/bin/sh", str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == AWKWARD
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["batch.sh"]  # nothing in the words ran
+
+
 @pytest.mark.parametrize("gres, n", [("gpu:4", 4), ("gpu:a100:4(S:0)", 4), ("gpu:2(IDX:0-1)", 2), ("", 0),
                                      ("gpu:0(IDX:N/A)", 0), ("gpu:a:2,gpu:b:1", 3)])
 def test_gres_gpus(gres, n):

@@ -5,7 +5,7 @@ holds a job; it does not weigh link loads or the job's traffic. An operator
 can let a netlab policy (``topo-bestfit``, ``consolidated``, ...) choose and
 keep Slurm as the mechanism that runs the jobs.
 
-One pass (:meth:`SlurmAdvisor.plan`):
+One pass (:meth:`SlurmAdvisor.advise`; :meth:`SlurmAdvisor.plan` is the same pass without submitting):
 
 1. the cluster's state from Slurm itself: ``sinfo --json`` (each node's GPUs,
    ``gres``, and GPUs in use, ``gres_used``; a node not idle/mixed/allocated
@@ -16,16 +16,22 @@ One pass (:meth:`SlurmAdvisor.plan`):
    GPUs (nodes are matched by name; nodes Slurm has but the topology lacks
    are not used). Jobs Slurm runs for others are seen only as GPUs in use:
    their traffic is unknown, so the view carries no link loads;
-3. the waiting jobs in the ordering policy's order (``fifo`` stops at the
-   first that does not fit, as netlab's simulator does), each placed by the
-   placement policy on what is left;
-4. each placed job is submitted (:func:`sbatch_argv`, an argv list, never a
-   shell string): ``--nodes=k --nodelist=<the hosts>``, ``--gpus-per-node=g``
-   when every host takes the same number, else ``--gpus=<total>`` (Slurm
-   cannot say different counts per node in one job; it then splits the total
-   over exactly these nodes, maybe not as planned: the next pass reads the
-   split Slurm made), ``--ntasks-per-node=1`` and ``--wrap`` with the
-   command.
+3. netlab's one scheduling pass (:class:`~netlab.sched.Scheduler`, the
+   simulator's and the testbed's): the waiting jobs in the ordering policy's
+   order (``fifo`` stops at the first that does not fit), each placed by the
+   placement policy on what is left and checked against the free GPUs.
+   Slurm is the mechanism (:class:`SbatchMechanism`); it answers that it
+   cannot preempt (the advisor submits, it does not requeue), so no pass
+   here preempts;
+4. each placed job is submitted as the pass places it (:func:`sbatch_argv`,
+   an argv list, never a shell string): ``--nodes=k --nodelist=<the hosts>``,
+   ``--gpus-per-node=g`` when every host takes the same number, else
+   ``--gpus=<total>`` (Slurm cannot say different counts per node in one job;
+   it then splits the total over exactly these nodes, maybe not as planned:
+   the next pass reads the split Slurm made), ``--ntasks-per-node=1`` and
+   ``--wrap`` with the command, each word quoted (:func:`shlex.join`):
+   sbatch runs the wrap through ``/bin/sh``, which gives the job back exactly
+   the words, with no word split, expanded or run.
 
 :func:`replay` drives this over a trace in (scaled) time, and
 :func:`compare_placements` sets Slurm's record (``sacct``) beside the plan.
@@ -35,16 +41,18 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from ..hostlist import compress, expand
 from ..policies import ORDERING, PLACEMENT
-from ..sched import ClusterView, JobState, Placement, PolicyError
+from ..sched import ClusterView, JobState, Mechanism, Placement, Scheduler
 from ..topology import check_name
 from ..workload.job import Job, isolated_iter_s, jobs_from_frame
 from ..workload.zoo import ModelZoo
@@ -96,7 +104,11 @@ def read_jobs(slurm) -> pd.DataFrame:
 
 def sbatch_argv(name: str, hosts: list[str], gpus: list[int], command: list[str],
                 output: str = "/dev/null") -> list[str]:
-    """The ``sbatch`` argv that runs ``command`` on exactly ``hosts`` with ``gpus`` GPUs on each (see module)."""
+    """The ``sbatch`` argv that runs ``command`` (an argv list) on exactly ``hosts`` with ``gpus`` GPUs on each.
+
+    sbatch runs ``--wrap`` through ``/bin/sh``; the words are quoted (:func:`shlex.join`), so the job gets
+    each word of ``command`` as one argument, spaces and shell metacharacters included, and nothing in them runs.
+    """
     check_name(name, "sbatch job name")
     for h in hosts:
         check_name(h, "sbatch node")
@@ -105,7 +117,7 @@ def sbatch_argv(name: str, hosts: list[str], gpus: list[int], command: list[str]
     per_node = [f"--gpus-per-node={gpus[0]}"] if len(set(gpus)) == 1 else [f"--gpus={sum(gpus)}"]
     return ["sbatch", "--parsable", f"--job-name={name}", f"--nodes={len(hosts)}",
             f"--nodelist={compress(hosts)}", *per_node, "--ntasks-per-node=1", f"--output={output}",
-            "--wrap", " ".join(command)]
+            "--wrap", shlex.join(command)]
 
 
 @dataclass
@@ -173,34 +185,77 @@ class SlurmAdvisor:
 
     def plan(self, waiting: list[JobState], now: float) -> list[tuple[JobState, Placement, np.ndarray]]:
         """(job, placement, free GPUs per host it was chosen from) for the waiting jobs that fit now, in the
-        ordering policy's order (step 3)."""
-        free = self.free_gpus()
-        out = []
-        for js in sorted(waiting, key=lambda s: (self.order.key(s, now), s.job_id)):
-            view = ClusterView(self.topology, free, {}, now, None, waiting, self.zoo, "slurm")
-            p = self.policy.place(js, view) if js.gpus <= int(free.sum()) else None
-            if p is None:
-                if not self.order.backfill:
-                    break
-                continue
-            if sum(p.gpus) != js.gpus or any(free[h] < g for h, g in zip(p.hosts, p.gpus)):
-                raise PolicyError(f"{self.policy.name} placed job {js.job_id} ({js.gpus} GPUs) on "
-                                  f"{dict(zip(p.hosts, p.gpus))}, free there: {[int(free[h]) for h in p.hosts]}")
-            out.append((js, p, free.copy()))
-            free[list(p.hosts)] -= p.gpus
-        return out
+        ordering policy's order (step 3): the pass of :meth:`advise`, submitting nothing."""
+        return self._pass(waiting, now, None).decisions
+
+    def advise(self, waiting: list[JobState], now: float, command: Callable[[JobState], list[str]],
+               output: str = "/dev/null", planned_s: float | None = None) -> list["Planned"]:
+        """One pass (steps 1-4) at ``now`` (the ordering's clock): place the waiting jobs that fit and ``sbatch``
+        each as it is placed, running ``command(job)`` (an argv list). Returns the plans of the jobs submitted,
+        in submission order; ``planned_s`` (default ``now``) is recorded as each plan's time."""
+        def submit(js: JobState, p: Placement, free: np.ndarray) -> "Planned":
+            return self.submit_command(js, p, command(js), now if planned_s is None else planned_s, output, free)
+
+        return self._pass(waiting, now, submit).planned
+
+    def _pass(self, waiting: list[JobState], now: float, submit) -> "SbatchMechanism":
+        mech = SbatchMechanism(self, self.free_gpus(), submit)
+        scheduler = mech.scheduler = Scheduler(self.order, self.policy, None, mech)
+        for js in waiting:
+            scheduler.add(js, now)
+        scheduler.schedule(now)
+        return mech
 
     def submit(self, js: JobState, p: Placement, seconds: float, now: float, output: str = "/dev/null",
                free: np.ndarray | None = None) -> Planned:
         """``sbatch`` the job: ``sleep`` for its (scaled) run time on the planned hosts."""
+        return self.submit_command(js, p, ["sleep", f"{seconds:.3f}"], now, output, free)
+
+    def submit_command(self, js: JobState, p: Placement, command: list[str], now: float, output: str = "/dev/null",
+                       free: np.ndarray | None = None) -> Planned:
+        """``sbatch`` the job on the planned hosts, running ``command`` (an argv list)."""
         hosts = [self.topology.hosts[h].name for h in p.hosts]
         name = f"netlab-{js.job_id}"
-        argv = sbatch_argv(name, hosts, list(p.gpus), ["sleep", f"{seconds:.3f}"], output)
+        argv = sbatch_argv(name, hosts, list(p.gpus), command, output)
         out = self.slurm.run(argv).stdout.strip()
         seen = {} if free is None else {h.name: int(f) for h, f in zip(self.topology.hosts, free)}
         plan = Planned(js.job, hosts, list(p.gpus), now, out.split(";")[0], seen)
         self.submitted[plan.slurm_id] = plan
         return plan
+
+
+class SbatchMechanism(Mechanism):
+    """Slurm as the mechanism of one advisor pass: the free GPUs Slurm reported, a start is an ``sbatch``.
+
+    ``submit(job, placement, free GPUs before it)`` submits and returns its :class:`Planned`; None only
+    records the decisions (:meth:`SlurmAdvisor.plan`).
+    """
+
+    can_preempt = False  # the advisor submits jobs; it does not requeue the ones Slurm runs
+
+    def __init__(self, advisor: SlurmAdvisor, free_gpus: np.ndarray, submit=None):
+        self.advisor, self.submit = advisor, submit
+        self.running: dict[int, JobState] = {}  # what Slurm runs is seen only as GPUs in use
+        self.free_gpus = free_gpus
+        self.free_total = int(free_gpus.sum())
+        self.scheduler: Scheduler | None = None
+        self.decisions: list[tuple[JobState, Placement, np.ndarray]] = []
+        self.planned: list[Planned] = []
+
+    def view(self, now: float) -> ClusterView:
+        adv = self.advisor
+        return ClusterView(adv.topology, self.free_gpus, {}, now, None, self.scheduler.waiting(), adv.zoo, "slurm")
+
+    def start(self, js: JobState, p: Placement, now: float) -> None:
+        before = self.free_gpus.copy()
+        self.free_gpus[list(p.hosts)] -= p.gpus
+        self.free_total -= js.gpus
+        self.decisions.append((js, p, before))
+        if self.submit is not None:
+            self.planned.append(self.submit(js, p, before))
+
+    def wake_at(self, t: float, fn, *args) -> None:
+        """Nothing to arm: the caller runs a pass on its own schedule (``replay``: every ``poll_s``)."""
 
 
 def sleep_trace(jobs: int = 8, seed: int = 0, gpus_per_host: int = 4, max_hosts: int = 4, gap_s: float = 0.7,
@@ -241,10 +296,15 @@ def replay(slurm, topology, trace: pd.DataFrame, placement: str = "topo-bestfit"
             raise TimeoutError(f"replay: {len(waiting) + len(arrivals)} jobs not placed, {adv.active()} not finished "
                                f"within {timeout_s:.0f} s")
         while arrivals and arrivals[0].submit_s <= now:
-            waiting.append(arrivals.pop(0))
-        for js, p, free in adv.plan(waiting, now):
-            adv.submit(js, p, max(duration[js.job_id] * time_scale, 0.001), now * time_scale, output, free)
-            waiting.remove(js)
+            js = arrivals.pop(0)
+            js.status = "waiting"
+            waiting.append(js)
+        if waiting:
+            def sleep(js: JobState) -> list[str]:
+                return ["sleep", f"{max(duration[js.job_id] * time_scale, 0.001):.3f}"]
+
+            placed = {p.job.job_id for p in adv.advise(waiting, now, sleep, output, planned_s=now * time_scale)}
+            waiting = [js for js in waiting if js.job_id not in placed]
         time.sleep(poll_s)
     return list(adv.submitted.values())
 
