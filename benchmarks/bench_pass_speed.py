@@ -1,4 +1,4 @@
-"""Is the simulator as fast with this tree's code as with an earlier commit's? Writes benchmarks/results/pass_speed.json.
+"""Is the simulator as fast with this tree's code as with an earlier commit's? Writes results/pass_speed.json.
 
 Full Philly (82,247 jobs), Tiresias + consolidated on the 512-GPU 4:1 leaf-spine (``bench_core.py``), under
 ``fair`` and ``tcp``, once with the package of ``--base`` (a git ref, extracted with ``git archive``) and once
