@@ -245,3 +245,76 @@ def test_sbatch_wrap_gives_the_job_every_word_as_one_argument(tmp_path):
                                      ("gpu:0(IDX:N/A)", 0), ("gpu:a:2,gpu:b:1", 3)])
 def test_gres_gpus(gres, n):
     assert gres_gpus(gres) == n
+
+
+class FakeSlurm:
+    """sinfo, squeue and sbatch of a 4-node, 4-GPU-per-node Slurm whose jobs are ``sleep``s on the real clock.
+
+    sbatch refuses a job asking more GPUs on a node than are free there (a wrong plan fails the test); squeue
+    lists a finished job as COMPLETED, as Slurm does for a while after it ends.
+    """
+
+    def __init__(self, topo):
+        self.gpus = {h.name: int(h.gpus) for h in topo.hosts}
+        self.jobs: dict[str, dict] = {}
+
+    def _used(self) -> dict:
+        import time
+
+        used = dict.fromkeys(self.gpus, 0)
+        for j in self.jobs.values():
+            if time.monotonic() < j["end"]:
+                for n, g in zip(j["nodes"], j["split"]):
+                    used[n] += g
+        return used
+
+    def run(self, argv, timeout_s=60.0, check=True):
+        import json
+        import shlex
+        import subprocess
+        import time
+
+        from netlab.hostlist import compress, expand
+
+        out = ""
+        if argv[0] == "sinfo":
+            used = self._used()
+            out = json.dumps({"nodes": [{"name": n, "state": "mixed" if used[n] else "idle", "gres": f"gpu:{g}",
+                                         "gres_used": f"gpu:{used[n]}(IDX:N/A)"} for n, g in self.gpus.items()]})
+        elif argv[0] == "squeue":
+            out = json.dumps({"jobs": [{"job_id": int(i), "name": j["name"], "nodes": compress(j["nodes"]),
+                                        "job_state": "RUNNING" if time.monotonic() < j["end"] else "COMPLETED",
+                                        "gres_detail": [f"gpu:{g}" for g in j["split"]]}
+                                       for i, j in self.jobs.items()]})
+        elif argv[0] == "sbatch":
+            opt = dict(a[2:].split("=", 1) for a in argv[1:] if a.startswith("--") and "=" in a)
+            nodes = expand(opt["nodelist"])
+            split = ([int(opt["gpus-per-node"])] * len(nodes) if "gpus-per-node" in opt
+                     else [int(opt["gpus"]) // len(nodes)] * len(nodes))
+            used = self._used()
+            assert all(used[n] + g <= self.gpus[n] for n, g in zip(nodes, split)), (argv, used)
+            command = shlex.split(argv[argv.index("--wrap") + 1])
+            assert command[0] == "sleep"
+            job_id = str(1000 + len(self.jobs))
+            self.jobs[job_id] = dict(name=opt["job-name"], nodes=nodes, split=split,
+                                     end=time.monotonic() + float(command[1]))
+            out = job_id
+        return subprocess.CompletedProcess(argv, 0, out, "")
+
+
+def test_replay_runs_every_job_through_the_pass_and_waits_for_the_last_to_end():
+    """Through a fake Slurm (no root): every job is submitted where free GPUs were, fifo keeps submit order, and
+    the replay returns once squeue shows the last one ended (it read squeue only while jobs waited once)."""
+    from netlab.integrations.slurm_advisor import replay, sleep_trace
+
+    topo = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=4,oversub=4")
+    slurm = FakeSlurm(topo)
+    trace = sleep_trace(jobs=10, seed=1, gap_s=0.5)
+    plans = replay(slurm, topo, trace, placement="topo-bestfit", ordering="fifo", time_scale=0.02, poll_s=0.005,
+                   timeout_s=120)
+    assert [p.job.job_id for p in plans] == list(range(10))  # strict fifo: submitted in submit order
+    for p in plans:
+        assert sum(p.gpus) == p.job.gpus
+        assert all(p.free_before[h] >= g for h, g in zip(p.hosts, p.gpus))  # chosen from GPUs that were free
+        assert p.state == "COMPLETED"
+    assert sorted(p.slurm_id for p in plans) == sorted(slurm.jobs)

@@ -289,6 +289,10 @@ def replay(slurm, topology, trace: pd.DataFrame, placement: str = "topo-bestfit"
     states = [JobState(j, isolated_iter_s(adv.zoo[j.model], j.pattern, j.gpus, topology)) for j in jobs]
     arrivals = sorted(states, key=lambda s: (s.submit_s, s.job_id))
     waiting: list[JobState] = []
+
+    def sleep(js: JobState) -> list[str]:
+        return ["sleep", f"{max(duration[js.job_id] * time_scale, 0.001):.3f}"]
+
     t0 = time.monotonic()
     while arrivals or waiting or adv.active():
         now = (time.monotonic() - t0) / time_scale
@@ -299,12 +303,9 @@ def replay(slurm, topology, trace: pd.DataFrame, placement: str = "topo-bestfit"
             js = arrivals.pop(0)
             js.status = "waiting"
             waiting.append(js)
-        if waiting:
-            def sleep(js: JobState) -> list[str]:
-                return ["sleep", f"{max(duration[js.job_id] * time_scale, 0.001):.3f}"]
-
-            placed = {p.job.job_id for p in adv.advise(waiting, now, sleep, output, planned_s=now * time_scale)}
-            waiting = [js for js in waiting if js.job_id not in placed]
+        # a pass on every poll, also with nothing waiting: it reads squeue, which is how active() sees jobs end
+        placed = {p.job.job_id for p in adv.advise(waiting, now, sleep, output, planned_s=now * time_scale)}
+        waiting = [js for js in waiting if js.job_id not in placed]
         time.sleep(poll_s)
     return list(adv.submitted.values())
 
