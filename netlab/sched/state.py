@@ -132,8 +132,12 @@ class ClusterView:
         # The running table without them is built only if a policy reads it (most placements read free GPUs).
         base = self.running
         running = _LazyRunning(lambda: _without(base, jobs))
-        return ClusterView(self.topology, free, running, self.now, self._link_load, self._waiting, self.zoo,
-                           self.network)
+        # Free GPUs: the owner's running count (if it keeps one) plus what the jobs release.
+        released = sum(js.gpus for js in jobs)
+        free_total = None if self._free_total is None else (lambda: self._free_total() + released)
+        return ClusterView(self.topology, free, running, self.now, link_load_gbps=self._link_load,
+                           waiting=self._waiting, zoo=self.zoo, network=self.network, free_total=free_total,
+                           phase_of=self._phase_of)
 
     def demand_for(self, job: JobState, placement: Placement, phase: float = 0.0):
         """The network demand ``job`` would have on ``placement`` (None inside one host).
