@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from netlab.network import NETWORKS
 from netlab.network.demand import build_demand
 from netlab.policies import PLACEMENT
 from netlab.sim.fixtures import scatter
@@ -69,7 +70,7 @@ def busy_cluster(n_running: int = 200, seed: int = 0):
         js.phase = demand.phase
         js.iter_s = js.iso_iter_s * float(rng.uniform(1.0, 1.3))  # some are slowed by contention
         running[i] = js
-    view = ClusterView(topo, free, running, 0.0, zoo=zoo, network="phase")
+    view = ClusterView(topo, free, running, 0.0, zoo=zoo, network=NETWORKS.create("phase"))
     return topo, view
 
 

@@ -146,6 +146,7 @@ def history_part(sizes: list[int]) -> dict:
 def placement_run(fabric: str, decisions: int, n_running: int = 5000, seed: int = 0) -> dict:
     import numpy as np
 
+    from netlab.network import NETWORKS
     from netlab.policies import PLACEMENT
     from netlab.sched import ClusterView, JobState
     from netlab.sim.fixtures import scatter
@@ -168,7 +169,7 @@ def placement_run(fabric: str, decisions: int, n_running: int = 5000, seed: int 
         js = JobState(Job(i, 0.0, int(g), "resnet50", 100), 1.0)
         js.placement, js.status = placement, "running"
         running[i] = js
-    view = ClusterView(topo, free, running, 0.0, zoo=zoo, network="fair")
+    view = ClusterView(topo, free, running, 0.0, zoo=zoo, network=NETWORKS.create("fair"))
     job = JobState(Job(n_running, 0.0, 512, model.name, 100, pattern="3d"), 1.0)
     out = {"fabric": fabric, "gpus": topo.total_gpus, "hosts": topo.n_hosts, "build_s": build_s,
            "running_jobs": len(running), "free_gpus": int(free.sum()), "wholly_free_hosts": int((free == 8).sum()),

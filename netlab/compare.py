@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .network.model import ideal_networks
 from .sweep.grid import DEFAULTS, OPTIONAL
 
 #: summary column -> name in verdicts and figures (every one a time: lower is better)
@@ -40,7 +41,7 @@ DEFAULT_BASELINE = "tiresias+consolidated"
 #: parameters that make a policy arm (its label says which); the seed pairs; the rest is the setting
 ARM_PARAMS = ("policy", "placement", "preemption", "backfill")
 #: networks that are bounds, not settings a scheduler runs in: left out of comparisons by default
-BOUNDS = ("ideal",)
+BOUNDS = tuple(ideal_networks())
 COLUMNS = ["label", "baseline", "metric", "seeds", "baseline_mean", "mean", "diff_mean", "change", "ci_low",
            "ci_high", "lower_seeds", "higher_seeds"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .network.model import DEFAULT_NETWORK
+from .network.model import DEFAULT_NETWORK, ideal_networks
 from .sim import SimConfig, SimResult, Simulator
 from .topology import load_topology
 from .workload.job import jobs_from_frame
@@ -73,7 +73,7 @@ def compare(trace="philly-sample", topology=DEMO_TOPOLOGY, policies=DEMO_POLICIE
         links.append(res.links.assign(**tags))
         rows.append({**tags, **{k: v for k, v in res.summary.items() if not isinstance(v, dict)}})
     summary = pd.DataFrame(rows)
-    ideal = summary[summary.network == "ideal"].set_index(["label", "seed"]).avg_jct_s
+    ideal = summary[summary.network.isin(ideal_networks())].set_index(["label", "seed"]).avg_jct_s
     if len(ideal):
         summary["jct_vs_ideal"] = [r.avg_jct_s / ideal.get((r.label, r.seed), float("nan")) for r in summary.itertuples()]
     return Comparison(pd.concat(jobs, ignore_index=True), summary, pd.concat(links, ignore_index=True))

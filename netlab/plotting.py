@@ -112,7 +112,8 @@ def ideal_ratio(data: pd.DataFrame, x: str = "label", hue: str | None = None, y:
     """Average JCT over the same configuration's on the ideal network (1 = the physical limit)."""
     ax = _ax(ax)
     d = data.dropna(subset=[y]) if y in data else data.iloc[:0]
-    d = d[d.network != "ideal"] if "network" in d else d
+    from .network import ideal_networks
+    d = d[~d.network.isin(ideal_networks())] if "network" in d else d
     if d.empty:
         ax.text(0.5, 0.5, "no ideal-network runs to compare with", ha="center", va="center", transform=ax.transAxes)
         return ax

@@ -90,7 +90,8 @@ def _fig(width=8.0, height=4.5, ncols=1):
 def _showcase_cell(res) -> str | None:
     """The most congested cell that kept its per-link rows (for the heatmap and the Gantt chart)."""
     if res.links.empty:
-        fair = res.summary[res.summary.network != "ideal"] if "network" in res.summary else res.summary
+        from .network import ideal_networks
+        fair = res.summary[~res.summary.network.isin(ideal_networks())] if "network" in res.summary else res.summary
         return fair.sort_values("overload_gbit").cell_id.iloc[-1] if len(fair) else None
     kept = res.summary[res.summary.cell_id.isin(res.links.cell_id.unique())]
     return kept.sort_values("overload_gbit").cell_id.iloc[-1]
@@ -162,8 +163,9 @@ def _as_read(frame: pd.DataFrame) -> pd.DataFrame:
 def figures(res, cmp: pd.DataFrame | None = None) -> dict:
     """Figure name -> (title, matplotlib Figure); the headline comparison first when there is one."""
     s, jobs = _as_read(res.summary), _as_read(res.jobs)
-    congested = s[s.network != "ideal"] if "network" in s else s
-    cjobs = jobs[jobs.network != "ideal"] if "network" in jobs else jobs
+    from .network import ideal_networks
+    congested = s[~s.network.isin(ideal_networks())] if "network" in s else s
+    cjobs = jobs[~jobs.network.isin(ideal_networks())] if "network" in jobs else jobs
     hue = _facet(congested)
     out = {}
     if cmp is not None and not cmp.empty:

@@ -6,6 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from netlab.network import NETWORKS
 from netlab.network.demand import build_demand
 from netlab.policies.base import PlacementPolicy
 from netlab.policies.cassini import Cassini, Wave, affinity_graph, assign_phases, evaluate, optimise, unified_circle
@@ -146,7 +147,7 @@ def cluster(spec, running, network="phase"):
     for job_id, model, hosts, phase in running:
         jobs[job_id] = running_job(topo, job_id, model, hosts, phase)
         free[list(hosts)] -= 1
-    return topo, ClusterView(topo, free, jobs, 0.0, zoo=ZOO, network=network)
+    return topo, ClusterView(topo, free, jobs, 0.0, zoo=ZOO, network=NETWORKS.create(network))
 
 
 FOUR_RACKS = "leafspine,racks=4,hosts_per_rack=2,gpus_per_host=1,oversub=2,spines=1"  # 100 Gbit/s uplinks

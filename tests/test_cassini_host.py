@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from netlab.network.model import NETWORKS, CommDemand
-from netlab.network.phase import unified_circle
+from netlab.network.circle import unified_circle
 from netlab.policies import PLACEMENT
 from netlab.policies.cassini import Wave, evaluate, optimise, shortlist
 from netlab.policies.cassini.score import wave_row
@@ -24,7 +24,7 @@ def view_with_busy(busy=(5, 10, 11)):
     topo = load_topology(RACKS)
     free = topo.host_gpus.copy()
     free[list(busy)] = 0
-    return ClusterView(topo, free, {}, 0.0, network="tcp")
+    return ClusterView(topo, free, {}, 0.0, network=NETWORKS.create("tcp"))
 
 
 def job(gpus):

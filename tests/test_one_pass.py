@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from netlab.network import NETWORKS
 from netlab.policies import ORDERING, PLACEMENT, PREEMPTION
 from netlab.sched import ClusterView, JobState, Scheduler
 from netlab.sim import Kernel, RealtimeClock, SimConfig, Simulator
@@ -116,7 +117,7 @@ class FakeRealtime(KernelLoop):
         raise AssertionError("the fake run did not finish")
 
     def view(self, now):
-        return ClusterView(TOPO, self.free_gpus, self.running, now, None, self.scheduler.waiting(), ZOO, "ideal",
+        return ClusterView(TOPO, self.free_gpus, self.running, now, None, self.scheduler.waiting(), ZOO, NETWORKS.create("ideal"),
                            free_total=lambda: self.free_total)
 
     def start(self, js, p, now):

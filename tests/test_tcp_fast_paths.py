@@ -1,13 +1,14 @@
 """The ``tcp`` model's shortcuts must give exactly what the plain computation gives.
 
 The mean field runs on the links left after merging mirrored ones (same jobs, same weights: only the
-least capacity matters); the phase state lives in arrays the compiled solve updates in place.
+least capacity matters); the phase state lives in rows of a slot table the compiled solve updates in place.
 """
 
 import numpy as np
 
 from netlab.network import NETWORKS, CommDemand
-from netlab.network.tcp import _mean_field, _merge_mirrored
+from netlab.network.slots import Entries
+from netlab.network.tcp.mean_field import MeanFieldJobs, mean_field, mean_field_counts, merge_mirrored
 
 
 def _case(rng, n_jobs=12, n_links=10, copies=3):
@@ -39,11 +40,13 @@ def test_merging_mirrored_links_changes_no_bit_of_the_mean_field():
         phi = gbit / gbit.max()
         pre, tail = rng.uniform(0.01, 0.2, n), rng.uniform(0, 0.05, n)
         cap_job, rate0 = np.full(n, 100.0), rng.uniform(20, 100, n)
-        mj, ml, mw, mc = _merge_mirrored(job, link, weight, cap)
+        entries = Entries(job, link, weight)
+        kept, mc = merge_mirrored(entries, cap)
         assert len(mc) == 11  # ten distinct links and the near-mirror
         assert np.all(mc == 75.0)  # every group has a mirror of 75 Gbit/s: the least capacity is kept
-        plain = _mean_field(job, link, weight, cap, cap_job, phi, gbit, pre, tail, rate0)
-        merged = _mean_field(mj, ml, mw, mc, cap_job, phi, gbit, pre, tail, rate0)
+        jobs = MeanFieldJobs(cap_job, phi, gbit, pre, tail)
+        plain = mean_field(entries, cap, jobs, rate0)
+        merged = mean_field(kept, mc, jobs, rate0)
         assert np.array_equal(plain[0], merged[0]) and np.array_equal(plain[1], merged[1])
 
 
@@ -60,14 +63,16 @@ def test_leaving_out_links_that_limit_nobody_keeps_the_fixed_point():
     job, link, weight = np.array(job), np.array(link), np.ones(len(job))
     cap = np.array([100.0] * 6 + [1000.0] * 6)
     gbit = rng.uniform(1, 10, n)
-    args = (job, link, weight, cap, np.full(n, 400.0), gbit / gbit.max(), gbit, rng.uniform(0.01, 0.2, n),
-            np.zeros(n), np.full(n, 400.0))
-    reduced, every = np.zeros(5, np.int64), np.zeros(5, np.int64)
-    a = _mean_field(*args, 5000, 1e-9, reduced)[0]
-    b = _mean_field(*args, 5000, 1e-9, every, np.inf)[0]
-    assert reduced[2] == every[2] == 0  # both converged
+    args = (Entries(job, link, weight), cap,
+            MeanFieldJobs(np.full(n, 400.0), gbit / gbit.max(), gbit, rng.uniform(0.01, 0.2, n), np.zeros(n)),
+            np.full(n, 400.0))
+    reduced, every = mean_field_counts(), mean_field_counts()
+    a = mean_field(*args, 5000, 1e-9, reduced)[0]
+    b = mean_field(*args, 5000, 1e-9, every, np.inf)[0]
+    assert reduced.unconverged[0] == every.unconverged[0] == 0  # both converged
     assert np.allclose(a, b, rtol=1e-6, atol=0)
-    assert every[4] == 0 and reduced[4] >= 0.4 * reduced[3]  # the loose half (or more) left out mostly
+    # the loose half (or more) left out mostly
+    assert every.links_skipped[0] == 0 and reduced.links_skipped[0] >= 0.4 * reduced.link_passes[0]
     assert np.all(a < 100.0)  # the tight links limit everyone
 
 
@@ -75,49 +80,49 @@ def test_phase_state_rows_are_reused_and_forgotten():
     model = NETWORKS.create("tcp", jitter=0.0, max_exact_jobs=1)
     demands = [CommDemand(j, np.array([0]), np.array([1.0]), 1.25e9, 0.1, iso_rate_gbps=100.0) for j in (1, 2, 3)]
     first = model.solve(demands, np.array([100.0])).iter_s
-    row = model.state_row(2)
-    assert model.period_s[row] == first[2] and not np.isnan(model.anchor_s[row])
+    slots = model._slots
+    row = slots.row(2)
+    assert slots.rows.period_s[row] == first[2] and not np.isnan(slots.rows.anchor_s[row])
     model.forget(2)
-    assert model.state_row(2) is None and np.isnan(model.anchor_s[row])
-    again = model.solve(demands, np.array([100.0])).iter_s  # job 2 comes back as new: a fresh row
-    assert again == first and model.state_row(2) == row
+    assert slots.row(2) is None and np.isnan(slots.rows.anchor_s[row]) and model.phase_now(2) is None
+    again = model.solve(demands, np.array([100.0])).iter_s  # job 2 comes back as new: the freed row
+    assert again == first and slots.row(2) == row
 
 
-def test_job_ids_beyond_the_row_table_get_the_same_state_through_the_dict():
-    # Ids below ROW_TABLE find their rows in an array, others in a dict: the answers must not differ.
-    from netlab.network.tcp import ROW_TABLE
+def test_slot_rows_grow_stay_distinct_and_freed_ones_are_reused_last_freed_first():
+    # More jobs than the first 64 rows and links wider than 8: every job its own row; forgotten jobs' rows go
+    # back and are handed out again (last freed first, the order the simulator's rows have always had) before
+    # the table grows; a job never forgotten keeps its row and its demand.
+    from netlab.network.slots import SlotTable
 
-    def jobs(offset):
-        return [CommDemand(offset + j, np.array([0, 1]), np.array([1.0, 1.0]), 1.25e9 * (1 + j % 3), 0.1 + 0.05 * j,
-                           iso_rate_gbps=100.0, phase=0.25 * (j % 2)) for j in range(12)]
+    table = SlotTable()
+    wide = CommDemand(0, np.arange(12), np.ones(12), 1e9, 0.1, iso_rate_gbps=50.0, phase=0.25)
+    demands = [wide] + [CommDemand(j, np.array([j % 5]), np.array([1.0]), 1e9 * j, 0.1) for j in range(1, 100)]
+    rows = [table.add(d.job_id, d) for d in demands]
+    assert rows == list(range(100)) and len(table.rows.job_id) == 128 and table.rows.links.shape[1] == 16
+    t = table.rows
+    assert t.n_links[0] == 12 and t.links[0, :12].tolist() == list(range(12)) and t.phase[0] == 0.25
+    assert t.flow_bytes[57] == 57e9 and t.joined[57] and np.isnan(t.iter_s[57])
+    for j in (10, 20, 30):
+        table.remove(j)
+    assert table.row(20) is None and not table.rows.joined[20] and table.rows.job_id[20] == -1
+    again = [table.add(100 + j, demands[j]) for j in (40, 41, 42, 43)]
+    assert again == [30, 20, 10, 100]  # the freed rows, last freed first, then the next new one
+    assert table.row(57) == 57 and len(table) == 101
 
-    small, large = NETWORKS.create("tcp", jitter=0.0), NETWORKS.create("tcp", jitter=0.0)
-    a = small.solve(jobs(0), np.array([100.0, 60.0]), now_s=3.0).iter_s
-    b = large.solve(jobs(ROW_TABLE), np.array([100.0, 60.0]), now_s=3.0).iter_s
-    assert [a[j] for j in range(12)] == [b[ROW_TABLE + j] for j in range(12)]
-    assert small.phase_now(5) == large.phase_now(ROW_TABLE + 5) is not None
-    assert len(large._table) == 0 and len(small._table) <= ROW_TABLE  # the big ids never grew the array
-    small.forget(5)
-    large.forget(ROW_TABLE + 5)
-    assert small.phase_now(5) is None and large.phase_now(ROW_TABLE + 5) is None and small._table[5] == -1
 
-
-def test_state_rows_grow_stay_distinct_and_freed_ones_are_reused():
-    # More jobs than the first 64 rows, one id beyond the array table: every job its own row; forgotten jobs'
-    # rows go back to the stack and are handed out again before the arrays grow.
-    from netlab.network.tcp import ROW_TABLE
-
-    model = NETWORKS.create("tcp", jitter=0.0)
-    ids = [*range(100), ROW_TABLE + 7]
-    rows = model._rows(np.array(ids, dtype=float)).tolist()
-    assert len(set(rows)) == len(ids) and [model.state_row(j) for j in ids] == rows
-    size = len(model.anchor_s)
-    for j in ids[::2]:
-        model.forget(j)
-    assert all(model.state_row(j) is None for j in ids[::2])
-    again = model._rows(np.array(ids, dtype=float)).tolist()
-    assert again[1::2] == rows[1::2]  # jobs never forgotten keep their rows
-    assert sorted(again) == sorted(rows) and len(model.anchor_s) == size  # freed rows reused, nothing grew
+def test_batch_solves_keep_a_job_s_phase_state_by_id_and_give_no_warm_start():
+    # Two batch solves of the same jobs: the second finds each job's row (phase state) again, and no job
+    # warm-starts from the first solve's times (a batch solve must not depend on the one before).
+    model = NETWORKS.create("tcp", jitter=0.0, max_exact_jobs=1)
+    demands = [CommDemand(j, np.array([0, 1]), np.array([1.0, 1.0]), 1.25e9 * (1 + j % 3), 0.1 + 0.05 * j,
+                          iso_rate_gbps=100.0, phase=0.25 * (j % 2)) for j in range(12)]
+    first = model.solve(demands, np.array([100.0, 60.0]), now_s=3.0).iter_s
+    rows = [model._slots.row(j) for j in range(12)]
+    second = model.solve(demands, np.array([100.0, 60.0]), now_s=3.0).iter_s
+    assert [model._slots.row(j) for j in range(12)] == rows
+    assert first == second
+    assert all(np.isnan(model._slots.rows.iter_s[r]) for r in rows)  # nothing kept as a warm start
 
 
 def test_the_one_call_path_and_the_path_with_exact_components_agree():

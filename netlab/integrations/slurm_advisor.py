@@ -51,11 +51,15 @@ import numpy as np
 import pandas as pd
 
 from ..hostlist import compress, expand
+from ..network.model import LiveNetwork
 from ..policies import ORDERING, PLACEMENT
 from ..sched import ClusterView, JobState, Mechanism, Placement, Scheduler
 from ..topology import check_name
 from ..workload.job import Job, isolated_iter_s, jobs_from_frame
 from ..workload.zoo import ModelZoo
+
+#: a Slurm cluster's network as policies see it: real links; jobs start when Slurm starts them (no phase)
+SLURM_NETWORK = LiveNetwork("slurm")
 
 #: node states (sinfo, lower case, flags such as ``+drain`` count against) in which a node takes jobs
 USABLE = {"idle", "mixed", "allocated"}
@@ -244,7 +248,8 @@ class SbatchMechanism(Mechanism):
 
     def view(self, now: float) -> ClusterView:
         adv = self.advisor
-        return ClusterView(adv.topology, self.free_gpus, {}, now, None, self.scheduler.waiting(), adv.zoo, "slurm")
+        return ClusterView(adv.topology, self.free_gpus, {}, now, None, self.scheduler.waiting(), adv.zoo,
+                           SLURM_NETWORK)
 
     def start(self, js: JobState, p: Placement, now: float) -> None:
         before = self.free_gpus.copy()

@@ -1,7 +1,13 @@
-"""Flow-level network models (see :mod:`netlab.network.model`)."""
+"""Flow-level network models (see :mod:`netlab.network.model`): one module per model, each registered in
+``NETWORKS`` when imported here."""
 
+from . import fair, ideal, phase, tcp  # noqa: F401  (register the models)
 from .maxmin import MaxMinResult, max_min
-from .model import DEFAULT_NETWORK, NETWORKS, CommDemand, NetSolution, NetworkModel, iteration_time
-from . import tcp as _tcp  # noqa: F401  (registers the "tcp" model)
+from .model import (ALLOCATION_KINDS, DEFAULT_NETWORK, NETWORKS, Capabilities, CommDemand, LiveNetwork, Moved,
+                    NetSolution, NetworkModel, UnsupportedAllocation, capabilities_of, ideal_networks, is_ideal,
+                    iteration_time,
+                    make_network)
 
-__all__ = ["DEFAULT_NETWORK", "max_min", "MaxMinResult", "NETWORKS", "CommDemand", "NetSolution", "NetworkModel", "iteration_time"]
+__all__ = ["ALLOCATION_KINDS", "DEFAULT_NETWORK", "max_min", "MaxMinResult", "NETWORKS", "Capabilities", "CommDemand",
+           "LiveNetwork", "Moved", "NetSolution", "NetworkModel", "UnsupportedAllocation", "capabilities_of",
+           "ideal_networks", "is_ideal", "iteration_time", "make_network"]

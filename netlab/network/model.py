@@ -1,4 +1,4 @@
-"""Network models: from the running jobs' flows to their iteration times.
+"""Network models: from the running jobs' flows to their iteration times, and what each model is.
 
 A job's iteration time is compute plus communication, less the overlapped
 part (documented rule, one place)::
@@ -10,41 +10,46 @@ to 1 (communication fully hidden behind compute when it is shorter).
 Communication is ``flow_bytes / rate`` over the network plus any serial
 intra-host phase.
 
-Modes (registry ``NETWORKS``):
+Models (registry ``NETWORKS``; each one module): ``tcp`` (the default),
+``fair``, ``phase`` and ``ideal``. Link accounting is time-averaged over the
+iteration: ``load`` is the mean Gbit/s a link carries, ``overload`` the mean
+demand above capacity: for each job bottlenecked on the link, the rate it
+would have alone minus the rate it gets, while it communicates. Integrated
+over time this is the ECN-mark proxy.
 
-* ``fair``: all running jobs' flows share every link max-min fairly at once
-  (their communication phases are taken to coincide: the worst case, and the
-  classic flow-level model). Recomputed only when the set of flows changes.
-* ``phase``: communication is on/off within each iteration. Each job has a
-  phase offset (a fraction of its period, settable by policies); jobs collide
-  only while their windows overlap. Solved as a periodic steady state on a
-  unified circle (see :class:`PhaseNetwork`).
-* ``ideal``: a non-blocking network; every job runs at its isolated speed.
-  The lower bound every result is compared with.
+What a model is, the simulator and the policies learn from its
+:class:`Capabilities`, never from its name. Every model answers two ways:
 
-Link accounting is time-averaged over the iteration: ``load`` is the mean
-Gbit/s a link carries, ``overload`` the mean demand above capacity: for each
-job bottlenecked on the link, the rate it would have alone minus the rate it
-gets, while it communicates. Integrated over time this is the ECN-mark proxy.
+* **batch**: :meth:`NetworkModel.solve` of a list of demands (policies that
+  score candidate placements, testbed predictions, tests);
+* **incremental**: the simulator's fabric tells it that jobs :meth:`join`,
+  :meth:`leave` or :meth:`change`, then asks it to :meth:`resolve` what those
+  touched; it returns the jobs whose times moved and writes link loads into
+  the fabric's :class:`~netlab.network.links.LinkState`. The base class does
+  this by re-solving every running job through :meth:`solve` (right for any
+  model, cheap for small ones); a model that can do better (``fair``, ``tcp``)
+  overrides the five methods.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Iterable, NamedTuple
 
 import numpy as np
-from numba import njit
 
 from ..registry import Registry
-from .maxmin import _filling, max_min
-from .phase import BINS, MAX_PERIODS, unified_circle
+from .links import LinkState
 
 NETWORKS: Registry["NetworkModel"] = Registry("network model")
 #: the model a simulation uses unless told otherwise: ``tcp``, the one that matches the testbed under contention
 #: (benchmarks/results/fidelity.json: contended jobs 2.6% median error against 30% for ``fair``); ``fair``
 #: (max-min, about 1.6-1.8x faster on full Philly), ``phase`` and ``ideal`` remain as bounds
 DEFAULT_NETWORK = "tcp"
+#: the kinds of per-job network allocation a model may honour (``Capabilities.allocations``): priority class
+#: (0-7), share weight, rate cap (Gbit/s), path choice
+ALLOCATION_KINDS = ("priority", "weight", "rate_cap", "path")
 
 GBIT = 1e9
 
@@ -75,6 +80,11 @@ class CommDemand:
     def iter_s(self, rate_gbps: float) -> float:
         return iteration_time(self.compute_s, self.net_s(rate_gbps) + self.serial_intra_s, self.overlap)
 
+    @property
+    def alone_rate_gbps(self) -> float:
+        """Its per-flow rate alone: the isolated rate, at most the pattern's cap."""
+        return min(self.iso_rate_gbps, self.rate_cap_gbps)
+
 
 @dataclass
 class NetSolution:
@@ -85,41 +95,46 @@ class NetSolution:
     overload_gbps: np.ndarray = field(default_factory=lambda: np.zeros(0))  # time-averaged
     rate_gbps: dict[int, float] = field(default_factory=dict)  # per-flow rate while communicating (fair)
     rate_load_gbps: np.ndarray | None = None  # sum of flow rates per link while all communicate (fair)
+    queue_frac: np.ndarray | None = None  # per link: share of time queued above the ECN threshold (tcp)
 
 
-def _incidence(demands: list[CommDemand]):
-    """Stack the demands into local (job, link, weight) arrays over the links they use."""
-    sizes = [len(d.links) for d in demands]
-    job = np.repeat(np.arange(len(demands)), sizes)
-    all_links = np.concatenate([d.links for d in demands]) if demands else np.zeros(0, dtype=np.int64)
-    weight = np.concatenate([d.weights for d in demands]) if demands else np.zeros(0)
-    links, local = np.unique(all_links, return_inverse=True)
-    return job, local, weight, links
+class Moved(NamedTuple):
+    """The jobs whose times a re-solve moved, as parallel lists (one object per re-solve, not per job)."""
+
+    job_id: list
+    iter_s: list
+    comm_s: list
 
 
-@njit(cache=True)
-def _fair(capacity, job, link, weight, caps, flow_bytes, compute, intra, overlap, iso):  # pragma: no cover
-    """Max-min rates, then per job iteration/communication times and per link loads (see FairShareNetwork)."""
-    n_jobs = flow_bytes.shape[0]
-    rate, bottleneck, rate_load = _filling(capacity, job, link, weight, n_jobs, caps)
-    it, comm, duty = np.empty(n_jobs), np.empty(n_jobs), np.empty(n_jobs)
-    for j in range(n_jobs):
-        net = flow_bytes[j] * 8 / (rate[j] * GBIT)
-        comm[j] = net + intra[j]
-        it[j] = compute[j] + comm[j] - overlap[j] * min(compute[j], comm[j])  # iteration_time, compiled
-        duty[j] = net / it[j]
-    load, overload = np.zeros(capacity.shape[0]), np.zeros(capacity.shape[0])
-    for e in range(job.shape[0]):
-        j = job[e]
-        load[link[e]] += weight[e] * rate[j] * duty[j]
-        if bottleneck[e]:
-            overload[link[e]] += weight[e] * max(iso[j] - rate[j], 0.0) * duty[j]
-    return rate, it, comm, rate_load, load, overload
+@dataclass(frozen=True)
+class Capabilities:
+    """What a network model is: the questions the simulator and the policies ask instead of its name."""
+
+    #: False: a non-blocking network, every job at its isolated speed; the simulator sends it no flows
+    contention: bool = True
+    #: a job's phase (``Placement.phase``, ``shifts``) changes its speed, so policies may set one
+    uses_phase: bool = False
+    #: the model moves jobs' phases itself as they interact (:meth:`NetworkModel.phase_now` answers)
+    moves_phase: bool = False
+    #: a change re-solves only the jobs it reaches (else every running job, through ``solve``)
+    incremental: bool = False
+    #: the per-job allocation kinds (of :data:`ALLOCATION_KINDS`) the model honours
+    allocations: frozenset = frozenset()
+
+
+class UnsupportedAllocation(ValueError):
+    """A per-job network allocation the model cannot honour."""
 
 
 class NetworkModel:
+    """A network model: see the module doc. Subclasses set ``name``, ``capabilities`` and :meth:`solve`."""
+
     name = "base"
-    incremental = False  # True: the fabric re-solves only the changed component (``solve_arrays``), with ``now``
+    capabilities = Capabilities()
+
+    # ---------------------------------------------------------------- batch
+    def solve(self, demands: list[CommDemand], capacity_gbps: np.ndarray) -> NetSolution:  # pragma: no cover
+        raise NotImplementedError
 
     def forget(self, job_id: int) -> None:
         """A job left the network (models that keep per-job state drop it)."""
@@ -129,162 +144,149 @@ class NetworkModel:
         period``), for models that move it as jobs interact; None: the phase a policy set still holds."""
         return None
 
-    def solve(self, demands: list[CommDemand], capacity_gbps: np.ndarray) -> NetSolution:  # pragma: no cover
-        raise NotImplementedError
+    def fresh(self) -> NetworkModel:
+        """A model of the same kind and parameters with no jobs: what a policy predicts speeds with, leaving
+        the simulation's own model untouched."""
+        return type(self)()
+
+    def check_allocation(self, kinds: Iterable[str]) -> None:
+        """Refuse, with one clear error, a per-job allocation the model cannot honour."""
+        kinds = set(kinds)
+        unknown = kinds - set(ALLOCATION_KINDS)
+        if unknown:
+            raise UnsupportedAllocation(f"network allocation kind(s) {sorted(unknown)} unknown; "
+                                        f"known: {', '.join(ALLOCATION_KINDS)}")
+        missing = kinds - self.capabilities.allocations
+        if missing:
+            have = ", ".join(sorted(self.capabilities.allocations)) or "none"
+            raise UnsupportedAllocation(f"network model {self.name!r} cannot honour a per-job "
+                                        f"{', '.join(sorted(missing))} allocation (it honours: {have})")
+
+    # ---------------------------------------------------------- incremental
+    # The generic way: keep the running demands, re-solve them all through ``solve`` after any change.
+    pending = False  # a change waits for resolve()
+
+    def attach(self, links: LinkState) -> None:
+        """Start incremental use on the fabric's links, with no job."""
+        self._links = links
+        self._demands: dict[int, CommDemand] = {}
+        self._iter_s: dict[int, float] = {}  # last time reported per job
+        self._new: set[int] = set()
+        self._touched = np.zeros(len(links.capacity_gbps), dtype=bool)
+        self.pending = False
+
+    def join(self, job_id: int, demand: CommDemand, now_s: float) -> float | None:
+        """A job's flows join (the fabric has counted them on ``links.jobs``). Its per-flow rate if known at
+        once (nobody else moves), else None: :meth:`resolve` gives its time."""
+        self._demands[job_id] = demand
+        self._touched[demand.links] = True
+        self._new.add(job_id)
+        self.pending = True
+        return None
+
+    def leave(self, job_id: int, now_s: float) -> None:
+        """A job's flows leave (already uncounted on ``links.jobs``)."""
+        demand = self._demands.pop(job_id)
+        self._iter_s.pop(job_id, None)
+        self._new.discard(job_id)
+        self.forget(job_id)
+        self._touched[demand.links] = True
+        self.pending = True
+
+    def change(self, job_id: int, now_s: float, *, phase: float | None = None) -> None:
+        """A running job's phase moved (a policy's shift)."""
+        if phase is not None and self.capabilities.uses_phase:
+            demand = self._demands[job_id]
+            demand.phase = phase
+            self._touched[demand.links] = True
+            self.pending = True
+
+    def resolve(self, now_s: float) -> Moved:
+        """Solve what the changes touched; the jobs whose times moved (and every joined one). Writes the
+        touched links' load, overload (and queue) into the fabric's links."""
+        self.pending = False
+        links = self._links
+        ids = list(self._demands)
+        sol = self.solve([self._demands[j] for j in ids], links.capacity_gbps)
+        moved = Moved([], [], [])
+        for jid in ids:
+            it = sol.iter_s[jid]
+            if jid in self._new or abs(it - self._iter_s[jid]) > 1e-12 * max(it, 1.0):
+                moved.job_id.append(jid)
+                moved.iter_s.append(it)
+                moved.comm_s.append(sol.comm_s[jid])
+                self._iter_s[jid] = it
+        touched = self._touched | (links.jobs > 0)
+        links.write()
+        links.load_gbps[touched] = links.overload_gbps[touched] = 0.0
+        links.load_gbps[sol.links] = sol.load_gbps
+        links.overload_gbps[sol.links] = sol.overload_gbps
+        if sol.queue_frac is not None:
+            links.queue_frac[touched] = 0.0
+            links.queue_frac[sol.links] = sol.queue_frac
+        self._new.clear()
+        self._touched[:] = False
+        return moved
 
 
-@NETWORKS.register("ideal")
-class IdealNetwork(NetworkModel):
-    """Non-blocking network: every job at its isolated speed."""
+class LiveNetwork(NetworkModel):
+    """The network of a live backend (the emulated testbed, a Slurm cluster): measured, not solved here.
 
-    name = "ideal"
-
-    def solve(self, demands, capacity_gbps):
-        iter_s = {d.job_id: d.iso_iter_s for d in demands}
-        comm = {d.job_id: d.iso_iter_s - d.compute_s for d in demands}
-        return NetSolution(iter_s, comm)
-
-
-@NETWORKS.register("fair")
-class FairShareNetwork(NetworkModel):
-    """Max-min fair sharing of every link by all running jobs' flows at once."""
-
-    name = "fair"
-
-    def solve(self, demands, capacity_gbps):
-        if not demands:
-            return NetSolution({}, {})
-        job, link, weight, links = _incidence(demands)
-        flow_bytes, compute, intra, overlap, caps, iso = np.array(
-            [(d.flow_bytes, d.compute_s, d.serial_intra_s, d.overlap, d.rate_cap_gbps, d.iso_rate_gbps)
-             for d in demands]).T.copy()
-        rate, it, comm, rate_load, load, overload = _fair(
-            np.ascontiguousarray(capacity_gbps[links], dtype=np.float64), job, link, weight.astype(np.float64),
-            caps, flow_bytes, compute, intra, overlap, iso)
-        ids = [d.job_id for d in demands]
-        return NetSolution(dict(zip(ids, it.tolist())), dict(zip(ids, comm.tolist())), links, load, overload,
-                           dict(zip(ids, rate.tolist())), rate_load)
-
-
-@NETWORKS.register("phase")
-class PhaseNetwork(NetworkModel):
-    """On/off communication with phase offsets, solved as a periodic steady state.
-
-    For each group of jobs that share links, the periods are laid on the
-    unified circle of :func:`netlab.network.phase.unified_circle`, the same
-    one CASSINI's scorer uses (``bins`` steps of the longest period, the LCM
-    of the quantised periods capped at ``max_periods`` longest periods;
-    beyond the cap the circle is that window, which stands in for the
-    drifting overlap of incommensurate periods). In every
-    bin the jobs whose communication window covers it share links max-min
-    fairly; a job's communication time is its bytes over the mean rate it got
-    while communicating. Periods depend on those times, so the computation is
-    repeated (damped) until the times settle.
-
-    A job's window starts ``phase * period`` after the circle's origin plus
-    its compute time (less the overlapped part). Policies such as CASSINI
-    set ``phase`` to interleave jobs.
+    It declares what the backend does with a job's phase (the testbed starts each job at its phase), and
+    policies that predict speeds get ``stand_in`` (a ``NETWORKS`` name) from :meth:`fresh`.
     """
 
-    name = "phase"
+    def __init__(self, name: str, capabilities: Capabilities = Capabilities(), stand_in: str = "fair"):
+        self.name, self.capabilities, self.stand_in = name, capabilities, stand_in
 
-    def __init__(self, bins: int = BINS, max_periods: int = MAX_PERIODS, max_iter: int = 30, tol: float = 1e-3):
-        self.bins, self.max_periods, self.max_iter, self.tol = bins, max_periods, max_iter, tol
+    def fresh(self) -> NetworkModel:
+        return NETWORKS.create(self.stand_in)
 
     def solve(self, demands, capacity_gbps):
-        if not demands:
-            return NetSolution({}, {})
-        job, link, weight, links = _incidence(demands)
-        cap = capacity_gbps[links]
-        # Groups of jobs connected through shared links.
-        from scipy.sparse import coo_matrix
-        from scipy.sparse.csgraph import connected_components
+        raise TypeError(f"network {self.name!r} is a live backend: it is measured, not solved")
 
-        n = len(demands)
-        graph = coo_matrix((np.ones(len(job)), (job, n + link)), shape=(n + len(links), n + len(links)))
-        _, label = connected_components(graph, directed=False)
-        iter_s, comm_s = {}, {}
-        load = np.zeros(len(links))
-        overload = np.zeros(len(links))
-        for group in np.unique(label[:n]):
-            members = np.flatnonzero(label[:n] == group)
-            sel = np.isin(job, members)
-            remap = {m: i for i, m in enumerate(members)}
-            g_job = np.array([remap[j] for j in job[sel]], dtype=np.int64)
-            g_link = link[sel]
-            g_weight = weight[sel]
-            out = self._solve_group([demands[m] for m in members], cap, g_job, g_link, g_weight)
-            for d, it, cm in zip((demands[m] for m in members), out[0], out[1]):
-                iter_s[d.job_id], comm_s[d.job_id] = it, cm
-            load += out[2]
-            overload += out[3]
-        return NetSolution(iter_s, comm_s, links, load, overload)
 
-    def _solve_group(self, ds, cap, job, link, weight):
-        n = len(ds)
-        caps = np.array([d.rate_cap_gbps for d in ds])
-        iso = np.array([d.iso_rate_gbps for d in ds])
-        bytes_ = np.array([d.flow_bytes for d in ds])
-        compute = np.array([d.compute_s for d in ds])
-        intra = np.array([d.serial_intra_s for d in ds])
-        overlap = np.array([d.overlap for d in ds])
-        phase = np.array([d.phase for d in ds]) % 1.0
-        cache: dict[bytes, object] = {}
+def make_network(model: NetworkModel | None = None, name: str | None = None, kwargs: dict | None = None
+                 ) -> NetworkModel:
+    """The model a run uses. A model object wins: ``name``, if also given, must be its name, and ``kwargs``
+    must be empty (they would be ignored). Otherwise ``NETWORKS.create(name or DEFAULT_NETWORK, **kwargs)``."""
+    if model is None:
+        return NETWORKS.create(name or DEFAULT_NETWORK, **(kwargs or {}))
+    if not isinstance(model, NetworkModel):
+        raise TypeError(f"network: expected a NetworkModel, got {type(model).__name__}")
+    if name is not None and name != model.name:
+        raise ValueError(f"network: the model passed is {model.name!r} but the config names {name!r}; "
+                         "give one of them (or the same name)")
+    if kwargs:
+        raise ValueError(f"network: network_kwargs {sorted(kwargs)} given with a model object; "
+                         "build the model with them instead")
+    return model
 
-        def rates_for(active: np.ndarray):
-            key = np.packbits(active).tobytes()
-            if key not in cache:
-                on = active[job]
-                sub_jobs = np.flatnonzero(active)
-                local = -np.ones(n, dtype=np.int64)
-                local[sub_jobs] = np.arange(len(sub_jobs))
-                res = max_min(cap, local[job[on]], link[on], weight[on], len(sub_jobs), caps[sub_jobs])
-                rate = np.zeros(n)
-                rate[sub_jobs] = res.rate
-                lost = np.zeros(len(job))
-                lost[on] = np.where(res.bottleneck, weight[on] * np.maximum(iso[job[on]] - res.rate[local[job[on]]], 0), 0)
-                cache[key] = (rate, res.load, np.bincount(link, weights=lost, minlength=len(cap)))
-            return cache[key]
 
-        net = bytes_ * 8 / (iso * GBIT)
-        if n == 1:
-            rate, ld, ov = rates_for(np.ones(1, dtype=bool))
-            net = bytes_ * 8 / (rate * GBIT)
-            it = np.array([iteration_time(compute[0], net[0] + intra[0], overlap[0])])
-            duty = net / it
-            return it, net + intra, ld * duty[0], ov * duty[0]
-        for _ in range(self.max_iter):
-            comm = net + intra
-            period = compute + comm - overlap * np.minimum(compute, comm)
-            circle = unified_circle(period, self.bins, self.max_periods)  # the grid CASSINI's scorer uses
-            unit, counts, horizon = circle.step_s, circle.counts, circle.bins
-            t = (np.arange(horizon) + 0.5) * unit
-            qperiod = counts * unit
-            start = phase * qperiod + compute - overlap * np.minimum(compute, comm)
-            pos = np.mod(t[None, :] - start[:, None], qperiod[:, None])
-            active = pos < net[:, None]
-            # A window shorter than one bin still communicates: give it its first bin.
-            empty = ~active.any(axis=1)
-            if empty.any():
-                first = np.argmin(pos, axis=1)
-                active[empty, first[empty]] = True
-            patterns, inverse, counts_p = np.unique(active.T, axis=0, return_inverse=True, return_counts=True)
-            rate_sum = np.zeros(n)
-            load = np.zeros(len(cap))
-            overload = np.zeros(len(cap))
-            for p, c in zip(patterns, counts_p):
-                rate, ld, ov = rates_for(p)
-                rate_sum += rate * c
-                load += ld * c
-                overload += ov * c
-            on_count = active.sum(axis=1)
-            mean_rate = rate_sum / on_count
-            new_net = bytes_ * 8 / (mean_rate * GBIT)
-            change = np.max(np.abs(new_net - net) / np.maximum(net, 1e-12))
-            net = 0.5 * net + 0.5 * new_net
-            if change < self.tol:
-                net = new_net
-                break
-        comm = net + intra
-        it = compute + comm - overlap * np.minimum(compute, comm)
-        return it, comm, load / horizon, overload / horizon
+def capabilities_of(name) -> Capabilities | None:
+    """The capabilities of the registered model ``name``; None for other names (a live backend's, missing)."""
+    if not isinstance(name, str) or name not in NETWORKS:
+        return None
+    return getattr(NETWORKS.get(name), "capabilities", None)
+
+
+def is_ideal(name) -> bool:
+    """True for the name of a registered model without contention: the bound results are compared with."""
+    caps = capabilities_of(name)
+    return caps is not None and not caps.contention
+
+
+def ideal_networks() -> list[str]:
+    """The registered models without contention, by name: the bounds, for tables of results
+    (``summary[summary.network.isin(ideal_networks())]``)."""
+    return [n for n in NETWORKS.names() if is_ideal(n)]
+
+
+def incidence(demands: list[CommDemand]):
+    """Stack the demands into local (job, link, weight) arrays over the links they use, and those links."""
+    sizes = [len(d.links) for d in demands]
+    job = np.repeat(np.arange(len(demands)), sizes)
+    all_links = np.concatenate([d.links for d in demands]) if demands else np.zeros(0, dtype=np.int64)
+    weight = np.concatenate([d.weights for d in demands]) if demands else np.zeros(0)
+    links, local = np.unique(all_links, return_inverse=True)
+    return job, local, weight, links

@@ -134,9 +134,11 @@ def cassini_table(runs: pd.DataFrame) -> pd.DataFrame:
     own on the ideal network (how much the network costs at all, a cap on any gain).
     """
     key = ["setup", "oversub", "host", "seed"]
-    ideal = runs[runs.network == "ideal"].set_index(key).avg_jct_s
+    from ..network import ideal_networks
+    bound = runs.network.isin(ideal_networks())
+    ideal = runs[bound].set_index(key).avg_jct_s
     rows = []
-    for (setup, o, host, net, seed), g in runs[runs.network != "ideal"].groupby(key[:3] + ["network", "seed"]):
+    for (setup, o, host, net, seed), g in runs[~bound].groupby(key[:3] + ["network", "seed"]):
         by = g.set_index("placement")
         if not set(PLACEMENTS) <= set(by.index):
             continue

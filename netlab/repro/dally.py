@@ -115,10 +115,12 @@ def dally_table(result, by: Sequence[str] = SETUP) -> pd.DataFrame:
     keys = [k for k in by if k in s.columns] + ["label", "network", "seed"]
     per_run = jobs.groupby(keys, as_index=False).agg(comm_overhead_s=("comm_s", "sum"))
     s = s.merge(per_run, on=keys, how="left")
-    ideal = s[(s.network == "ideal") & (s.label == BASELINE)]
+    from ..network import ideal_networks
+    bound = s.network.isin(ideal_networks())
+    ideal = s[bound & (s.label == BASELINE)]
     mode = [k for k in ("trace", "batch") if k in by] + ["seed"]
     ideal_jct = ideal.groupby(mode).avg_jct_s.first()
-    s = s[s.network != "ideal"].copy()
+    s = s[~bound].copy()
     group = [k for k in by if k in s.columns] + ["network", "seed"]
     base = s[s.label == BASELINE].set_index(group)
     for metric in ("makespan_s", "avg_jct_s", "p99_jct_s", "comm_overhead_s"):

@@ -11,7 +11,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..network.model import DEFAULT_NETWORK
+from ..network.model import DEFAULT_NETWORK, NETWORKS, NetworkModel
 from ..workload.job import Job
 from .decision import Placement
 
@@ -79,12 +79,20 @@ class JobState:
 
 
 class ClusterView:
-    """What a policy may look at. Arrays are shared: treat them as read-only."""
+    """What a policy may look at. Arrays are shared: treat them as read-only.
+
+    ``network`` is the network model in force (a :class:`~netlab.network.model.NetworkModel`; default: a
+    fresh ``DEFAULT_NETWORK`` model). Policies ask it what it is (``view.network.capabilities``: whether a
+    phase takes effect, whether there is contention at all) and predict speeds with ``view.network.fresh()``,
+    never with its name.
+    """
 
     def __init__(self, topology, free_gpus: np.ndarray, running: Mapping[int, JobState], now: float,
                  link_load_gbps: np.ndarray | None = None, waiting: Iterable[JobState] = (), zoo=None,
-                 network: str = DEFAULT_NETWORK, free_total: Callable[[], int] | None = None,
-                 phase_of: Callable[[int], float | None] | None = None):
+                 network: NetworkModel | None = None, free_total: Callable[[], int] | None = None):
+        if network is not None and not isinstance(network, NetworkModel):
+            raise TypeError(f"ClusterView: network must be a NetworkModel (e.g. NETWORKS.create({network!r})), "
+                            f"got {type(network).__name__}")
         self.topology = topology
         self.free_gpus = free_gpus
         self.running = running
@@ -92,14 +100,13 @@ class ClusterView:
         self._link_load = link_load_gbps
         self._waiting = waiting
         self.zoo = zoo
-        self.network = network  # the network model in force (a NETWORKS name)
+        self.network: NetworkModel = network if network is not None else NETWORKS.create(DEFAULT_NETWORK)
         self._free_total = free_total  # the owner's running count of free GPUs, if it keeps one
-        self._phase_of = phase_of  # the network model's current phase of a running job, if it moves them
 
     def phase(self, job_id: int) -> float:
         """Where a running job's iterations start, as a fraction of its period: the network model's current
         value where the model moves jobs (``tcp``: jobs in step separate into turns), else the phase set."""
-        now = self._phase_of(job_id) if self._phase_of is not None else None
+        now = self.network.phase_now(job_id) if self.network.capabilities.moves_phase else None
         return now if now is not None else (self.running[job_id].phase or 0.0) % 1.0
 
     @property
@@ -136,8 +143,7 @@ class ClusterView:
         released = sum(js.gpus for js in jobs)
         free_total = None if self._free_total is None else (lambda: self._free_total() + released)
         return ClusterView(self.topology, free, running, self.now, link_load_gbps=self._link_load,
-                           waiting=self._waiting, zoo=self.zoo, network=self.network, free_total=free_total,
-                           phase_of=self._phase_of)
+                           waiting=self._waiting, zoo=self.zoo, network=self.network, free_total=free_total)
 
     def demand_for(self, job: JobState, placement: Placement, phase: float = 0.0):
         """The network demand ``job`` would have on ``placement`` (None inside one host).

@@ -32,9 +32,10 @@ def fair_view(topo, running: dict, free: np.ndarray, zoo=None):
                                     js.iso_iter_s)
         if js.demand is not None:
             demands.append(js.demand)
-    sol = NETWORKS.create("fair").solve(demands, topo.link_capacity_gbps)
+    fair = NETWORKS.create("fair")
+    sol = fair.solve(demands, topo.link_capacity_gbps)
     for d in demands:
         running[d.job_id].comm_s = sol.comm_s[d.job_id]
     load = np.zeros(topo.n_links)
     load[sol.links] = sol.load_gbps
-    return ClusterView(topo, free, running, 0.0, load, network="fair")
+    return ClusterView(topo, free, running, 0.0, load, network=fair)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..network.model import DEFAULT_NETWORK, NETWORKS, NetworkModel, iteration_time
+from ..network.model import NetworkModel, iteration_time, make_network
 from ..policies import ORDERING, PLACEMENT, PREEMPTION, OrderingPolicy, PlacementPolicy, PreemptionPolicy
 from ..sched import ClusterView, JobState, Placement, Scheduler
 from ..workload.job import Job, isolated_iter_s
@@ -45,7 +45,9 @@ from .metrics import SimResult, build_result
 
 @dataclass
 class SimConfig:
-    network: str = DEFAULT_NETWORK
+    # A NETWORKS name; None: the model passed to the Simulator as ``network=``, else DEFAULT_NETWORK. A model
+    # object wins; naming another model beside it is an error (netlab.network.model.make_network).
+    network: str | None = None
     seed: int = 0
     checkpoint_s: float = 10.0
     restore_s: float = 20.0  # Pollux's 30 s restart penalty, split
@@ -83,7 +85,7 @@ class Simulator(KernelLoop):
         self.placement: PlacementPolicy = _make(PLACEMENT, placement)
         preemption = preemption or self.ordering.default_preemption or ("priority" if self.ordering.preemptive else "none")
         self.preemption: PreemptionPolicy = _make(PREEMPTION, preemption)
-        self.network: NetworkModel = network or NETWORKS.create(self.config.network, **self.config.network_kwargs)
+        self.network: NetworkModel = make_network(network, self.config.network, self.config.network_kwargs)
         mode = self.config.link_history or ("full" if self.config.record_links else "none")
         if mode not in HISTORIES:
             raise ValueError(f"SimConfig: field 'link_history': {mode!r} is not one of {', '.join(HISTORIES.names())}")
@@ -165,8 +167,7 @@ class Simulator(KernelLoop):
     def view(self, now: float | None = None) -> ClusterView:
         return ClusterView(self.topology, self.free_gpus, self.running, self.kernel.now if now is None else now,
                            self.fabric.load_gbps, (self.states[j] for _, j in self.waiting_order()), self.zoo,
-                           self.config.network, free_total=lambda: self.free_total,
-                           phase_of=self.fabric.model.phase_now)
+                           self.network, free_total=lambda: self.free_total)
 
     # ------------------------------------------------------------ mechanism
     def start(self, js: JobState, p: Placement, now: float) -> None:
@@ -186,7 +187,8 @@ class Simulator(KernelLoop):
             phase = (js.progress_from_s / js.iso_iter_s) % 1.0 if js.iso_iter_s > 0 else 0.0
         js.phase = phase
         demand, intra_s = self._demand(model, js, p.hosts, p.gpus, phase)
-        if demand is not None and self.config.network != "ideal":
+        contention = self.network.capabilities.contention
+        if demand is not None and contention:
             js.demand = demand
             rate = self.fabric.join(js.job_id, demand, now)
             if rate is None:  # provisional: the network settles later this instant
@@ -199,7 +201,7 @@ class Simulator(KernelLoop):
                 self._arm_network_completions()
         else:
             js.demand = None
-            if self.config.network == "ideal":
+            if not contention:
                 js.iter_s = js.iso_iter_s
             else:
                 js.iter_s = iteration_time(model.compute_s, intra_s, model.overlap)
@@ -225,7 +227,7 @@ class Simulator(KernelLoop):
         js = self.running[job_id]
         js.phase = phase % 1.0
         if js.demand is not None:
-            self.fabric.rephase(job_id, js.phase)
+            self.fabric.rephase(job_id, js.phase, self.kernel.now)
             self._want_pass()
 
     def _take(self, p: Placement, sign: int) -> None:
@@ -295,7 +297,8 @@ class Simulator(KernelLoop):
     # -------------------------------------------------------------- network
     def _recompute_network(self, now: float) -> None:
         """Re-solve the fabric and move the completions of jobs whose speed changed."""
-        for jid, iter_s, comm_s in self.fabric.solve(now, lambda j: self.states[j].iter_s):
+        moved = self.fabric.solve(now)
+        for jid, iter_s, comm_s in zip(moved.job_id, moved.iter_s, moved.comm_s):
             js = self.states[jid]
             self.advance(js, now)  # progress so far at the old speed
             js.iter_s, js.comm_s = iter_s, comm_s

@@ -65,7 +65,7 @@ import numpy as np
 from numba import njit
 
 from ..network.model import GBIT, iteration_time
-from ..network.tcp import _NOISE, _simulate
+from ..network.tcp.fluid import NOISE, WAIT, FluidJobs, FluidLinks, FluidRun, FluidState, LinkStats, Starts, simulate
 
 ALPHA = 1.0  # share weight = flow bytes ** ALPHA (0: max-min)
 DRAW_BUDGET = 32  # draws of the running jobs' offsets x jobs simulated (averaged over the draws) ...
@@ -100,21 +100,22 @@ def _period(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, start_
             max_events):  # pragma: no cover  (compiled)
     """Job 0's mean period over its iterations ``warmup`` .. ``iterations`` (NaN if fewer than 2 completed).
 
-    The fluid itself is the ``tcp`` network model's (:func:`netlab.network.tcp._simulate`), run without
+    The fluid itself is the ``tcp`` network model's (:func:`netlab.network.tcp.fluid.simulate`), run without
     jitter from every job waiting for its start offset.
     """
     n, m = A.shape
-    starts = np.zeros((n, iterations + 1))
-    n_starts = np.zeros(n, np.int64)
-    _simulate(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, np.full(n, 2, np.int64), np.zeros(n),
-              start_s.copy(), start_s.copy(), 0.0, 0.0, _NOISE, np.zeros(n, np.int64), 0, iterations + 1, max_events,
-              np.full(m, np.inf), np.full(m, np.inf), starts, n_starts, np.zeros((m, 3)))
-    k0 = n_starts[0]
+    starts = Starts(np.zeros((n, iterations + 1)), np.zeros(n, np.int64))
+    simulate(FluidJobs(A, cap_job, phi, gbit, intra_s, compute_s, overlap, np.zeros(n, np.int64)),
+             FluidState(np.full(n, WAIT, np.int64), np.zeros(n), start_s.copy(), start_s.copy()),
+             FluidLinks(cap_link, np.full(m, np.inf), np.full(m, np.inf)),
+             FluidRun(0.0, 0.0, NOISE, 0, iterations + 1, max_events), starts,
+             LinkStats(np.zeros(m), np.zeros(m), np.zeros(m)))
+    k0 = starts.count[0]
     if k0 < 3:
         return np.nan
     k = min(k0, iterations + 1)
     w = min(warmup, k - 3)
-    return (starts[0, k - 1] - starts[0, w]) / (k - 1 - w)
+    return (starts.time_s[0, k - 1] - starts.time_s[0, w]) / (k - 1 - w)
 
 
 @njit(cache=True, nogil=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..network.model import ideal_networks
 from .backends import BACKENDS, Backend
 from .grid import DEFAULTS, OPTIONAL, Cell, expand, grid_source, read_grid
 from .store import MemoryStore, Store, StoreError
@@ -44,13 +45,13 @@ def _tags(cell: Cell) -> dict:
 
 def add_ideal_ratio(summary: pd.DataFrame) -> pd.DataFrame:
     """``jct_vs_ideal``: a cell's average JCT over the same cell's on the ideal network."""
-    if summary.empty or "network" not in summary or not (summary.network == "ideal").any():
+    if summary.empty or "network" not in summary or not (ideal := summary.network.isin(ideal_networks())).any():
         return summary
     # optional parameters a grid sets are part of the match too (else batch and trace-time cells would pair up)
     keys = [c for c in PARAM_COLUMNS + tuple(OPTIONAL) if c != "network" and c in summary]
-    if "oversub" in keys and summary.loc[summary.network == "ideal", "oversub"].isna().all():
+    if "oversub" in keys and summary.loc[ideal, "oversub"].isna().all():
         keys.remove("oversub")  # ideal cells without an oversub (non-blocking: it cannot matter) pair with every one
-    ideal = summary.loc[summary.network == "ideal", keys + ["avg_jct_s"]].rename(columns={"avg_jct_s": "_ideal"})
+    ideal = summary.loc[ideal, keys + ["avg_jct_s"]].rename(columns={"avg_jct_s": "_ideal"})
     merged = summary.merge(ideal, on=keys, how="left")
     summary = summary.copy()
     summary["jct_vs_ideal"] = (merged.avg_jct_s / merged._ideal).to_numpy()

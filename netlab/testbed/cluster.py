@@ -42,6 +42,7 @@ import time
 import numpy as np
 
 from ..network.demand import build_demand
+from ..network.model import Capabilities, LiveNetwork
 from ..policies import ORDERING, PLACEMENT, PREEMPTION
 from ..sched import ClusterView, JobState, Placement, Scheduler
 from ..sim.kernel import Kernel, RealtimeClock
@@ -51,6 +52,9 @@ from ..workload.job import Job, isolated_iter_s
 from ..workload.zoo import ModelZoo
 from .base import TestbedError
 from .controller import Controller, TrainSpec
+
+#: the testbed's network as policies see it: real links, and a job starts at its phase (``start_delay_s``)
+TESTBED_NETWORK = LiveNetwork("testbed", Capabilities(uses_phase=True))
 
 MIN_GRAD_BYTES = 4096  # below this an all-reduce is pure latency
 
@@ -172,7 +176,7 @@ class TestbedCluster(KernelLoop):
     # ----------------------------------------------------------- the mechanism
     def view(self, now: float) -> ClusterView:
         return ClusterView(self.topology, self.free_gpus, self.running, now, None, self.scheduler.waiting(),
-                           self.zoo, "testbed")
+                           self.zoo, TESTBED_NETWORK)
 
     def start(self, js: JobState, p: Placement, now: float) -> None:
         self.free_gpus[list(p.hosts)] -= p.gpus

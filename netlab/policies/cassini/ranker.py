@@ -40,12 +40,12 @@ Decision for a job, step by step:
 Periods: running jobs use their current ``iter_s``; the new job its
 isolated iteration on the candidate (``demand.iter_s(demand.iso_rate_gbps)``).
 Phases (``Placement.phase`` and ``Placement.shifts``) are returned only on
-the networks that keep phases (``PHASED``: "phase", "tcp", and "testbed",
-where :class:`~netlab.testbed.cluster.TestbedCluster` with ``start_delay_s``
-starts each job at its phase; it cannot move running jobs, so run CASSINI
-there with ``max_rephase=0``), where they take effect; on "fair" and "ideal"
-the policy still ranks by compatibility (CASSINI's placement benefit) and
-returns neither.
+networks where a phase takes effect (``view.network.capabilities.uses_phase``:
+the ``phase`` and ``tcp`` models, and the testbed, where
+:class:`~netlab.testbed.cluster.TestbedCluster` with ``start_delay_s`` starts
+each job at its phase; it cannot move running jobs, so run CASSINI there with
+``max_rephase=0``); elsewhere (``fair``, ``ideal``) the policy still ranks by
+compatibility (CASSINI's placement benefit) and returns neither.
 """
 
 from __future__ import annotations
@@ -63,7 +63,6 @@ from .decision import Decision
 from .index import LinkIndex, key_of
 from .score import BINS, MAX_PERIODS, wave_row
 
-PHASED = ("phase", "tcp", "testbed")  # network models (and the live testbed) where a job's phase takes effect
 EPS = 1e-9
 
 
@@ -145,7 +144,7 @@ class Cassini(PlacementPolicy):
         if not ranked:
             return None
         best = ranked[0]
-        phase_net = view.network in PHASED
+        phase_net = view.network.capabilities.uses_phase
         p = best.placement
         return Placement(p.hosts, p.gpus, best.phase if phase_net else None,
                          tuple(sorted(best.shifts.items())) if phase_net else ())

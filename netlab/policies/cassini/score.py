@@ -16,7 +16,7 @@ Definitions (all rates Gbit/s, times seconds):
   period of ``period_s``, 0 otherwise. ``start_s`` is where the window sits
   at phase 0: after the compute, less the overlapped part, exactly where the
   phase network puts it.
-* The unified circle (:func:`netlab.network.phase.unified_circle`, the one
+* The unified circle (:func:`netlab.network.circle.unified_circle`, the one
   the ``phase`` network model solves on, so a score of 1 means no overlap
   there either): 72 steps of the longest period, periods quantised to
   whole steps, the LCM of the counts capped at 4 longest periods.
@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...network.phase import BINS, MAX_PERIODS, Circle, circle_bins, unified_circle  # noqa: F401  (re-exported)
+from ...network.circle import BINS, MAX_PERIODS, Circle, circle_bins, unified_circle  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...network.model import NETWORKS, iteration_time
+from ...network.model import iteration_time
 from ...workload.zoo import ModelZoo
 from ..base import PLACEMENT, PlacementPolicy
 from ..cassini.candidates import propose
@@ -193,7 +193,7 @@ class Oracle(ScoredPlacement):
         from ...network.demand import build_demand
 
         index = self.cached(view, _Links)
-        net = NETWORKS.create(view.network if view.network in NETWORKS else "fair")
+        net = view.network.fresh()  # the model in force, without the run's jobs (a live backend: its stand-in)
         model = (view.zoo or ModelZoo.default())[job.job.model]
         cap = view.topology.link_capacity_gbps
         out = []

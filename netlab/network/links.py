@@ -1,0 +1,56 @@
+"""Per-link state shared by the simulator's fabric and the network model it drives.
+
+The fabric counts the running jobs on each link and records the loads in the
+run's history; the model writes the loads. Policies hold the load array of
+the view they were given while the run goes on, so it is copied on write:
+:meth:`LinkState.lend_load` hands the current array out, and the next
+:meth:`LinkState.write` replaces it by a copy before anything changes.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class LinkArrays(NamedTuple):
+    """The per-link arrays compiled kernels read and write (one entry per directed link)."""
+
+    capacity_gbps: np.ndarray
+    jobs: np.ndarray  # running network jobs on the link (int64)
+    load_gbps: np.ndarray  # time-averaged load
+    overload_gbps: np.ndarray  # time-averaged demand above capacity (the ECN proxy)
+    queue_frac: np.ndarray  # share of time the queue is above the ECN threshold (models that model one)
+
+
+class LinkState:
+    """Per directed link: capacity, running jobs on it, and what the history records (see the module doc)."""
+
+    __slots__ = ("capacity_gbps", "jobs", "load_gbps", "overload_gbps", "queue_frac", "version", "_lent")
+
+    def __init__(self, capacity_gbps: np.ndarray):
+        n = len(capacity_gbps)
+        self.capacity_gbps = np.ascontiguousarray(capacity_gbps, dtype=np.float64)
+        self.jobs = np.zeros(n, dtype=np.int64)
+        self.load_gbps = np.zeros(n)
+        self.overload_gbps = np.zeros(n)
+        self.queue_frac = np.zeros(n)
+        self.version = 0  # counts writes: the fabric records the loads after a change
+        self._lent = False
+
+    def lend_load(self) -> np.ndarray:
+        """The load array for a reader that keeps it (a policy's view): it will not change."""
+        self._lent = True
+        return self.load_gbps
+
+    def write(self) -> None:
+        """Call before writing the loads: a lent load array is replaced by a copy first."""
+        if self._lent:
+            self.load_gbps = self.load_gbps.copy()
+            self._lent = False
+        self.version += 1
+
+    def arrays(self) -> LinkArrays:
+        """The arrays for a compiled kernel; call :meth:`write` first if it writes the loads."""
+        return LinkArrays(self.capacity_gbps, self.jobs, self.load_gbps, self.overload_gbps, self.queue_frac)

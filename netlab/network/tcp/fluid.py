@@ -1,0 +1,269 @@
+"""The fluid simulation of the ``tcp`` model: jobs alternating compute and all-reduce on shared links.
+
+Each job repeats three stages: ``PRE`` (the compute that does not overlap the
+all-reduce, plus the serial intra-host phase: ``rem`` seconds left), ``COMM``
+(the all-reduce: ``rem`` Gbit left per flow) and ``WAIT`` (until ``until``:
+the overlapped compute, or a start offset). While transfers overlap, each
+link is shared by weighted max-min among the jobs communicating on it
+(:func:`fill_rates`), each job capped at its isolated rate; a transfer's
+weight grows with the fraction of it already sent (``lead``). Rates are
+recomputed whenever a transfer starts or ends; time advances from event to
+event. The rules are the package's (:mod:`netlab.network.tcp`).
+
+Inputs are named tuples of arrays (:class:`FluidJobs`, :class:`FluidState`,
+:class:`FluidLinks`, :class:`FluidRun`); results go to :class:`Starts` and
+:class:`LinkStats` in place.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from ..jit import JIT
+
+PRE, COMM, WAIT = 0, 1, 2  # a job's stage inside its iteration (FluidState.stage)
+NOISE = np.random.default_rng(20261124).standard_normal(4096)  # fixed jitter draws: results are deterministic
+
+
+class FluidJobs(NamedTuple):
+    """Per job (row) of a simulated component."""
+
+    flows: np.ndarray  # (job, link): the job's flows on each link
+    cap_gbps: np.ndarray  # per-flow rate alone (its path's bottleneck, the pattern's cap)
+    weight: np.ndarray  # share weight (bytes in flight, ``phi``)
+    gbit: np.ndarray  # per flow per iteration
+    intra_s: np.ndarray  # serial intra-host phase
+    compute_s: np.ndarray
+    overlap: np.ndarray
+    noise_at: np.ndarray  # int64: where its jitter draws start in ``FluidRun.noise``
+
+
+class FluidState(NamedTuple):
+    """Per job, where it is; updated in place as the simulation runs."""
+
+    stage: np.ndarray  # int64: PRE, COMM or WAIT
+    rem: np.ndarray  # PRE: seconds left; COMM: Gbit left per flow
+    until: np.ndarray  # WAIT: until this time
+    it_start: np.ndarray  # when its current iteration began
+
+
+class FluidLinks(NamedTuple):
+    """Per link of the component."""
+
+    capacity_gbps: np.ndarray
+    mark_gbit: np.ndarray  # a queue above this is marked (ECN threshold)
+    buffer_gbit: np.ndarray  # the queue holds at most this
+
+
+class FluidRun(NamedTuple):
+    """How far and with what noise to run."""
+
+    jitter: float  # relative std of compute per iteration
+    lead: float  # leader advantage: weight x (1 + lead x fraction sent)
+    noise: np.ndarray  # the table of normal draws jitter reads
+    stop_job: int  # run until this job (-1: every job) has recorded ...
+    stop_starts: int  # ... this many iteration starts
+    max_events: int  # or this many events
+
+
+class Starts(NamedTuple):
+    """Iteration start times per job: ``time_s[i, :count[i]]`` (at most ``time_s.shape[1]`` kept)."""
+
+    time_s: np.ndarray
+    count: np.ndarray  # int64
+
+
+class LinkStats(NamedTuple):
+    """Per link, integrated over the simulated time."""
+
+    gbit: np.ndarray  # Gbit carried
+    over_gbit: np.ndarray  # demand above capacity
+    marked_s: np.ndarray  # seconds with the queue above the mark
+
+
+def link_stats(m: int) -> LinkStats:
+    return LinkStats(np.zeros(m), np.zeros(m), np.zeros(m))
+
+
+class _RateWork(NamedTuple):
+    live: np.ndarray
+    resid: np.ndarray
+    weight_sum: np.ndarray
+    newly: np.ndarray
+
+
+@njit(**JIT)
+def fill_rates(flows, cap_link, cap_job, weight, active, rate, work: _RateWork):  # pragma: no cover  (compiled)
+    """Weighted max-min per-flow rates of the ``active`` jobs (``rate_i = weight_i x level``), by progressive
+    filling, into ``rate``. ``work`` holds scratch arrays (no allocation per call)."""
+    n, m = flows.shape
+    live, resid, s, newly = work.live, work.resid, work.weight_sum, work.newly
+    for i in range(n):
+        rate[i] = 0.0
+        live[i] = active[i]
+        newly[i] = False
+    for link in range(m):
+        resid[link] = cap_link[link]
+    for _ in range(n):
+        best = np.inf
+        for i in range(n):
+            if live[i] and cap_job[i] / weight[i] < best:
+                best = cap_job[i] / weight[i]
+        for link in range(m):
+            s[link] = 0.0
+            for i in range(n):
+                if live[i]:
+                    s[link] += flows[i, link] * weight[i]
+            if s[link] > 0.0 and resid[link] / s[link] < best:
+                best = resid[link] / s[link]
+        if best == np.inf:
+            break
+        thr = best * (1.0 + 1e-12)
+        frozen = 0
+        for i in range(n):
+            if not live[i]:
+                continue
+            hit = cap_job[i] / weight[i] <= thr
+            if not hit:
+                for link in range(m):
+                    if flows[i, link] > 0.0 and resid[link] / s[link] <= thr:
+                        hit = True
+                        break
+            if hit:
+                rate[i] = min(weight[i] * best, cap_job[i])
+                newly[i] = True
+                frozen += 1
+        if frozen == 0:
+            break
+        for i in range(n):
+            if newly[i]:
+                newly[i] = False
+                live[i] = False
+                for link in range(m):
+                    resid[link] = max(resid[link] - flows[i, link] * rate[i], 0.0)
+
+
+@njit(**JIT)
+def simulate(jobs: FluidJobs, st: FluidState, links: FluidLinks, run: FluidRun, starts: Starts,
+             stats: LinkStats) -> float:  # pragma: no cover  (compiled)
+    """Run the fluid from ``st`` (time 0) until ``run.stop_job`` (or, if -1, every job) has recorded
+    ``run.stop_starts`` iteration starts, or ``run.max_events`` events; the time reached.
+
+    A transfer's weight is ``weight x (1 + lead x fraction sent)``, evaluated whenever the set of
+    communicating jobs changes: a flow already in flight holds a larger window than one that just joined.
+    Each link's fluid queue grows at the rate communicating jobs would send at their isolated rates beyond
+    the capacity (up to ``buffer_gbit``) and drains at the unused capacity; ``stats.marked_s`` counts the
+    time it holds more than ``mark_gbit``.
+    """
+    A, cap_job, phi, gbit = jobs.flows, jobs.cap_gbps, jobs.weight, jobs.gbit
+    intra_s, compute_s, overlap = jobs.intra_s, jobs.compute_s, jobs.overlap
+    stage, rem, until, it_start = st.stage, st.rem, st.until, st.it_start
+    cap_link, q_thr, q_buf = links.capacity_gbps, links.mark_gbit, links.buffer_gbit
+    n, m = A.shape
+    rate = np.zeros(n)
+    active = np.zeros(n, np.bool_)
+    work = _RateWork(np.zeros(n, np.bool_), np.zeros(m), np.zeros(m), np.zeros(n, np.bool_))
+    queue = np.zeros(m)
+    cur_compute = compute_s.copy()
+    weight = phi.copy()
+    keep = starts.time_s.shape[1]
+    n_starts = starts.count
+    for i in range(n):
+        n_starts[i] = 0
+    t = 0.0
+    dirty = True
+    for _ in range(run.max_events):
+        if dirty:
+            for i in range(n):
+                active[i] = stage[i] == COMM
+                weight[i] = phi[i]
+                if active[i] and run.lead > 0.0 and gbit[i] > 0.0:
+                    weight[i] = phi[i] * (1.0 + run.lead * max(1.0 - rem[i] / gbit[i], 0.0))
+            fill_rates(A, cap_link, cap_job, weight, active, rate, work)
+            dirty = False
+        dt = np.inf
+        for i in range(n):
+            if stage[i] == PRE:
+                d = rem[i]
+            elif stage[i] == COMM:
+                d = rem[i] / rate[i] if rate[i] > 0.0 else np.inf
+            else:
+                d = until[i] - t
+            if d < dt:
+                dt = d
+        if dt == np.inf:
+            break
+        dt = max(dt, 0.0)
+        if dt > 0.0:
+            for link in range(m):
+                served, offered = 0.0, 0.0
+                for i in range(n):
+                    if active[i] and A[i, link] > 0.0:
+                        served += A[i, link] * rate[i]
+                        offered += A[i, link] * cap_job[i]
+                stats.gbit[link] += served * dt
+                excess = offered - cap_link[link]
+                if excess > 0.0:
+                    stats.over_gbit[link] += excess * dt
+                slope = excess if excess > 0.0 else cap_link[link] - served
+                if excess <= 0.0:
+                    slope = -slope
+                q0 = queue[link]
+                q1 = min(max(q0 + slope * dt, 0.0), q_buf[link])
+                # seconds of this interval with the (linear, clipped) queue above the threshold
+                if q0 > q_thr[link] and q1 > q_thr[link]:
+                    stats.marked_s[link] += dt
+                elif slope > 0.0 and q1 > q_thr[link]:
+                    stats.marked_s[link] += dt - (q_thr[link] - q0) / slope
+                elif slope < 0.0 and q0 > q_thr[link]:
+                    stats.marked_s[link] += (q0 - q_thr[link]) / -slope
+                queue[link] = q1
+        t += dt
+        done = False
+        for i in range(n):
+            if stage[i] == PRE:
+                rem[i] -= dt
+                if rem[i] <= 1e-12 * (1.0 + cur_compute[i] + intra_s[i]):
+                    if gbit[i] > 0.0:
+                        stage[i] = COMM
+                        rem[i] = gbit[i]
+                        dirty = True
+                    else:
+                        stage[i] = WAIT
+                        comm = t - it_start[i] - (1.0 - overlap[i]) * cur_compute[i]
+                        until[i] = max(t, it_start[i] + cur_compute[i] + comm
+                                       - overlap[i] * min(cur_compute[i], comm))
+            elif stage[i] == COMM:
+                rem[i] -= rate[i] * dt
+                if rem[i] <= 1e-9 * gbit[i]:
+                    # comm = intra + network time of this iteration; the overlapped compute may still run
+                    comm = t - it_start[i] - (1.0 - overlap[i]) * cur_compute[i]
+                    stage[i] = WAIT
+                    until[i] = max(t, it_start[i] + cur_compute[i] + comm - overlap[i] * min(cur_compute[i], comm))
+                    dirty = True
+            if stage[i] == WAIT and until[i] - t <= 1e-12 * (1.0 + t):
+                it_start[i] = t
+                stage[i] = PRE
+                k = n_starts[i]
+                c = compute_s[i]
+                if run.jitter > 0.0:
+                    c = max(0.0, c * (1.0 + run.jitter * run.noise[(jobs.noise_at[i] + k) % run.noise.shape[0]]))
+                cur_compute[i] = c
+                rem[i] = (1.0 - overlap[i]) * c + intra_s[i]
+                if k < keep:
+                    starts.time_s[i, k] = t
+                n_starts[i] = k + 1
+        if run.stop_job >= 0:
+            done = n_starts[run.stop_job] >= run.stop_starts
+        else:
+            done = True
+            for i in range(n):
+                if n_starts[i] < run.stop_starts:
+                    done = False
+                    break
+        if done:
+            break
+    return t

@@ -1,0 +1,162 @@
+"""The ``tcp`` network model (the rules: :mod:`netlab.network.tcp`): batch and incremental solves, phase state."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..links import LinkState
+from ..model import NETWORKS, Capabilities, CommDemand, Moved, NetSolution, NetworkModel, incidence
+from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of
+from .components import Solved
+from .incremental import adds_nonbinding, clear_row_load, resolve_touched, row_loads, write_back
+from .mean_field import mean_field_counts
+from .params import REPORT_RTOL, TcpParams
+from .scenarios import simulate_starts
+from .solve import SolveCode, solve_component, solve_unless_exact
+
+
+@NETWORKS.register("tcp")
+class TcpNetwork(NetworkModel):
+    """TCP-like sharing by bytes in flight, work-conserving, with per-job phase kept across events (fluid)."""
+
+    name = "tcp"
+    capabilities = Capabilities(uses_phase=True, moves_phase=True, incremental=True)
+
+    def __init__(self, **params):
+        """Parameters: :class:`~netlab.network.tcp.params.TcpParams` (alpha, jitter, lead, horizon, warmup,
+        max_exact_jobs, max_events, ecn_threshold_us, buffer_us, draws)."""
+        unknown = set(params) - set(TcpParams._fields)
+        if unknown:
+            raise TypeError(f"tcp network: unknown parameter(s) {sorted(unknown)}; "
+                            f"known: {', '.join(TcpParams._fields)}")
+        self.params = TcpParams.checked(**params)
+        self._slots = SlotTable()  # every job's row: its demand, last time and phase state
+        self.exact_solves = self.mean_field_solves = 0
+        self.counts = mean_field_counts()  # over mean-field solves (MeanFieldCounts)
+
+    @property
+    def draws(self) -> int:
+        """Jitter draws a scenario prediction averages over (what testbed predictions ask every model)."""
+        return self.params.draws
+
+    def fresh(self) -> TcpNetwork:
+        return TcpNetwork(**self.params._asdict())
+
+    def simulate_starts(self, demands, capacity_gbps, start_s: dict, iterations: dict, draw: int = 0) -> dict:
+        """Iteration start times per job from given start times (see
+        :func:`~netlab.network.tcp.scenarios.simulate_starts`)."""
+        return simulate_starts(self, demands, capacity_gbps, start_s, iterations, draw)
+
+    # ----------------------------------------------------------- phase state
+    def forget(self, job_id: int) -> None:
+        """The job left the network: drop its phase state (and row)."""
+        self._slots.remove(job_id)
+
+    def phase_now(self, job_id: int) -> float | None:
+        """The job's anchor on its current period (its iterations start at ``phase x period + k x period``):
+        where the model has moved it, e.g. two jobs started in step that have separated into turns."""
+        r = self._slots.row(job_id)
+        t = self._slots.rows
+        if r is None or not (t.period_s[r] > 0 and np.isfinite(t.anchor_s[r])):
+            return None
+        return float(t.anchor_s[r] % t.period_s[r] / t.period_s[r])
+
+    def mean_field_stats(self) -> dict:
+        """Counters over the mean-field solves so far, by name."""
+        return {name: int(c[0]) for name, c in zip(self.counts._fields, self.counts)}
+
+    # ----------------------------------------------------------------- batch
+    def solve(self, demands, capacity_gbps, now_s: float = 0.0) -> NetSolution:
+        if not demands:
+            return NetSolution({}, {})
+        job, link, weight, links = incidence(demands)
+        rows = self._slots.claim(demands)
+        out = self.solve_rows(now_s, rows, Entries(job, link, weight.astype(float)),
+                              np.ascontiguousarray(capacity_gbps[links], dtype=np.float64), jobs_of(demands))
+        ids = [d.job_id for d in demands]
+        return NetSolution(dict(zip(ids, out.iter_s.tolist())), dict(zip(ids, out.comm_s.tolist())), links,
+                           out.load_gbps, out.overload_gbps, queue_frac=out.queue_frac)
+
+    def solve_rows(self, now_s: float, rows: np.ndarray, e: Entries, cap_link: np.ndarray, jobs: Jobs) -> Solved:
+        """Solve the jobs of ``rows`` (local job ``i`` is row ``rows[i]``; ``jobs`` their parameters, ``e`` the
+        incidence over ``cap_link``), updating their phase state."""
+        t = self._slots.rows
+        code, out = solve_unless_exact(now_s, e, cap_link, jobs, t, rows, self.params.max_exact_jobs,
+                                       self.params.alpha, self.counts)
+        if code != SolveCode.EXACT_NEEDED:  # no component small enough for the exact simulation
+            self.mean_field_solves += code == SolveCode.MEAN_FIELD
+            return out
+        out, exact, mean_field = solve_component(now_s, e, cap_link, jobs, t, rows, self.params, self.counts)
+        self.exact_solves += exact
+        self.mean_field_solves += mean_field
+        return out
+
+    # ----------------------------------------------------------- incremental
+    def attach(self, links: LinkState) -> None:
+        n = len(links.capacity_gbps)
+        self._links = links
+        self._slots = SlotTable()
+        self._demands: dict[int, CommDemand] = {}
+        self._offered = np.zeros(n)  # per link: every job on it at its isolated rate at once
+        self._touched = np.zeros(n, dtype=bool)  # links whose jobs changed since the last solve
+        self._new: set[int] = set()  # jobs waiting for their first time
+        self.pending = False
+
+    def join(self, job_id, demand, now_s):
+        row = self._slots.add(job_id, demand)
+        self._demands[job_id] = demand
+        links, rate = self._links, demand.alone_rate_gbps
+        alone = adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, rate)
+        self._offered[demand.links] += demand.weights * rate
+        if alone:  # it binds no link: it runs at its isolated rate and nobody else changes
+            t = self._slots.rows
+            t.rate_gbps[row], t.iter_s[row] = rate, demand.iter_s(rate)
+            links.write()
+            row_loads(np.array([row]), t, links.load_gbps)
+            return rate
+        self._touched[demand.links] = True
+        self._new.add(job_id)
+        self.pending = True
+        return None
+
+    def leave(self, job_id, now_s):
+        demand = self._demands.pop(job_id)
+        links = self._links
+        bound = not adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, 0.0)
+        self._offered[demand.links] -= demand.weights * demand.alone_rate_gbps
+        links.write()
+        clear_row_load(self._slots.row(job_id), self._slots.rows, links.arrays())
+        self._slots.remove(job_id)
+        empty = demand.links[links.jobs[demand.links] == 0]
+        self._offered[empty] = 0.0  # no rounding residue on an empty link
+        if bound or job_id in self._new:
+            self._touched[demand.links] = True
+            self.pending = True
+        self._new.discard(job_id)
+
+    def change(self, job_id, now_s, *, phase=None):
+        if phase is None:
+            return
+        demand = self._demands[job_id]
+        demand.phase = phase
+        self._slots.rows.phase[self._slots.row(job_id)] = phase
+        self._touched[demand.links] = True
+        self.pending = True
+
+    def resolve(self, now_s):
+        self.pending = False
+        links, t, p = self._links, self._slots.rows, self.params
+        links.write()
+        code, comp, ids, it, comm = resolve_touched(now_s, self._touched, t, links.arrays(), self._offered,
+                                                    p.max_exact_jobs, p.alpha, REPORT_RTOL, self.counts)
+        if code == SolveCode.EXACT_NEEDED:
+            out, exact, mean_field = solve_component(now_s, comp.entries, links.capacity_gbps[comp.links],
+                                                     jobs_at(t, comp.rows), t, comp.rows, p, self.counts)
+            self.exact_solves += exact
+            self.mean_field_solves += mean_field
+            ids, it, comm = write_back(self._touched, comp, out, REPORT_RTOL, t, links.arrays())
+        else:
+            self.mean_field_solves += code == SolveCode.MEAN_FIELD
+        self._new.clear()
+        self._touched[:] = False
+        return Moved(ids.tolist(), it.tolist(), comm.tolist())

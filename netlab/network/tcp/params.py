@@ -1,0 +1,46 @@
+"""The ``tcp`` model's parameters, their defaults and where each default comes from."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+JITTER = 0.0125  # relative std of compute per iteration: median compute CV of the one-job testbed runs (fidelity.json)
+ALPHA = 1.0  # share weight = flow bytes ** ALPHA
+LEAD = 2.0  # a transfer's weight grows by LEAD x the fraction of it already sent (leader advantage; calibrated)
+HORIZON = 24  # iterations simulated per job and re-solve ...
+WARMUP = 12  # ... the first half of which are left out of the mean period: jobs started in step take ~5-8
+#              iterations to separate into turns, and a period averaged over that transient is off by ~2%
+MAX_EXACT_JOBS = 8  # larger components use the mean-field fixed point
+MAX_EVENTS = 20_000  # per simulation: beyond it, the mean-field fixed point
+ECN_THRESHOLD_US = 50.0  # queue above this many microseconds of the link's rate counts as marking
+BUFFER_US = 2_000.0  # the queue holds at most this many microseconds of the link's rate
+DRAWS = 1  # scenario predictions: jitter draws averaged
+REPORT_RTOL = 1e-3  # incremental solves: a job's time must move by more to be reported (the mean field's tolerance)
+
+
+class TcpParams(NamedTuple):
+    """Everything that sets a ``tcp`` model's answers (see the package doc for what each does)."""
+
+    alpha: float = ALPHA
+    jitter: float = JITTER
+    lead: float = LEAD
+    horizon: int = HORIZON
+    warmup: int = WARMUP
+    max_exact_jobs: int = MAX_EXACT_JOBS
+    max_events: int = MAX_EVENTS
+    ecn_threshold_us: float = ECN_THRESHOLD_US
+    buffer_us: float = BUFFER_US
+    draws: int = DRAWS  # jitter draws a scenario prediction averages over (``simulate_starts``' ``draw``)
+
+    @classmethod
+    def checked(cls, **kw) -> TcpParams:
+        """The parameters, typed, or one ValueError saying what they must satisfy."""
+        p = cls(**kw)
+        if not (p.alpha >= 0 and p.jitter >= 0 and p.lead >= 0 and p.horizon > p.warmup + 1 and p.warmup >= 0
+                and p.max_exact_jobs >= 1 and p.max_events > 0 and 0 <= p.ecn_threshold_us <= p.buffer_us
+                and p.draws >= 1):
+            raise ValueError("tcp network: need alpha >= 0, jitter >= 0, lead >= 0, horizon > warmup + 1 >= 1, "
+                             "max_exact_jobs >= 1, max_events > 0, 0 <= ecn_threshold_us <= buffer_us, draws >= 1")
+        return cls(float(p.alpha), float(p.jitter), float(p.lead), int(p.horizon), int(p.warmup),
+                   int(p.max_exact_jobs), int(p.max_events), float(p.ecn_threshold_us), float(p.buffer_us),
+                   int(p.draws))

@@ -1,0 +1,43 @@
+"""A testbed scenario run by the ``tcp`` fluid: every job's iteration starts from given start times."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import GBIT, incidence
+from ..slots import jobs_of
+from .components import share_weights
+from .fluid import NOISE, WAIT, FluidJobs, FluidLinks, FluidRun, FluidState, Starts, link_stats, simulate
+
+
+def simulate_starts(model, demands, capacity_gbps, start_s: dict, iterations: dict, draw: int = 0) -> dict:
+    """Every job's iteration start times (s) when each starts at ``start_s[job]`` and all run together.
+
+    What a testbed scenario does: jobs launched at a common time (plus their offsets), each running
+    ``iterations[job]`` iterations. The fluid is simulated until every job has started its last iteration
+    plus one (that start marks the end of the previous one), jobs going on past their own count; a caller
+    measuring a window where all run (as :func:`netlab.testbed.scenarios.summarise_logs` does) sees the same
+    contention as on the testbed. Deterministic: jitter draws come from a fixed table; ``draw`` picks
+    another set of them (another run of the same experiment). ``model``: a
+    :class:`~netlab.network.tcp.TcpNetwork` (its parameters).
+    """
+    if not demands:
+        return {}
+    p = model.params
+    job, link, weight, links = incidence(demands)
+    n = len(demands)
+    flows = np.zeros((n, len(links)))
+    np.add.at(flows, (job, link), weight)
+    cap_link = np.ascontiguousarray(capacity_gbps[links], dtype=np.float64)
+    jobs = jobs_of(demands)
+    gbit = jobs.flow_bytes * 8 / GBIT
+    most = max(int(iterations[d.job_id]) for d in demands) + 1
+    starts = Starts(np.zeros((n, most + 1)), np.zeros(n, np.int64))
+    until = np.array([float(start_s[d.job_id]) for d in demands])
+    fjobs = FluidJobs(flows, np.minimum(jobs.rate_cap_gbps, jobs.iso_rate_gbps), share_weights(gbit, p.alpha), gbit,
+                      jobs.intra_s, jobs.compute_s, jobs.overlap, (jobs.job_id * 977 + draw * 1543) % len(NOISE))
+    state = FluidState(np.full(n, WAIT, np.int64), np.zeros(n), until, np.zeros(n))
+    fluid_links = FluidLinks(cap_link, cap_link * p.ecn_threshold_us * 1e-6, cap_link * p.buffer_us * 1e-6)
+    run = FluidRun(p.jitter, p.lead, NOISE, -1, most, max(p.max_events, 40 * n * most))
+    simulate(fjobs, state, fluid_links, run, starts, link_stats(len(links)))
+    return {d.job_id: starts.time_s[i, :min(starts.count[i], most + 1)].copy() for i, d in enumerate(demands)}
