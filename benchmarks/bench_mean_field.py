@@ -2,14 +2,14 @@
 simulator actually meets: writes benchmarks/results/mean_field.json.
 
 The ``tcp`` network solves components of at most ``max_exact_jobs`` (8) jobs by simulating them; larger
-ones by the mean-field fixed point (``netlab.network.tcp._mean_field``). This benchmark replays a prefix of
+ones by the mean-field fixed point (``netlab.network.tcp.mean_field``). This benchmark replays a prefix of
 the Philly trace (Tiresias + consolidated, the 512-GPU 4:1 leaf-spine of ``bench_core.py``), keeps every
 ``--every``-th solve that reaches the mean field, and for each such component of at most ``--max-jobs``
 jobs solves it twice from the same inputs: by the mean field and exactly (``max_exact_jobs`` raised so the
 whole component is simulated). It reports, per job, the absolute percentage error of the mean-field
 iteration time against the exact one (median, p90, max; on the jobs the exact model slows by 1.5x or
 more; and the signed error per bin of the exact slowdown), and whether the fixed point converged (the
-relative change one more iteration would make, against the solver's tolerance ``tcp.MF_TOL``). It also
+relative change one more iteration would make, against the solver's tolerance ``MF_TOL``). It also
 reports the live run's own count: mean-field solves, iterations per solve, solves that hit the
 iteration limit, and the share of link passes left out (links that limit nobody, between full passes).
 
@@ -30,72 +30,83 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_core import philly_run  # noqa: E402
 
-import netlab.network.tcp as tcp  # noqa: E402
+from netlab.network.slots import Entries, component, jobs_at  # noqa: E402
+from netlab.network.tcp import TcpNetwork  # noqa: E402
+from netlab.network.tcp.components import alone, binding_components, share_weights  # noqa: E402
+from netlab.network.tcp.mean_field import MF_MAX_ITER, MF_TOL, MeanFieldJobs, mean_field, merge_mirrored  # noqa: E402
+from netlab.network.tcp.params import ALPHA, MAX_EXACT_JOBS  # noqa: E402
 from netlab.sim.metrics import write_json  # noqa: E402
 from netlab.traces import load_trace  # noqa: E402
 
-TOL = tcp.MF_TOL  # the fixed point's tolerance
+TOL = MF_TOL  # the fixed point's tolerance
 
 
-def capture(n_jobs: int, every: int) -> tuple[list[tuple], np.ndarray]:
-    """Every ``every``-th ``solve_arrays`` call with more than ``max_exact_jobs`` jobs, inputs copied; and the
-    run's mean-field counts (solves, iterations, solves at the iteration limit)."""
+def capture(n_jobs: int, every: int) -> tuple[list[tuple], dict]:
+    """Every ``every``-th incremental re-solve whose component has more than ``max_exact_jobs`` jobs, its
+    inputs copied (now, link capacities, entries, jobs); and the run's mean-field counts by name."""
     calls, seen, models = [], [0], []
-    solve = tcp.TcpNetwork.solve_arrays
+    resolve = TcpNetwork.resolve
 
-    def spy(self, now_s, cap_link, job, link, weight, cols):
+    def spy(self, now_s):
         if not models:
             models.append(self)
-        if cols.shape[0] > self.max_exact_jobs:
+        links, t = self._links, self._slots.rows
+        comp = component(self._touched.copy(), t, self._offered > links.capacity_gbps * (1 + 1e-9))
+        if len(comp.rows) > self.params.max_exact_jobs:
             seen[0] += 1
             if seen[0] % every == 0:
-                calls.append(tuple(np.copy(x) if isinstance(x, np.ndarray) else x
-                                   for x in (now_s, cap_link, job, link, weight, cols)))
-        return solve(self, now_s, cap_link, job, link, weight, cols)
+                entries = Entries(*(np.copy(x) for x in comp.entries))
+                calls.append((now_s, links.capacity_gbps[comp.links].copy(), entries, jobs_at(t, comp.rows)))
+        return resolve(self, now_s)
 
-    tcp.TcpNetwork.solve_arrays = spy
+    TcpNetwork.resolve = spy
     try:
         philly_run(load_trace("philly", seed=0), n_jobs, network="tcp")
     finally:
-        tcp.TcpNetwork.solve_arrays = solve
-    return calls, models[0].mf_stats.copy()
+        TcpNetwork.resolve = resolve
+    return calls, models[0].mean_field_stats()
+
+
+def _solve(model: TcpNetwork, now_s, cap_link, e, jobs) -> np.ndarray:
+    """Iteration times of ``jobs`` solved by ``model`` (new jobs: no phase state, no warm start)."""
+    rows = model._slots.claim_ids(jobs.job_id.tolist())
+    return model.solve_rows(now_s, rows, e, cap_link, jobs).iter_s
 
 
 def compare(call: tuple, max_jobs: int) -> dict | None:
     """Mean field and exact iteration times of the large component's jobs in one captured solve."""
-    now_s, cap_link, job, link, weight, cols = call
-    cols = cols[:, :8].copy()  # no warm start: both solves start from the policies' phases
-    cap_job = tcp._alone(cols)[0]
-    large = tcp._binding_components(job, link, weight, cap_link, cap_job, cols.shape[0], tcp.MAX_EXACT_JOBS)[3]
+    now_s, cap_link, e, jobs = call
+    jobs = jobs._replace(last_iter_s=np.full(len(jobs.job_id), np.nan))  # both solves from the policies' phases
+    al = alone(jobs)
+    large = binding_components(e, cap_link, al.cap_gbps, MAX_EXACT_JOBS).large
     members = np.flatnonzero(large)
     if not 0 < len(members) <= max_jobs:
         return None
-    mean_field = tcp.TcpNetwork().solve_arrays(now_s, cap_link, job, link, weight, cols)[0][members]
-    exact_model = tcp.TcpNetwork(max_exact_jobs=10_000, max_events=5_000_000)
-    exact = exact_model.solve_arrays(now_s, cap_link, job, link, weight, cols)[0][members]
+    mean_field_it = _solve(TcpNetwork(), now_s, cap_link, e, jobs)[members]
+    exact_model = TcpNetwork(max_exact_jobs=10_000, max_events=5_000_000)
+    exact = _solve(exact_model, now_s, cap_link, e, jobs)[members]
     if exact_model.exact_solves == 0:  # the simulation did not finish: nothing exact to compare with
         return None
-    _, gbit, _, _, _, alone, _ = (x[members] for x in tcp._alone(cols))
-    return dict(jobs=len(members), mean_field=mean_field, exact=exact, alone=alone, gradient_share=gbit / gbit.max(),
-                residual=residual(call, members, large))
+    gbit = al.gbit[members]
+    return dict(jobs=len(members), mean_field=mean_field_it, exact=exact, alone=al.iter_s[members],
+                gradient_share=gbit / gbit.max(), residual=residual(call, members, large))
 
 
 def residual(call: tuple, members: np.ndarray, large: np.ndarray) -> float:
     """The relative change one more mean-field iteration makes at the returned rates (converged: <= TOL)."""
-    now_s, cap_link, job, link, weight, cols = call
-    cols = cols[:, :8].copy()
-    cap_job, gbit, pre, alone_net, _, _, tail = tcp._alone(cols)
-    binding = tcp._binding_components(job, link, weight, cap_link, cap_job, cols.shape[0], tcp.MAX_EXACT_JOBS)[0]
-    local = np.full(cols.shape[0], -1)
+    now_s, cap_link, e, jobs = call
+    al = alone(jobs)
+    binding = binding_components(e, cap_link, al.cap_gbps, MAX_EXACT_JOBS).binding
+    local = np.full(len(jobs.job_id), -1)
     local[members] = np.arange(len(members))
-    sel = large[job] & binding[link]
-    blinks, bl = np.unique(link[sel], return_inverse=True)
-    args = [local[job[sel]].astype(np.int64), bl.astype(np.int64), weight[sel].astype(float), cap_link[blinks]]
-    g = gbit[members]
-    phi = tcp._weights(g, tcp.ALPHA)  # share weights as the solver forms them
-    rest = (cap_job[members], phi, g, pre[members], tail[members])
-    rate, _ = tcp._mean_field(*tcp._merge_mirrored(*args), *rest, cap_job[members].copy())
-    again, _ = tcp._mean_field(*tcp._merge_mirrored(*args), *rest, rate, 1)  # a first step is taken whole
+    sel = large[e.job] & binding[e.link]
+    blinks, bl = np.unique(e.link[sel], return_inverse=True)
+    kept, cap = merge_mirrored(Entries(local[e.job[sel]].astype(np.int64), bl.astype(np.int64),
+                                       e.weight[sel].astype(float)), cap_link[blinks])
+    g = al.gbit[members]
+    mf_jobs = MeanFieldJobs(al.cap_gbps[members], share_weights(g, ALPHA), g, al.pre_s[members], al.tail_s[members])
+    rate, _ = mean_field(kept, cap, mf_jobs, al.cap_gbps[members].copy())
+    again, _ = mean_field(kept, cap, mf_jobs, rate, 1)  # a first step is taken whole
     return float(np.max(np.abs(again / rate - 1)))
 
 
@@ -149,9 +160,10 @@ def main(argv=None) -> int:
                small_gradient_share=SMALL, ape_small_gradients=pct(ape[share < SMALL]),
                ape_other_gradients=pct(ape[share >= SMALL]),
                converged_fraction=float(np.mean(resid <= TOL)), residual=pct(resid), tolerance=TOL,
-               live_run=dict(mean_field_solves=int(live[0]), iterations_per_solve=float(live[1] / max(live[0], 1)),
-                             at_iteration_limit=int(live[2]), iteration_limit=tcp.MF_MAX_ITER,
-                             link_passes_left_out=float(live[4] / max(live[3], 1))),
+               live_run=dict(mean_field_solves=live["solves"],
+                             iterations_per_solve=float(live["iterations"] / max(live["solves"], 1)),
+                             at_iteration_limit=live["unconverged"], iteration_limit=MF_MAX_ITER,
+                             link_passes_left_out=float(live["links_skipped"] / max(live["link_passes"], 1))),
                wall_s=time.perf_counter() - t0)
     print(f"{len(rows)} components, {len(ape)} jobs: APE median {np.median(ape):.3f}, p90 "
           f"{np.percentile(ape, 90):.3f}; converged {out['converged_fraction']:.0%}")

@@ -103,7 +103,7 @@ def main(argv=None) -> int:
     alpha = max(no_lead, key=lambda p: p["first_collection_r2"])["alpha"]
     choice = min((p for p in points if p["alpha"] == alpha), key=lambda p: p["calibration_error"])
     joint = min(points, key=lambda p: p["calibration_error"])
-    defaults = TcpNetwork()
+    defaults = TcpNetwork().params
     result = dict(
         machine=dict(python=platform.python_version(), cpus=os.cpu_count()), wall_s=time.perf_counter() - t0,
         rule=("stage 1: alpha maximising R2 on the first collection at lead 0; stage 2: lead at that alpha "

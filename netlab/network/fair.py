@@ -43,7 +43,7 @@ class FairTimes(NamedTuple):
 
 
 @njit(**JIT)
-def fair_times(capacity, e: Entries, jobs: Jobs) -> FairTimes:  # pragma: no cover  (compiled)
+def fair_times(capacity, e: Entries, jobs: Jobs) -> FairTimes:
     """Max-min rates, then per job iteration/communication times and per link loads."""
     n_jobs = jobs.flow_bytes.shape[0]
     rate, bottleneck, rate_load = _filling(capacity, e.job, e.link, e.weight, n_jobs, jobs.rate_cap_gbps)
@@ -144,7 +144,7 @@ class FairShareNetwork(NetworkModel):
 
 
 @njit(**JIT)
-def _resolve(touched, t: Rows, links: LinkArrays, rate_load, couple):  # pragma: no cover  (compiled)
+def _resolve(touched, t: Rows, links: LinkArrays, rate_load, couple):
     """Re-solve the component of the ``touched`` links, in place; (job ids, iteration s, comm s) that moved.
 
     Writes the component's per-link loads (links a leaving job emptied go to 0) and each row's new
@@ -170,7 +170,7 @@ def _resolve(touched, t: Rows, links: LinkArrays, rate_load, couple):  # pragma:
 
 
 @njit(**JIT)
-def _joins_unsaturated(capacity, rate, links, weights, iso_rate):  # pragma: no cover  (compiled)
+def _joins_unsaturated(capacity, rate, links, weights, iso_rate):
     """True if a job at its isolated rate overfills none of its links, and every link it
     would saturate carries nothing else: nobody's share changes."""
     for k in range(links.shape[0]):
@@ -182,7 +182,7 @@ def _joins_unsaturated(capacity, rate, links, weights, iso_rate):  # pragma: no 
 
 
 @njit(**JIT)
-def _leaves_unsaturated(capacity, rate, jobs_left, links):  # pragma: no cover  (compiled)
+def _leaves_unsaturated(capacity, rate, jobs_left, links):
     """True if every saturated link of a leaving job carried it alone (no job is left on it): nobody's
     share changes."""
     for g in links:

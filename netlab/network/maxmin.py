@@ -57,7 +57,7 @@ def max_min(capacity: np.ndarray, job: np.ndarray, link: np.ndarray, weight: np.
 
 
 @njit(cache=True, nogil=True)
-def _csr(key, n):  # pragma: no cover  (compiled)
+def _csr(key, n):
     """Entries grouped by ``key`` (0..n-1): (offsets, entry indices), by counting sort."""
     ptr = np.zeros(n + 1, dtype=np.int64)
     for e in range(key.shape[0]):
@@ -73,7 +73,7 @@ def _csr(key, n):  # pragma: no cover  (compiled)
 
 
 @njit(cache=True, nogil=True)
-def _freeze_on(l, lptr, lidx, job, live, bottleneck, newly, frozen_now, n_new):  # pragma: no cover  (compiled)
+def _freeze_on(l, lptr, lidx, job, live, bottleneck, newly, frozen_now, n_new):
     """Mark link ``l`` as the bottleneck of its live jobs and queue them to freeze; the new queue length."""
     for i in range(lptr[l], lptr[l + 1]):
         e = lidx[i]
@@ -87,7 +87,7 @@ def _freeze_on(l, lptr, lidx, job, live, bottleneck, newly, frozen_now, n_new): 
 
 
 @njit(cache=True, nogil=True)
-def _filling(capacity, job, link, weight, n_jobs, cap):  # pragma: no cover  (compiled; tested through max_min)
+def _filling(capacity, job, link, weight, n_jobs, cap):
     """One pass per bottleneck level: O(links + jobs) per level, each entry visited O(1) times in all."""
     n_links, nnz = capacity.shape[0], job.shape[0]
     lptr, lidx = _csr(link, n_links)

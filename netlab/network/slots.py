@@ -115,6 +115,10 @@ class SlotTable:
         self._write(r, demand)
         return r
 
+    def claim_ids(self, job_ids) -> np.ndarray:
+        """Each job's row, a new one (no demand, no phase state) for a job without one."""
+        return np.array([self._row[j] if j in self._row else self._claim(j) for j in job_ids], dtype=np.int64)
+
     def claim(self, demands) -> np.ndarray:
         """Rows for a batch solve of ``demands`` (in their order): a job keeps its row (and phase state) from
         one solve to the next; its demand is written and it has no warm start."""
@@ -184,14 +188,14 @@ def jobs_of(demands) -> Jobs:
 
 
 @njit(**JIT)
-def jobs_at(t: Rows, rows) -> Jobs:  # pragma: no cover  (compiled)
+def jobs_at(t: Rows, rows) -> Jobs:
     """The :class:`Jobs` of these rows; their last reported iteration time is the warm start."""
     return Jobs(t.job_id[rows], t.flow_bytes[rows], t.compute_s[rows], t.intra_s[rows], t.overlap[rows],
                 t.rate_cap_gbps[rows], t.iso_rate_gbps[rows], t.phase[rows], t.iter_s[rows])
 
 
 @njit(**JIT)
-def component(touched, t: Rows, couple) -> Component:  # pragma: no cover  (compiled)
+def component(touched, t: Rows, couple) -> Component:
     """The joined rows on the ``touched`` links and those connected to them through shared ``couple`` links.
 
     ``touched`` is widened in place to every coupling link of the component. Each sweep adds the rows that

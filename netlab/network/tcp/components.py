@@ -52,7 +52,7 @@ class Solved(NamedTuple):
 
 
 @njit(**JIT)
-def alone(jobs: Jobs) -> Alone:  # pragma: no cover  (compiled)
+def alone(jobs: Jobs) -> Alone:
     """Each job on its own (see :class:`Alone`)."""
     n = jobs.flow_bytes.shape[0]
     out = np.empty((7, n))
@@ -70,7 +70,7 @@ def alone(jobs: Jobs) -> Alone:  # pragma: no cover  (compiled)
 
 
 @njit(**JIT)
-def binding_components(e: Entries, cap_link, cap_job, max_exact) -> Components:  # pragma: no cover  (compiled)
+def binding_components(e: Entries, cap_link, cap_job, max_exact) -> Components:
     """Jobs joined through links that can bind (see :class:`Components`).
 
     A link binds when its jobs, all sending at their isolated (capped) rates at once, would exceed its
@@ -122,7 +122,7 @@ def binding_components(e: Entries, cap_link, cap_job, max_exact) -> Components: 
 
 
 @njit(**JIT)
-def comm_from_period(period, compute, overlap, floor):  # pragma: no cover  (compiled)
+def comm_from_period(period, compute, overlap, floor):
     """Communication seconds (intra + network) that give ``period`` under the iteration-time rule
     (:func:`~netlab.network.model.iteration_time`); at least ``floor`` (the alone value)."""
     long_comm = period - (1.0 - overlap) * compute  # comm >= compute

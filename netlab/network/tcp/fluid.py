@@ -96,7 +96,7 @@ class _RateWork(NamedTuple):
 
 
 @njit(**JIT)
-def fill_rates(flows, cap_link, cap_job, weight, active, rate, work: _RateWork):  # pragma: no cover  (compiled)
+def fill_rates(flows, cap_link, cap_job, weight, active, rate, work: _RateWork):
     """Weighted max-min per-flow rates of the ``active`` jobs (``rate_i = weight_i x level``), by progressive
     filling, into ``rate``. ``work`` holds scratch arrays (no allocation per call)."""
     n, m = flows.shape
@@ -148,7 +148,7 @@ def fill_rates(flows, cap_link, cap_job, weight, active, rate, work: _RateWork):
 
 @njit(**JIT)
 def simulate(jobs: FluidJobs, st: FluidState, links: FluidLinks, run: FluidRun, starts: Starts,
-             stats: LinkStats) -> float:  # pragma: no cover  (compiled)
+             stats: LinkStats) -> float:
     """Run the fluid from ``st`` (time 0) until ``run.stop_job`` (or, if -1, every job) has recorded
     ``run.stop_starts`` iteration starts, or ``run.max_events`` events; the time reached.
 

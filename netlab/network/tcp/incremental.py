@@ -27,7 +27,7 @@ from .solve import SolveCode, solve_unless_exact
 
 @njit(**JIT)
 def resolve_touched(now_s, touched, t: Rows, links: LinkArrays, offered, max_exact, alpha, rtol,
-                    counts: MeanFieldCounts):  # pragma: no cover  (compiled)
+                    counts: MeanFieldCounts):
     """The component of the ``touched`` links (widened in place) solved and written back, when no part of it
     is for the exact simulation: (code, the component, job ids, iteration s, comm s of the jobs whose time
     moved). ``EXACT_NEEDED``: nothing written; the caller solves the component and calls :func:`write_back`."""
@@ -44,7 +44,7 @@ def resolve_touched(now_s, touched, t: Rows, links: LinkArrays, offered, max_exa
 
 
 @njit(**JIT)
-def write_back(touched, comp: Component, out: Solved, rtol, t: Rows, links: LinkArrays):  # pragma: no cover
+def write_back(touched, comp: Component, out: Solved, rtol, t: Rows, links: LinkArrays):
     """A component's solve into the links and rows, in place: the links' overload and queue (touched links
     cleared first), and the rows whose iteration time moved (their time and loads); those rows' (job id,
     iteration s, comm s).
@@ -68,7 +68,7 @@ def write_back(touched, comp: Component, out: Solved, rtol, t: Rows, links: Link
 
 
 @njit(**JIT)
-def row_loads(rows, t: Rows, load):  # pragma: no cover  (compiled)
+def row_loads(rows, t: Rows, load):
     """Set each row's time-averaged load (flows x Gbit per flow per iteration / iteration s) on its links,
     updating ``load`` by the difference."""
     for r in rows:
@@ -80,7 +80,7 @@ def row_loads(rows, t: Rows, load):  # pragma: no cover  (compiled)
 
 
 @njit(**JIT)
-def clear_row_load(r, t: Rows, links: LinkArrays):  # pragma: no cover  (compiled)
+def clear_row_load(r, t: Rows, links: LinkArrays):
     """A leaving row's load off its links; links it leaves empty (no job counted) go to zero."""
     for k in range(t.n_links[r]):
         g = t.links[r, k]
@@ -91,7 +91,7 @@ def clear_row_load(r, t: Rows, links: LinkArrays):  # pragma: no cover  (compile
 
 
 @njit(**JIT)
-def adds_nonbinding(capacity, offered, links, weights, rate):  # pragma: no cover  (compiled)
+def adds_nonbinding(capacity, offered, links, weights, rate):
     """True if, with ``weights x rate`` more offered on ``links``, none of them can bind (offered <= capacity);
     with ``rate`` 0: none of them binds now."""
     for k in range(links.shape[0]):

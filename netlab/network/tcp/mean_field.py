@@ -59,7 +59,7 @@ def mean_field_counts() -> MeanFieldCounts:
 
 @njit(**JIT)
 def mean_field(e: Entries, cap_link, jobs: MeanFieldJobs, rate0, max_iter=MF_MAX_ITER, tol=MF_TOL, counts=None,
-               margin=MF_LIVE_MARGIN):  # pragma: no cover  (compiled)
+               margin=MF_LIVE_MARGIN):
     """Per job (mean per-flow rate while communicating, duty) at the random-phase fixed point.
 
     While job i communicates, job k communicates too with probability equal to its duty ``d_k`` (the
@@ -207,7 +207,7 @@ def mean_field(e: Entries, cap_link, jobs: MeanFieldJobs, rate0, max_iter=MF_MAX
 
 
 @njit(**JIT)
-def merge_mirrored(e: Entries, cap_link):  # pragma: no cover  (compiled)
+def merge_mirrored(e: Entries, cap_link):
     """The entries the mean field needs: of links carrying exactly the same jobs with the same weights
     (both directions of a ring's links, a rack's uplinks ...) only one is kept, at the least capacity.
 
@@ -277,7 +277,7 @@ def merge_mirrored(e: Entries, cap_link):  # pragma: no cover  (compiled)
 
 @njit(**JIT)
 def solve_large(now_s, e: Entries, cap_link, comps: Components, jobs: Jobs, al: Alone, alpha, t: Rows, rows, it,
-                overload, queue, counts):  # pragma: no cover  (compiled)
+                overload, queue, counts):
     """The ``comps.large`` jobs by the mean field over their binding links, in place: their iteration times
     ``it``, the links' ``overload`` (added) and ``queue``, and their rows' phase state (kept positions).
 

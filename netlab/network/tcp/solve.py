@@ -39,7 +39,7 @@ class SolveCode(IntEnum):
 
 @njit(**JIT)
 def solve_rest(now_s, e: Entries, cap_link, comps: Components, jobs: Jobs, al: Alone, alpha, t: Rows, rows, it,
-               overload, queue, counts: MeanFieldCounts):  # pragma: no cover  (compiled)
+               overload, queue, counts: MeanFieldCounts):
     """After the exact components: the large ones (:func:`~netlab.network.tcp.mean_field.solve_large`), then
     every job's communication s and each link's time-averaged load, and new jobs on no binding link start
     their iterations at their phase. (comm, load, whether the mean field ran)."""
@@ -63,7 +63,7 @@ def solve_rest(now_s, e: Entries, cap_link, comps: Components, jobs: Jobs, al: A
 
 @njit(**JIT)
 def solve_unless_exact(now_s, e: Entries, cap_link, jobs: Jobs, t: Rows, rows, max_exact, alpha,
-                       counts: MeanFieldCounts):  # pragma: no cover  (compiled)
+                       counts: MeanFieldCounts):
     """The whole solve in one compiled call when no component is for the exact simulation: (ALONE or
     MEAN_FIELD, the answer); else (EXACT_NEEDED, empty arrays) before solving anything. Why: on Philly nearly
     every re-solve is one large component, and Python steps between compiled ones cost a sixth of it."""

@@ -21,7 +21,7 @@ from .fluid import COMM, PRE, WAIT
 
 
 @njit(**JIT)
-def keep_position(now_s, row, period, phase, t: Rows):  # pragma: no cover  (compiled)
+def keep_position(now_s, row, period, phase, t: Rows):
     """Record a new period for ``row``. The job keeps its position: it is re-anchored at the same fraction of
     its iteration under the new period; a new job, or one a policy moved, starts its iterations at
     ``phase x period``."""
