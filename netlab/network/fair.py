@@ -103,9 +103,7 @@ class FairShareNetwork(NetworkModel):
             t.rate_gbps[row], t.iter_s[row] = rate, demand.iter_s(rate)
             self._apply(demand, rate, +1)
             return rate
-        self._touched[demand.links] = True
-        self._new.add(job_id)
-        self.pending = True
+        self._await_resolve(demand, job_id)
         return None
 
     def leave(self, job_id, now_s):
@@ -116,8 +114,7 @@ class FairShareNetwork(NetworkModel):
                                                            demand.links):
             self._apply(demand, rate, -1)
         else:
-            self._touched[demand.links] = True
-            self.pending = True
+            self._await_resolve(demand)
         self._new.discard(job_id)
 
     def change(self, job_id, now_s, *, phase=None):
@@ -126,8 +123,8 @@ class FairShareNetwork(NetworkModel):
     def resolve(self, now_s):
         self.pending = False
         self._links.write()
-        ids, it, comm = _resolve(self._touched, self._slots.rows, self._links.arrays(), self._rate_load,
-                                 self._couple)
+        ids, it, comm = _resolve(self._touched, tuple(self._slots.rows), tuple(self._links.arrays()),
+                                 self._rate_load, self._couple)
         self._new.clear()
         self._touched[:] = False
         return Moved(ids.tolist(), it.tolist(), comm.tolist())
@@ -149,8 +146,9 @@ def _resolve(touched, t: Rows, links: LinkArrays, rate_load, couple):
 
     Writes the component's per-link loads (links a leaving job emptied go to 0) and each row's new
     ``iter_s`` and ``rate_gbps``. A row whose iteration time moves by more than 1e-12 (relative), or that
-    had none yet (NaN), is reported.
+    had none yet (NaN), is reported. Named tuples or plain ones (``jit.py``).
     """
+    t, links = Rows(*t), LinkArrays(*links)
     comp = component(touched, t, couple)
     sol = fair_times(links.capacity_gbps[comp.links], comp.entries, jobs_at(t, comp.rows))
     for g in range(touched.shape[0]):

@@ -175,13 +175,18 @@ class NetworkModel:
         self._touched = np.zeros(len(links.capacity_gbps), dtype=bool)
         self.pending = False
 
+    def _await_resolve(self, demand: CommDemand, new_job: int | None = None) -> None:
+        """A change waits for :meth:`resolve`: the demand's links are touched (and a joining job is new)."""
+        self._touched[demand.links] = True
+        if new_job is not None:
+            self._new.add(new_job)
+        self.pending = True
+
     def join(self, job_id: int, demand: CommDemand, now_s: float) -> float | None:
         """A job's flows join (the fabric has counted them on ``links.jobs``). Its per-flow rate if known at
         once (nobody else moves), else None: :meth:`resolve` gives its time."""
         self._demands[job_id] = demand
-        self._touched[demand.links] = True
-        self._new.add(job_id)
-        self.pending = True
+        self._await_resolve(demand, job_id)
         return None
 
     def leave(self, job_id: int, now_s: float) -> None:
@@ -190,16 +195,15 @@ class NetworkModel:
         self._iter_s.pop(job_id, None)
         self._new.discard(job_id)
         self.forget(job_id)
-        self._touched[demand.links] = True
-        self.pending = True
+        self._await_resolve(demand)
 
     def change(self, job_id: int, now_s: float, *, phase: float | None = None) -> None:
-        """A running job's phase moved (a policy's shift)."""
+        """Something about a running job changed: ``phase``, a policy's shift. Other kinds of change (a per-job
+        allocation) come as further keywords, each refused by :meth:`check_allocation` where not honoured."""
         if phase is not None and self.capabilities.uses_phase:
             demand = self._demands[job_id]
             demand.phase = phase
-            self._touched[demand.links] = True
-            self.pending = True
+            self._await_resolve(demand)
 
     def resolve(self, now_s: float) -> Moved:
         """Solve what the changes touched; the jobs whose times moved (and every joined one). Writes the

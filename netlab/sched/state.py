@@ -139,9 +139,9 @@ class ClusterView:
         # The running table without them is built only if a policy reads it (most placements read free GPUs).
         base = self.running
         running = _LazyRunning(lambda: _without(base, jobs))
-        # Free GPUs: the owner's running count (if it keeps one) plus what the jobs release.
-        released = sum(js.gpus for js in jobs)
-        free_total = None if self._free_total is None else (lambda: self._free_total() + released)
+        # Free GPUs: the owner's running count (if it keeps one) plus what the jobs release (summed if asked).
+        owner = self._free_total
+        free_total = None if owner is None else (lambda: owner() + sum(js.gpus for js in jobs))
         return ClusterView(self.topology, free, running, self.now, link_load_gbps=self._link_load,
                            waiting=self._waiting, zoo=self.zoo, network=self.network, free_total=free_total)
 

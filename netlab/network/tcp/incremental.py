@@ -26,21 +26,30 @@ from .solve import SolveCode, solve_unless_exact
 
 
 @njit(**JIT)
+def binding_component(touched, t: Rows, links: LinkArrays, offered) -> Component:
+    """The joined rows on the ``touched`` links and those joined to them through links that can bind
+    (``touched`` widened in place)."""
+    return component(touched, t, offered > links.capacity_gbps * (1 + 1e-9))
+
+
+@njit(**JIT)
 def resolve_touched(now_s, touched, t: Rows, links: LinkArrays, offered, max_exact, alpha, rtol,
                     counts: MeanFieldCounts):
     """The component of the ``touched`` links (widened in place) solved and written back, when no part of it
-    is for the exact simulation: (code, the component, job ids, iteration s, comm s of the jobs whose time
-    moved). ``EXACT_NEEDED``: nothing written; the caller solves the component and calls :func:`write_back`."""
-    comp = component(touched, t, offered > links.capacity_gbps * (1 + 1e-9))
+    is for the exact simulation: (code, job ids, iteration s, comm s of the jobs whose time moved), the code
+    a :class:`SolveCode` value. ``EXACT_NEEDED``: nothing written; the caller solves the component
+    (:func:`binding_component` again) and calls :func:`write_back`. Named tuples or plain ones (``jit.py``)."""
+    t, links, counts = Rows(*t), LinkArrays(*links), MeanFieldCounts(*counts)
+    comp = binding_component(touched, t, links, offered)
     none_i, none_f = np.empty(0, np.int64), np.empty(0)
     if comp.rows.shape[0] == 0:
-        return SolveCode.NOTHING, comp, none_i, none_f, none_f
+        return SolveCode.NOTHING.value, none_i, none_f, none_f
     code, out = solve_unless_exact(now_s, comp.entries, links.capacity_gbps[comp.links], jobs_at(t, comp.rows), t,
                                    comp.rows, max_exact, alpha, counts)
     if code == SolveCode.EXACT_NEEDED:
-        return code, comp, none_i, none_f, none_f
+        return code.value, none_i, none_f, none_f
     ids, it, comm = write_back(touched, comp, out, rtol, t, links)
-    return code, comp, ids, it, comm
+    return code.value, ids, it, comm
 
 
 @njit(**JIT)
@@ -70,7 +79,8 @@ def write_back(touched, comp: Component, out: Solved, rtol, t: Rows, links: Link
 @njit(**JIT)
 def row_loads(rows, t: Rows, load):
     """Set each row's time-averaged load (flows x Gbit per flow per iteration / iteration s) on its links,
-    updating ``load`` by the difference."""
+    updating ``load`` by the difference. ``t``: named or plain (``jit.py``)."""
+    t = Rows(*t)
     for r in rows:
         gbit = t.flow_bytes[r] * 8 / 1e9
         for k in range(t.n_links[r]):
@@ -81,7 +91,9 @@ def row_loads(rows, t: Rows, load):
 
 @njit(**JIT)
 def clear_row_load(r, t: Rows, links: LinkArrays):
-    """A leaving row's load off its links; links it leaves empty (no job counted) go to zero."""
+    """A leaving row's load off its links; links it leaves empty (no job counted) go to zero. Named tuples or
+    plain ones (``jit.py``)."""
+    t, links = Rows(*t), LinkArrays(*links)
     for k in range(t.n_links[r]):
         g = t.links[r, k]
         links.load_gbps[g] -= t.link_load[r, k]

@@ -8,9 +8,10 @@ from ..links import LinkState
 from ..model import NETWORKS, Capabilities, CommDemand, Moved, NetSolution, NetworkModel, incidence
 from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of
 from .components import Solved
-from .incremental import adds_nonbinding, clear_row_load, resolve_touched, row_loads, write_back
+from .incremental import adds_nonbinding, binding_component, clear_row_load, resolve_touched, row_loads, write_back
 from .mean_field import mean_field_counts
-from .params import REPORT_RTOL, TcpParams
+from .params import (ALPHA, BUFFER_US, DRAWS, ECN_THRESHOLD_US, HORIZON, JITTER, LEAD, MAX_EVENTS, MAX_EXACT_JOBS,
+                     REPORT_RTOL, WARMUP, TcpParams)
 from .scenarios import simulate_starts
 from .solve import SolveCode, solve_component, solve_unless_exact
 
@@ -22,14 +23,13 @@ class TcpNetwork(NetworkModel):
     name = "tcp"
     capabilities = Capabilities(uses_phase=True, moves_phase=True, incremental=True)
 
-    def __init__(self, **params):
-        """Parameters: :class:`~netlab.network.tcp.params.TcpParams` (alpha, jitter, lead, horizon, warmup,
-        max_exact_jobs, max_events, ecn_threshold_us, buffer_us, draws)."""
-        unknown = set(params) - set(TcpParams._fields)
-        if unknown:
-            raise TypeError(f"tcp network: unknown parameter(s) {sorted(unknown)}; "
-                            f"known: {', '.join(TcpParams._fields)}")
-        self.params = TcpParams.checked(**params)
+    def __init__(self, alpha: float = ALPHA, jitter: float = JITTER, lead: float = LEAD, horizon: int = HORIZON,
+                 warmup: int = WARMUP, max_exact_jobs: int = MAX_EXACT_JOBS, max_events: int = MAX_EVENTS,
+                 ecn_threshold_us: float = ECN_THRESHOLD_US, buffer_us: float = BUFFER_US, draws: int = DRAWS):
+        """Parameters: see :mod:`~netlab.network.tcp.params` (one ValueError if any is out of range)."""
+        self.params = TcpParams.checked(alpha=alpha, jitter=jitter, lead=lead, horizon=horizon, warmup=warmup,
+                                        max_exact_jobs=max_exact_jobs, max_events=max_events,
+                                        ecn_threshold_us=ecn_threshold_us, buffer_us=buffer_us, draws=draws)
         self._slots = SlotTable()  # every job's row: its demand, last time and phase state
         self.exact_solves = self.mean_field_solves = 0
         self.counts = mean_field_counts()  # over mean-field solves (MeanFieldCounts)
@@ -112,11 +112,9 @@ class TcpNetwork(NetworkModel):
             t = self._slots.rows
             t.rate_gbps[row], t.iter_s[row] = rate, demand.iter_s(rate)
             links.write()
-            row_loads(np.array([row]), t, links.load_gbps)
+            row_loads(np.array([row]), tuple(t), links.load_gbps)
             return rate
-        self._touched[demand.links] = True
-        self._new.add(job_id)
-        self.pending = True
+        self._await_resolve(demand, job_id)
         return None
 
     def leave(self, job_id, now_s):
@@ -125,13 +123,12 @@ class TcpNetwork(NetworkModel):
         bound = not adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, 0.0)
         self._offered[demand.links] -= demand.weights * demand.alone_rate_gbps
         links.write()
-        clear_row_load(self._slots.row(job_id), self._slots.rows, links.arrays())
+        clear_row_load(self._slots.row(job_id), tuple(self._slots.rows), tuple(links.arrays()))
         self._slots.remove(job_id)
         empty = demand.links[links.jobs[demand.links] == 0]
         self._offered[empty] = 0.0  # no rounding residue on an empty link
         if bound or job_id in self._new:
-            self._touched[demand.links] = True
-            self.pending = True
+            self._await_resolve(demand)
         self._new.discard(job_id)
 
     def change(self, job_id, now_s, *, phase=None):
@@ -140,16 +137,16 @@ class TcpNetwork(NetworkModel):
         demand = self._demands[job_id]
         demand.phase = phase
         self._slots.rows.phase[self._slots.row(job_id)] = phase
-        self._touched[demand.links] = True
-        self.pending = True
+        self._await_resolve(demand)
 
     def resolve(self, now_s):
         self.pending = False
         links, t, p = self._links, self._slots.rows, self.params
         links.write()
-        code, comp, ids, it, comm = resolve_touched(now_s, self._touched, t, links.arrays(), self._offered,
-                                                    p.max_exact_jobs, p.alpha, REPORT_RTOL, self.counts)
+        code, ids, it, comm = resolve_touched(now_s, self._touched, tuple(t), tuple(links.arrays()), self._offered,
+                                              p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts))
         if code == SolveCode.EXACT_NEEDED:
+            comp = binding_component(self._touched, t, links.arrays(), self._offered)
             out, exact, mean_field = solve_component(now_s, comp.entries, links.capacity_gbps[comp.links],
                                                      jobs_at(t, comp.rows), t, comp.rows, p, self.counts)
             self.exact_solves += exact
