@@ -70,6 +70,5 @@ for two or three jobs, the referee the tests hold the compiled model to).
 """
 
 from .model import TcpNetwork
-from .scenarios import simulate_starts
 
-__all__ = ["TcpNetwork", "simulate_starts"]
+__all__ = ["TcpNetwork"]
