@@ -117,8 +117,8 @@ class FakeRealtime(KernelLoop):
         raise AssertionError("the fake run did not finish")
 
     def view(self, now):
-        return ClusterView(TOPO, self.free_gpus, self.running, now, None, self.scheduler.waiting(), ZOO, NETWORKS.create("ideal"),
-                           free_total=lambda: self.free_total)
+        return ClusterView(TOPO, self.free_gpus, self.running, now, None, self.scheduler.waiting(), ZOO,
+                           NETWORKS.create("ideal"), free_total=lambda: self.free_total)
 
     def start(self, js, p, now):
         for h, g in zip(p.hosts, p.gpus):
