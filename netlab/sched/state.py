@@ -22,7 +22,7 @@ class JobState:
     __slots__ = ("job", "status", "placement", "first_start_s", "end_s", "remaining", "iter_s", "comm_s",
                  "last_update_s", "progress_from_s", "attained_gpu_s", "run_s", "progress_s", "comm_time_s",
                  "preemptions", "iso_iter_s", "key", "version", "key_version", "phase", "demand", "last_start_s",
-                 "extra")
+                 "extra", "runs")
 
     def __init__(self, job: Job, iso_iter_s: float):
         self.job = job
@@ -48,6 +48,7 @@ class JobState:
         self.phase = None
         self.demand = None
         self.extra: dict = {}  # scratch space for policies (e.g. Dally timers)
+        self.runs: list = []  # (start_s, end_s, placement) of each run a preemption ended (the timeline draws them)
 
     # Read-only conveniences for policies.
     @property

@@ -5,7 +5,8 @@ submit_s, start_s, end_s, jct_s, queue_s (first start - submit), wait_s (all
 time not holding GPUs), run_s, hosts, racks, placement, preemptions,
 comm_fraction (share of progress time spent communicating), iterations,
 iso_iter_s, isolated_s (iterations at isolated speed), slowdown (progress time
-/ isolated time: the network's cost) and jct_slowdown (JCT / isolated time).
+/ isolated time: the network's cost), jct_slowdown (JCT / isolated time) and
+runs (a preempted job's run intervals and hosts; empty for a job that ran once).
 
 Per-link columns (``links.parquet``): one row per link per interval between
 network recomputations (``SimConfig.link_history="full"``; per resolution bin
@@ -98,7 +99,7 @@ JOB_COLUMNS = (("job_id", np.int64), ("name", object), ("model", object), ("patt
                ("submit_s", float), ("start_s", float), ("end_s", float), ("jct_s", float), ("queue_s", float),
                ("wait_s", float), ("run_s", float), ("hosts", np.int64), ("racks", np.int64), ("placement", object),
                ("preemptions", np.int64), ("comm_fraction", float), ("iterations", float), ("iso_iter_s", float),
-               ("isolated_s", float), ("slowdown", float), ("jct_slowdown", float))
+               ("isolated_s", float), ("slowdown", float), ("jct_slowdown", float), ("runs", object))
 
 
 def job_table(states, topo) -> pd.DataFrame:
@@ -110,7 +111,7 @@ def job_table(states, topo) -> pd.DataFrame:
     states = list(states)
     cols = {name: np.empty(len(states), dtype=dtype) for name, dtype in JOB_COLUMNS}
     (job_id, name, model, pattern, gpus, submit, start, end_col, jct_col, queue, wait, run, n_hosts, racks, placement,
-     preemptions, comm, iterations, iso, isolated, slowdown, jct_slowdown) = cols.values()
+     preemptions, comm, iterations, iso, isolated, slowdown, jct_slowdown, runs) = cols.values()
     host_rack, host_names = topo.host_rack, topo.hosts
     for i, js in enumerate(states):
         j = js.job
@@ -128,13 +129,25 @@ def job_table(states, topo) -> pd.DataFrame:
         run[i] = js.run_s
         n_hosts[i] = len(hosts)
         racks[i] = len(set(host_rack[hosts].tolist())) if hosts else 0
-        placement[i] = ",".join(f"{host_names[h].name}:{g}" for h, g in zip(p.hosts, p.gpus)) if p else ""
+        placement[i] = where = ",".join(f"{host_names[h].name}:{g}" for h, g in zip(p.hosts, p.gpus)) if p else ""
+        runs[i] = _runs(js, where, host_names) if js.runs else ""
         preemptions[i] = js.preemptions
         comm[i] = js.comm_time_s / js.progress_s if js.progress_s > 0 else 0.0
         iterations[i], iso[i], isolated[i] = j.iterations, js.iso_iter_s, js.isolated_s
         slowdown[i] = js.progress_s / js.isolated_s if js.isolated_s > 0 else np.nan
         jct_slowdown[i] = jct / js.isolated_s if js.isolated_s > 0 else np.nan
     return pd.DataFrame(cols).sort_values("job_id", kind="stable").reset_index(drop=True)
+
+
+def _runs(js, last_placement: str, host_names) -> str:
+    """A preempted job's run intervals, ``start_s-end_s@host:gpus,...`` joined by ``;`` (the last one too, ending
+    at ``end_s`` or still open): where it held GPUs when. A job that ran once has none (start_s to end_s)."""
+    parts = [f"{a:.3f}-{b:.3f}@" + ",".join(f"{host_names[h].name}:{g}" for h, g in zip(p.hosts, p.gpus))
+             for a, b, p in js.runs]
+    if js.status == "running" or js.end_s is not None:
+        end = js.end_s if js.end_s is not None else float("nan")
+        parts.append(f"{js.last_start_s:.3f}-{end:.3f}@{last_placement}")
+    return ";".join(parts)
 
 
 def build_result(sim, wall_s: float) -> SimResult:

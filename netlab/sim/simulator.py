@@ -247,6 +247,7 @@ class Simulator(KernelLoop):
             self.net_done.pop(js.job_id, None)
 
     def preempt(self, js: JobState, now: float) -> None:
+        js.runs.append((js.last_start_s, now, js.placement))
         self.advance(js, now)
         self._release(js)
         js.status = "waiting"
