@@ -143,7 +143,7 @@ def demo(
     one verdict per policy against tiresias+consolidated (paired by seed, 95% bootstrap intervals); writes
     an HTML report with the headline comparison first."""
     from .errors import InputError
-    from .report import demo_report
+    from .demo import demo_report
     from .sweep import StoreError
 
     _check_out_dir(out)
@@ -155,7 +155,7 @@ def demo(
     except (InputError, KeyError, ValueError, StoreError) as exc:
         _fail(_message(exc))
     typer.echo(f"\nreport: {report.resolve()}")
-    typer.echo(f"results and figures in {report.parent.resolve()}")
+    typer.echo(f"tables and figures in {report.parent.resolve()}; the sweep store: {out.resolve()}")
 
 
 @app.command()
@@ -165,21 +165,25 @@ def sweep(
     backend: str = typer.Option("serial", help=BACKEND_HELP),
     address: str = typer.Option(None, help="Dask scheduler address (tcp://host:8786); default: a LocalCluster."),
     workers: int = typer.Option(None, min=1, help="Local workers for processes/dask (default: one per core)."),
-    report: bool = typer.Option(False, help="Also write OUT/report.html."),
+    report: bool = typer.Option(False, help="Also write the report folder OUT/report (report.html, tables, "
+                                            "figures)."),
     quiet: bool = typer.Option(False, help="No progress bar."),
 ):
     """Run every cell of a grid not yet in OUT; print the summary table. Exit 1 if any cell failed."""
     from .errors import InputError
-    from .report import comparison_table, print_table, render_report
+    from .report import comparison_table, print_table, readable_table, render_report
     from .sweep import GridError, StoreError, run_sweep
+    from .sweep.backends import BACKENDS
 
     _check_out_dir(out)
+    if backend not in BACKENDS:  # before the store exists: a bad option writes nothing
+        _fail(f"--backend {backend!r}: not a sweep backend; one of {', '.join(BACKENDS.names())}")
     try:
         res = run_sweep(grid, out=out, backend=backend, progress=not quiet, address=address, workers=workers)
     except (InputError, KeyError, GridError, StoreError) as exc:
         _fail(_message(exc))
     if not res.summary.empty:
-        print_table(comparison_table(res.summary))
+        print_table(readable_table(comparison_table(res.summary)), "mean ± sd over seeds:")
     if report:
         typer.echo(f"report: {render_report(res).resolve()}")
     typer.echo(f"{len(res.summary)} cells done, {len(res.errors)} failed; store: {out.resolve()}")
@@ -214,16 +218,30 @@ def results(
     if table.empty:
         typer.echo(f"no sweeps under {root}")
         return
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
+    table["policies"] = [", ".join(_stored_policies(Path(p))) for p in table.path]
+    with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 400):
         typer.echo(table.to_string(index=False))
     if (root / "manifest.json").is_file():
         _print_verdicts(root, baseline)
     elif baseline is not None:
         _fail(f"--baseline needs ROOT to be one sweep store (a directory with manifest.json); {root} is not")
+    else:
+        typer.echo("\none sweep's verdicts: netlab results DIR [--baseline POLICY]")
+
+
+def _stored_policies(path: Path) -> list[str]:
+    """A stored sweep's policies as --baseline takes them (from its manifest, without reading any cell)."""
+    from .compare import arm_name
+    from .sweep import Store, StoreError
+
+    try:
+        return sorted({arm_name(c["label"]) for c in Store(path).read_manifest()["cells"]})
+    except (StoreError, ValueError, KeyError, TypeError):
+        return []
 
 
 def _print_verdicts(root: Path, baseline: str | None) -> None:
-    from .report import comparison, pick_baseline, print_verdicts
+    from .report import comparison, pick_baseline, policies, print_verdicts
     from .sweep import StoreError, load_sweep
 
     try:
@@ -231,6 +249,7 @@ def _print_verdicts(root: Path, baseline: str | None) -> None:
         base = pick_baseline(res.summary, baseline) if not res.summary.empty else None
     except (StoreError, ValueError) as exc:
         _fail(_message(exc))
+    typer.echo(f"\npolicies (--baseline takes any): {', '.join(policies(res.summary)) or 'none finished'}")
     if base is None:
         typer.echo("\nno verdicts: the sweep has no tiresias+consolidated cells; pick one of its policies with "
                    "--baseline")
@@ -282,19 +301,43 @@ def _check_store(root: Path, repair: bool) -> None:
 @app.command()
 def report(
     sweep_dir: Path = typer.Argument(..., help="A sweep store directory."),
-    out: Path = typer.Option(None, help="Where report.html and the figures go (default: the sweep directory)."),
+    out: Path = typer.Option(None, help="The report folder (default: DIR/report); new, empty or an earlier report: "
+                                        "it is replaced whole."),
+    baseline: str = typer.Option(None, help="The policy every other is compared with (default: "
+                                            "tiresias+consolidated when the sweep has it; `netlab results DIR` lists "
+                                            "the sweep's policies)."),
 ):
-    """Render DIR/report.html (summary table, figures embedded) from a stored sweep."""
+    """Write the report folder of a stored sweep: report.html (the answer, the verdicts, the figures embedded), the
+    tables as CSV and the figures as PNG. The folder is replaced whole: the old report or the new one, never a mix."""
     from .report import render_report
+    from .report.folder import check_destination
     from .sweep import StoreError
 
     if out is not None:
         _check_out_dir(out)
     try:
-        path = render_report(sweep_dir, out)
-    except StoreError as exc:  # not a store, or a corrupt cell (named, with the way to repair it)
-        _fail(str(exc))
+        check_destination((out if out is not None else sweep_dir / "report").absolute())
+        path = render_report(sweep_dir, out, baseline=baseline)
+    except (StoreError, ValueError) as exc:  # not a store, a corrupt cell, a bad baseline or destination
+        _fail(_message(exc))
     typer.echo(f"report: {path.resolve()}")
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def notebooks(
+    ctx: typer.Context,
+    folder: Path = typer.Option(Path("notebooks"), "--dir", help="The notebooks' folder (default: ./notebooks, "
+                                                                 "in a netlab checkout)."),
+):
+    """Start JupyterLab on the notebooks (adds --allow-root when run as root, which Jupyter refuses otherwise).
+    Further arguments go to `jupyter lab` (e.g. --no-browser --port 8888)."""
+    from .jupyter import JupyterError, lab_argv
+
+    try:
+        argv = lab_argv(folder, ctx.args)
+    except JupyterError as exc:
+        _fail(str(exc))
+    os.execv(argv[0], argv)
 
 
 from .cli_io import add_io_commands  # noqa: E402  (netlab import / netlab export: real clusters' files)

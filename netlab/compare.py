@@ -25,6 +25,7 @@ evidence. Lower is better for every metric here (times).
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -47,10 +48,33 @@ COLUMNS = ["label", "baseline", "metric", "seeds", "baseline_mean", "mean", "dif
 
 
 def arm_name(label: str) -> str:
-    """A policy label as a reader says it: ``dally+default`` and ``dally+dally`` (its own placement) are
-    ``dally``; ``tiresias+cassini`` stays."""
-    policy, _, placement = str(label).partition("+")
-    return policy if placement in ("default", policy) else str(label)
+    """A sweep label (``policy+placement``, ``+default`` when the grid left the placement to the policy) as
+    tables, verdicts, figures, errors and ``--baseline`` all say it: the placement is named unless it is the
+    policy's own. ``dally+default`` and ``dally+dally`` are ``dally`` (Dally brings its placement);
+    ``tiresias+default`` is ``tiresias+consolidated`` (what the simulator runs when a policy has none);
+    ``tiresias+cassini`` stays. Labels of policies netlab does not know are kept as they are."""
+    policy, plus, placement = str(label).partition("+")
+    if not plus:
+        return str(label)
+    own = _own_placement(policy)
+    if own is _UNKNOWN:
+        return policy if placement in ("default", policy) else str(label)
+    if placement == "default":
+        placement = own or "consolidated"
+    return policy if placement == own else f"{policy}+{placement}"
+
+
+_UNKNOWN = object()
+
+
+@functools.lru_cache(maxsize=None)
+def _own_placement(policy: str):
+    """The placement an ordering policy brings (None: it has none, the simulator uses consolidated)."""
+    from .policies import ORDERING
+
+    if policy not in ORDERING:
+        return _UNKNOWN
+    return ORDERING.create(policy).default_placement
 
 
 def setting_columns(summary: pd.DataFrame) -> list[str]:

@@ -104,6 +104,8 @@ def run_sweep(grid, out=None, backend: str | Backend | None = None, progress: bo
     if backend is None:
         dask_given = any(backend_options.get(k) is not None for k in ("client", "cluster", "address"))
         backend = "dask" if dask_given else "serial"
+    if isinstance(backend, str):
+        BACKENDS.get(backend)  # an unknown backend fails here, before the store is created
     if out is None:
         return _run(cells, MemoryStore(), None, backend, progress, backend_options)
     store = Store(out)

@@ -1,0 +1,37 @@
+"""The main job (``netlab demo``): the demo sweep, its table and verdicts on stdout, its report folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .report import comparison, comparison_table, pick_baseline, print_table, print_verdicts, readable_table
+from .report import render_report
+
+
+def demo_report(out, trace="philly-sample", topology=None, seeds: int | None = None, max_jobs=None, backend="processes",
+                workers=None, ideal: bool = True, progress: bool | None = True, oversub=None,
+                baseline: str | None = None, **backend_options) -> Path:
+    """The demo sweep (:func:`netlab.sweep.demo_grid`: classic and network-aware schedulers, congested leaf-spine,
+    ideal network once per scheduler and seed) into the store ``out``; the summary table, the answer and the
+    verdicts against ``baseline`` (default :data:`netlab.sweep.grid.DEMO_BASELINE`) on stdout; the report folder
+    ``out/report``. Returns its ``report.html``. The process backend runs the first cell in this process first
+    (numba compiles once, the workers load its cache)."""
+    from .sweep import demo_grid, expand, run_sweep
+    from .sweep.grid import DEMO_BASELINE, DEMO_OVERSUB, DEMO_SEEDS, DEMO_TOPOLOGY
+
+    seeds = seeds or DEMO_SEEDS
+    grid = demo_grid(trace=trace, max_jobs=max_jobs, topology=topology or DEMO_TOPOLOGY, seeds=seeds, ideal=ideal,
+                     oversub=tuple(oversub or DEMO_OVERSUB))
+    labels = pd.DataFrame({"label": sorted({c.label for c in expand(grid)})})
+    base = pick_baseline(labels, baseline or DEMO_BASELINE)  # a bad --baseline fails here, before anything runs
+    if backend == "processes":
+        backend_options.setdefault("warm_up", True)
+    res = run_sweep(grid, out=out, backend=backend, progress=progress, workers=workers, **backend_options)
+    oversubs = ", ".join(f"{o:g}:1" for o in (oversub or DEMO_OVERSUB))
+    print_table(readable_table(comparison_table(res.summary)),
+                f"\ntrace={trace} topology={grid['topology']} oversub={oversubs} (+ ideal network) seeds={seeds} "
+                f"cells={len(res.summary)} failed={len(res.errors)} (mean ± sd over seeds)")
+    print_verdicts(comparison(res.summary, base))
+    return render_report(res, baseline=base)

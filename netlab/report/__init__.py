@@ -1,0 +1,16 @@
+"""The sweep report: the answer in one sentence, the verdicts, then the tables and the figures that show why.
+
+One idea per module: :mod:`.verdicts` (the sentence and the policy x setting verdict
+table), :mod:`.tables` (mean and spread over seeds, for reading), :mod:`.figures`,
+:mod:`.page` (the jinja2 template), :mod:`.folder` (a report folder is replaced
+whole) and :mod:`.build` (:func:`render_report`, which ties them together). The
+main job that runs the demo sweep and reports it is :func:`netlab.demo.demo_report`.
+"""
+
+from .build import comparison, pick_baseline, policies, print_verdicts, render_report
+from .figures import headline_figure
+from .tables import comparison_table, print_table, readable_table
+from .verdicts import headline, styled_verdicts, verdict_table
+
+__all__ = ["comparison", "comparison_table", "headline", "headline_figure", "pick_baseline", "policies",
+           "print_table", "print_verdicts", "readable_table", "render_report", "styled_verdicts", "verdict_table"]
