@@ -4,8 +4,8 @@
    this repository's HEAD in a temporary directory: ``python3 -m venv .venv``,
    ``.venv/bin/pip install -q .``, ``.venv/bin/netlab demo --out results/demo``
    (numba compiles from nothing: the new site-packages has no cache). Target:
-   under 4 minutes in all on the 2-core machine. The verdict lines it printed
-   are recorded.
+   under 4 minutes in all on the 2-core machine. The report's one-sentence
+   answer is recorded.
 2. Warm-up or not (``--ab``): the demo's sweep alone, on this environment, with
    an empty numba cache each time (``NUMBA_CACHE_DIR``, a fresh directory),
    with the process backend's ``warm_up`` (the first cell in the parent, so
@@ -55,7 +55,7 @@ def fresh_clone(tmp: Path) -> dict:
     total = sum(steps.values())
     return dict(commit=commit, **{k: round(v, 1) for k, v in steps.items()}, total_s=round(total, 1),
                 sweep_wall_s=round(manifest["runs"][-1]["wall_s"], 1), cells=manifest["runs"][-1]["ran"],
-                verdicts=[line.strip() for line in out.splitlines() if " vs " in line and "seeds)" in line],
+                answer=json.loads((clone / "results/demo/report/report.json").read_text())["answer"],
                 loadavg_1min_before=load_before, loadavg_1min_after=os.getloadavg()[0],
                 target_s=TARGET_S, met=bool(total <= TARGET_S))
 
