@@ -10,6 +10,19 @@ from .report import comparison, comparison_table, pick_baseline, print_table, pr
 from .report import render_report
 
 
+def policy_grid(policies, trace="philly-sample", topology=None, oversub=None, seeds: int | None = None, max_jobs=None,
+                ideal: bool = True, name: str = "policies") -> dict:
+    """The main job's sweep (:func:`netlab.sweep.demo_grid`) with other policies: ``policies`` as (ordering,
+    placement) pairs (placement None: the policy's own), every one on the same jobs per seed."""
+    from .sweep import demo_grid
+    from .sweep.grid import DEMO_OVERSUB, DEMO_SEEDS, DEMO_TOPOLOGY
+
+    grid = demo_grid(trace=trace, max_jobs=max_jobs, topology=topology or DEMO_TOPOLOGY, seeds=seeds or DEMO_SEEDS,
+                     ideal=ideal, oversub=tuple(oversub or DEMO_OVERSUB))
+    grid["grid"]["scheduler"] = [dict(policy=p) if pl is None else dict(policy=p, placement=pl) for p, pl in policies]
+    return dict(grid, name=name)
+
+
 def demo_report(out, trace="philly-sample", topology=None, seeds: int | None = None, max_jobs=None, backend="processes",
                 workers=None, ideal: bool = True, progress: bool | None = True, oversub=None,
                 baseline: str | None = None, **backend_options) -> Path:
@@ -30,7 +43,7 @@ def demo_report(out, trace="philly-sample", topology=None, seeds: int | None = N
         backend_options.setdefault("warm_up", True)
     res = run_sweep(grid, out=out, backend=backend, progress=progress, workers=workers, **backend_options)
     oversubs = ", ".join(f"{o:g}:1" for o in (oversub or DEMO_OVERSUB))
-    print_table(readable_table(comparison_table(res.summary)),
+    print_table(readable_table(comparison_table(res.summary), columns=None),
                 f"\ntrace={trace} topology={grid['topology']} oversub={oversubs} (+ ideal network) seeds={seeds} "
                 f"cells={len(res.summary)} failed={len(res.errors)} (mean ± sd over seeds)")
     print_verdicts(comparison(res.summary, base))

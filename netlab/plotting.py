@@ -63,6 +63,15 @@ def policy_colours(labels) -> dict:
     return out
 
 
+def named(data: pd.DataFrame) -> pd.DataFrame:
+    """``data`` with its ``label`` column as :func:`netlab.compare.arm_name` says it (one name per policy)."""
+    from .compare import arm_name
+
+    if "label" not in data or data.empty:
+        return data
+    return data.assign(label=data.label.map(arm_name))
+
+
 def policy_order(labels, baseline: str | None = None) -> list:
     """Policies in drawing order: the baseline first, then sorted."""
     labels = list(dict.fromkeys(str(x) for x in labels))
@@ -115,7 +124,7 @@ def _time_ticks(ax, lo: float, hi: float, axis: str = "x", most: int = 5) -> Non
 def jct_cdf(data: pd.DataFrame, hue: str = "label", ax=None, log: bool = True, palette=None):
     """Empirical CDF of job completion time, one line per ``hue`` (policies in their colours)."""
     ax = _ax(ax)
-    d = data.dropna(subset=["jct_s"])
+    d = named(data).dropna(subset=["jct_s"])
     if palette is None and hue == "label":
         palette = policy_colours(d.label)
     sns.ecdfplot(data=d, x="jct_s", hue=hue, ax=ax, log_scale=log, palette=palette)
@@ -164,7 +173,10 @@ def jct_tails(data: pd.DataFrame, baseline: str | None = None, by: str | None = 
     """Small multiples of :func:`jct_tail`: one panel per policy (columns) and ``by`` value (rows, e.g. the
     oversubscription), each policy beside the baseline, so no policy's curve hides under another's. Returns the
     Figure."""
-    d = data.dropna(subset=["jct_s"])
+    from .compare import arm_name
+
+    d = named(data).dropna(subset=["jct_s"])
+    baseline = arm_name(baseline) if baseline is not None else None
     palette = palette or policy_colours(d.label)
     policies = [p for p in policy_order(d.label, baseline) if p != baseline] or [baseline]
     rows = sorted(d[by].dropna().unique()) if by else [None]
@@ -234,7 +246,7 @@ def metric_bars(data: pd.DataFrame, y: str, by: str | None = None, ax=None, erro
     """A summary metric (avg/p99 JCT, makespan) per policy, mean over seeds with the sd over seeds as error bars;
     times in one unit chosen by magnitude (or ``unit``); ``by`` (e.g. ``oversub``) groups the bars."""
     ax = _ax(ax)
-    d = _as_settings(data.dropna(subset=[y]), by)
+    d = _as_settings(named(data).dropna(subset=[y]), by)
     if y.endswith("_s"):
         name, div = unit or time_unit(d[y])
         d = d.assign(**{y: denoise(d[y], NOISE_S) / div})
@@ -257,7 +269,7 @@ def queue_delay(data: pd.DataFrame, by: str | None = None, ax=None, y: str = "qu
     below 0.01 h, which is said on the axis). ``y``: ``queue_s`` (first start - submit) or ``wait_s`` (all time
     not running: before the first start and after every preemption)."""
     ax = _ax(ax)
-    d = _as_settings(data.dropna(subset=[y]), by)
+    d = _as_settings(named(data).dropna(subset=[y]), by)
     d = d.assign(queue_h=denoise(d[y], NOISE_S) / 3600)
     order = policy_order(d.label)
     palette = palette or policy_colours(d.label)
@@ -281,27 +293,24 @@ def queue_delay(data: pd.DataFrame, by: str | None = None, ax=None, y: str = "qu
     return ax
 
 
-def ideal_ratio(data: pd.DataFrame, by: str | None = None, y: str = "jct_vs_ideal", ax=None, palette=None):
-    """Average JCT over the same configuration's on the ideal network (1 = the physical limit): a point per policy
-    (mean over seeds, bar: one sd), grouped by ``by``; the axis spans the values and 1, not from 0, so a few
-    percent show."""
+def policy_points(data: pd.DataFrame, y: str, by: str | None = None, ax=None, palette=None, errorbar="sd",
+                  ylabel: str | None = None, reference: float | None = None):
+    """A point per policy (its colour) and ``by`` group: the mean of ``y`` over seeds (or runs) with its spread
+    (``errorbar``: one sd by default). The axis spans the values, not from 0, so a difference of a few percent
+    shows; ``reference`` draws a dashed line (e.g. 1 for a ratio)."""
     ax = _ax(ax)
-    d = data.dropna(subset=[y]) if y in data else data.iloc[:0]
-    from .network import ideal_networks
-    d = d[~d.network.isin(ideal_networks())] if "network" in d else d
-    if d.empty:
-        ax.text(0.5, 0.5, "no ideal-network runs to compare with", ha="center", va="center", transform=ax.transAxes)
-        return ax
-    d = _as_settings(d, by)
+    d = _as_settings(named(data).dropna(subset=[y]), by)
     order = policy_order(d.label)
     palette = palette or policy_colours(d.label)
     sns.pointplot(data=d, x=by or "label", y=y, hue="label", hue_order=order, order=None if by else order,
-                  palette=palette, errorbar="sd", dodge=0.6 if by else False, linestyle="none", markersize=5,
+                  palette=palette, errorbar=errorbar, dodge=0.6 if by else False, linestyle="none", markersize=5,
                   err_kws={"linewidth": 1.2}, capsize=0.05, ax=ax, legend=bool(by))
-    ax.axhline(1.0, color="black", lw=0.8, ls="--")
-    lo, hi = ax.get_ylim()
-    ax.set_ylim(min(lo, 0.99), max(hi, 1.01))
-    ax.set_ylabel("avg JCT / ideal-network avg JCT\n(1 = no network cost)")
+    if reference is not None:
+        ax.axhline(reference, color="black", lw=0.8, ls="--")
+        lo, hi = ax.get_ylim()
+        pad = 0.01 * abs(reference) or 0.01
+        ax.set_ylim(min(lo, reference - pad), max(hi, reference + pad))
+    ax.set_ylabel(ylabel or axis_label(y))
     if by:
         ax.set_xlabel(SETTING_NAMES.get(by, by))
         legend_outside(ax, title="policy")
@@ -309,6 +318,20 @@ def ideal_ratio(data: pd.DataFrame, by: str | None = None, y: str = "jct_vs_idea
         ax.set_xlabel("")
         _slanted(ax)
     return ax
+
+
+def ideal_ratio(data: pd.DataFrame, by: str | None = None, y: str = "jct_vs_ideal", ax=None, palette=None):
+    """Average JCT over the same configuration's on the ideal network (1 = the physical limit): a point per policy
+    (mean over seeds, bar: one sd), grouped by ``by``."""
+    d = data.dropna(subset=[y]) if y in data else data.iloc[:0]
+    from .network import ideal_networks
+    d = d[~d.network.isin(ideal_networks())] if "network" in d else d
+    if d.empty:
+        ax = _ax(ax)
+        ax.text(0.5, 0.5, "no ideal-network runs to compare with", ha="center", va="center", transform=ax.transAxes)
+        return ax
+    return policy_points(d, y, by=by, ax=ax, palette=palette, reference=1.0,
+                         ylabel="avg JCT / ideal-network avg JCT\n(1 = no network cost)")
 
 
 def _natural(name: str):
@@ -546,7 +569,8 @@ def comparison_forest(data: pd.DataFrame, metric: str = "avg_jct_s", hue: str | 
         for xi, yi, e0, e1, label in zip(x, y, err[0], err[1], part.label):
             ax.errorbar([xi], [yi], xerr=[[e0], [e1]], fmt=markers[level], ms=4.5, capsize=2, color=colours[label])
         if level is not None:  # the legend says which marker is which setting, in black
-            name = f"{level:g}:1" if hue == "oversub" and not isinstance(level, str) and not pd.isna(level) else str(level)
+            numeric = not isinstance(level, str) and not pd.isna(level)
+            name = f"{level:g}:1" if hue == "oversub" and numeric else str(level)
             ax.plot([], [], markers[level], color="black", ms=4.5, label=name)
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_yticks(range(len(arms)), [arm_name(a) for a in arms])
@@ -560,13 +584,48 @@ def comparison_forest(data: pd.DataFrame, metric: str = "avg_jct_s", hue: str | 
 def tier_load(data: pd.DataFrame, hue: str = "label", ax=None, palette=None):
     """Bytes that crossed each tier (TB), per ``hue`` (policies in their colours)."""
     ax = _ax(ax)
-    d = data.assign(tbytes=data.load_gbps * 1e9 / 8 * (data.t_end_s - data.t_start_s) / 1e12)
+    d = named(data).assign(tbytes=data.load_gbps * 1e9 / 8 * (data.t_end_s - data.t_start_s) / 1e12)
     g = d.groupby([hue, "tier"], as_index=False).tbytes.sum()
     if palette is None and hue == "label":
         palette = policy_colours(g.label)
     sns.barplot(data=g, x="tier", y="tbytes", hue=hue, hue_order=policy_order(g[hue]) if hue == "label" else None,
-                palette=palette, ax=ax)
+                palette=palette, ax=ax, saturation=1)
     ax.set_xlabel("link tier")
     ax.set_ylabel("data crossed (TB)")
     legend_outside(ax, title="policy" if hue == "label" else None)
+    return ax
+
+
+def oversub_axis(ax, levels, axis: str = "x") -> None:
+    """A log axis of oversubscription ticked at ``levels`` only, labelled ``4:1`` (no minor tick labels over them)."""
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    target.set_major_locator(FixedLocator([float(v) for v in levels]))
+    target.set_major_formatter(lambda v, _: f"{v:g}:1")
+    target.set_minor_locator(NullLocator())
+    (ax.set_xlabel if axis == "x" else ax.set_ylabel)("oversubscription (log scale)")
+
+
+def gain_vs_oversub(rows: pd.DataFrame, ax=None, gain: str = "avg_jct_gain", room: str = "baseline_ideal_ratio",
+                    claim: float | None = None):
+    """A policy's gain over the baseline per oversubscription (points: mean over seeds; bars: the smallest and
+    largest seed, ``<gain>_seed_min``/``_max``), one colour per trace and network, beside the room the network
+    leaves (dashed: ``1 - 1/ratio``, the most any placement can gain) and the paper's ``claim`` (dotted)."""
+    ax = _ax(ax)
+    groups = rows.groupby(["trace", "network"], sort=True)
+    colours = dict(zip(groups.groups, SPARE_COLOURS))
+    for (trace, network), g in groups:
+        g = g.sort_values("oversub")
+        lo = g.get(f"{gain}_seed_min", g[gain])
+        hi = g.get(f"{gain}_seed_max", g[gain])
+        c = colours[(trace, network)]
+        ax.errorbar(g.oversub, g[gain], yerr=np.vstack([g[gain] - lo, hi - g[gain]]), fmt="o-", ms=4, capsize=2,
+                    color=c, label=f"gain, {trace}, {network}")
+        ax.plot(g.oversub, 1 - 1 / g[room], "--", color=c, alpha=0.6, label=f"room (1 - 1/ratio), {trace}, {network}")
+    if claim is not None:
+        ax.axhline(claim, color="black", lw=0.8, ls=":", label=f"paper: {claim:.0%}")
+    oversub_axis(ax, sorted(rows.oversub.unique()))
+    ax.yaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
+    ax.set_ylabel("average JCT gain vs the baseline")
+    ax.grid(alpha=0.3)
     return ax

@@ -91,4 +91,4 @@ def mean_sd(mean: float, sd: float | None, places: int | None = None) -> str:
     places = decimals(mean) if places is None else places
     if sd is None or not math.isfinite(sd):
         return fmt(mean, places)
-    return f"{fmt(mean, places)} ± {fmt(sd, places)}"
+    return f"{fmt(mean, places)}\u00a0±\u00a0{fmt(sd, places)}"  # no line break inside a cell

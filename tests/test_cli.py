@@ -54,13 +54,15 @@ def test_demo_prints_table_and_writes_figures(tmp_path):
     result = runner.invoke(app, ["demo", "--out", str(tmp_path), "--max-jobs", "40", "--seeds", "2"])
     assert result.exit_code == 0, result.output
     assert "avg JCT (h)" in result.output and "JCT / ideal" in result.output
-    assert "dally vs tiresias+consolidated at 8:1 (2 seeds): avg JCT " in result.output  # a verdict line
-    for name in ("comparison.png", "jct_cdf.png", "link_utilisation.png", "avg_jct.png", "summary.csv"):
-        assert (tmp_path / name).stat().st_size > 1000 or name == "summary.csv"
-    table = pd.read_csv(tmp_path / "summary.csv")
+    answer = json.loads((tmp_path / "report" / "report.json").read_text())["answer"]
+    assert "tiresias+consolidated" in answer and answer in result.output  # the answer, then the verdict table
+    assert "dally" in result.output.split(answer)[1] and "lower in" in result.output.split(answer)[1]
+    for name in ("comparison.png", "jct_tails.png", "link_utilisation.png", "metrics.png", "summary.csv"):
+        assert (tmp_path / "report" / name).stat().st_size > 1000 or name == "summary.csv"
+    table = pd.read_csv(tmp_path / "report" / "summary.csv")
     assert set(table.network) == {"tcp", "ideal"}
-    result = runner.invoke(app, ["results", str(tmp_path)])  # one sweep: its verdicts again
-    assert result.exit_code == 0 and "dally vs tiresias+consolidated at 8:1 (2 seeds)" in result.output
+    result = runner.invoke(app, ["results", str(tmp_path)])  # one sweep: its answer and verdicts again
+    assert result.exit_code == 0 and answer in result.output
 
 
 def test_the_cli_simulates_on_the_library_default_network():

@@ -1,8 +1,11 @@
-"""Execute every notebook with small parameters, as papermill would.
+"""Execute every notebook with small parameters, as papermill would, then read it as a reader would.
 
 The cell tagged ``parameters`` keeps its defaults; a cell inserted right after
-it overrides them with the small values below. Committed notebooks must carry
-no outputs.
+it overrides them with the small values below. No output may hold a traceback
+or a warning. The executed notebook is exported to HTML (nbconvert) and opened
+in headless Chromium (``browser.py``; skipped without chromium): the page is
+not blank, every image loads and no table cell is cut off. Committed notebooks
+must carry no outputs.
 """
 
 import json
@@ -13,11 +16,14 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+import browser
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
 SMALL = {
-    "01-quickstart.ipynb": dict(MAX_JOBS=60, SEEDS=[0, 1], POLICIES=[("fifo", "consolidated"),
-                                                                     ("tiresias", "consolidated"), ("dally", "dally")]),
+    "01-quickstart.ipynb": dict(MAX_JOBS=60, SEEDS=2, POLICIES=[("fifo", "consolidated"),
+                                                                ("tiresias", "consolidated"), ("dally", None)],
+                                BACKEND="serial"),
     "02-dally.ipynb": dict(TRACES=["synthetic,jobs=50,load=0.9,cluster_gpus=256,gpus=0.2+0.3+0.3+0.2"],
                            MAX_JOBS=None, OVERSUB=[8], BACKGROUND=[], NETWORKS=["tcp"], SEEDS=[0],
                            BACKEND="serial"),
@@ -29,13 +35,16 @@ SMALL = {
     "04-testbed.ipynb": dict(BUSBW_RATES_MBIT=[200], BUSBW_RANKS=[2], GRAD_BYTES=2_000_000, ITERATIONS=8),
     # 05 runs the testbed parts only where the testbed can run (else it reads the recorded results).
     "05-congestion-model.ipynb": dict(SIM_TOPOLOGIES=["leafspine,racks=4,hosts_per_rack=2,gpus_per_host=8,oversub=4"],
+                                      PLACEMENT_SEEDS=2,
                                       SIM_EXPERIMENTS=30, TESTBED_EXPERIMENTS=3, RUN_FIDELITY=True,
                                       FIDELITY_ITERATIONS=20, PLACEMENT_JOBS=40),
     "06-interleaving.ipynb": dict(REPEAT=1),  # reads the recorded experiment only
-    "07-operators.ipynb": dict(POLICIES=[("fifo", "random"), ("fifo", "topo-bestfit")]),  # the bundled sacct sample
+    "07-operators.ipynb": dict(POLICIES=[("fifo", "random"), ("fifo", "topo-bestfit")], SEEDS=2),  # the sacct sample
     "08-llm-fabrics.ipynb": dict(TRACE="synthetic,jobs=60,load=0.9,cluster_gpus=256,llm=0.4",
                                  TOPOLOGY="rail,gpus=256,hosts_per_su=8,sus_per_pod=2,spines_per_pod=2,"
-                                          "cores_per_plane=1,host_gbps=100,oversub=2"),
+                                          "cores_per_plane=1,host_gbps=100,oversub=2",
+                                 PLACEMENTS=["consolidated", "k8s-netoverhead", "tp-aware"], SEEDS=2,
+                                 BACKEND="serial"),
 }
 # Notebooks that drive the emulated testbed need root, sshd and torch; they skip with the reason elsewhere.
 NEEDS_TESTBED = {"04-testbed.ipynb"}
@@ -82,7 +91,29 @@ def test_notebook_runs_with_small_parameters(path, tmp_path, monkeypatch):
     outputs = [o for c in ran for o in c.get("outputs", [])]
     # Figures render inline, as a reader sees them in Jupyter.
     assert any("image/png" in o.get("data", {}) for o in outputs), f"{path.name}: no figure rendered"
-    lines = [line for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stderr"
-             for line in o.get("text", "").splitlines() if WARNING.search(line)]
-    printed = {m for line in lines for m in WARNING.findall(line)}
+    lines = [line for o in outputs for line in _text(o).splitlines() if WARNING.search(line) or "Traceback" in line]
+    printed = {m for line in lines for m in WARNING.findall(line)} | {"Traceback" for line in lines
+                                                                     if "Traceback" in line}
     assert printed <= KNOWN_WARNINGS.get(path.name, set()), f"{path.name} printed:\n" + "\n".join(lines)
+    if browser.CHROMIUM is None:
+        return
+    from nbconvert import HTMLExporter
+
+    page = tmp_path / f"{path.stem}.html"
+    page.write_text(HTMLExporter().from_notebook_node(nb)[0], encoding="utf-8")
+    colours, ink = browser.not_blank(browser.screenshot(page, tmp_path, 1280, 2000))
+    assert colours > 50 and 0.003 < ink < 0.5, (path.name, colours, ink)
+    seen = browser.layout(page, tmp_path)
+    assert seen["cut"] == [], f"{path.name}: table cells cut off: {seen['cut']}"
+    assert seen["images"] >= 1 and seen["broken_images"] == 0, seen
+
+
+def _text(output) -> str:
+    """What an output shows as text: a stream, an error, or a rich output's plain text and HTML."""
+    if output.get("output_type") == "stream":
+        return output.get("text", "")
+    if output.get("output_type") == "error":
+        return "Traceback\n" + "\n".join(output.get("traceback", []))
+    data = output.get("data", {})
+    return "\n".join(str(data.get(k, "")) if isinstance(data.get(k, ""), str) else "".join(data.get(k, []))
+                     for k in ("text/plain", "text/html"))

@@ -8,9 +8,11 @@ main job that runs the demo sweep and reports it is :func:`netlab.demo.demo_repo
 """
 
 from .build import comparison, pick_baseline, policies, print_verdicts, render_report
-from .figures import headline_figure
-from .tables import comparison_table, print_table, readable_table
+from .figures import baseline_beside_winner, headline_figure
+from .tables import (comparison_table, print_table, readable, readable_display, readable_jobs, readable_table,
+                     spread_table, wrapped)
 from .verdicts import headline, styled_verdicts, verdict_table
 
-__all__ = ["comparison", "comparison_table", "headline", "headline_figure", "pick_baseline", "policies",
-           "print_table", "print_verdicts", "readable_table", "render_report", "styled_verdicts", "verdict_table"]
+__all__ = ["baseline_beside_winner", "comparison", "comparison_table", "headline", "headline_figure", "pick_baseline",
+           "policies", "print_table", "print_verdicts", "readable", "readable_display", "readable_jobs",
+           "readable_table", "render_report", "spread_table", "styled_verdicts", "verdict_table", "wrapped"]

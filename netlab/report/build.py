@@ -28,9 +28,7 @@ from .verdicts import headline, metric_table, verdict_table
 
 #: the report folder inside a sweep store when no ``out`` is given
 FOLDER = "report"
-#: the summary columns the page shows (summary.csv has every one)
-REPORT_COLUMNS = ("label", "trace", "max_jobs", "topology", "oversub", "network", "seeds", "avg_jct_s", "p99_jct_s",
-                  "makespan_s", "avg_wait_s", "gpu_util", "overload_gbit", "jct_vs_ideal")
+
 
 
 def policies(summary: pd.DataFrame) -> list[str]:
@@ -123,7 +121,7 @@ def render_report(source, out=None, baseline: str | None = None) -> Path:
                 (folder / f"{name}.png").write_bytes(pngs[name][1])
         page = render_page(res, answer=answer, no_comparison=no_comparison_reason(res.summary, base), baseline=base,
                            verdict_text=text, verdict_words=words,
-                           summary=readable_table(table, REPORT_COLUMNS) if not table.empty else pd.DataFrame(),
+                           summary=readable_table(table) if not table.empty else pd.DataFrame(),
                            summary_note=summary_note(table), pngs=pngs, metrics=metric_table(cmp))
         (folder / "report.html").write_text(page, encoding="utf-8")
         meta = dict(answer=answer, baseline=base, policies=policies(res.summary), sweep=str(res.path or ""),
@@ -145,8 +143,8 @@ def print_verdicts(cmp: pd.DataFrame, header: str = "") -> list[str]:
     cells = text.copy()
     for c in text.columns:
         cells[c] = [f"{t}: {w}" if t else "" for t, w in zip(text[c], words[c])]
-    print(f"\naverage JCT against {compare.arm_name(cmp.baseline.iloc[0])}: change of the mean [95% bootstrap interval], "
-          "seeds in which it was lower, verdict (paired by seed)")
+    print(f"\naverage JCT against {compare.arm_name(cmp.baseline.iloc[0])}: change of the mean [95% bootstrap "
+          "interval], seeds in which it was lower, verdict (paired by seed)")
     with pd.option_context("display.width", 250, "display.max_columns", 40, "display.max_colwidth", 200):
         print(cells.rename_axis("policy").reset_index().to_string(index=False))
     return lines

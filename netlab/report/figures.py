@@ -163,6 +163,17 @@ def side_by_side(res, base_row: dict | None, win_row: dict) -> tuple:
     return fig_l, fig_t
 
 
+def baseline_beside_winner(res, cmp: pd.DataFrame | None, baseline: str | None) -> tuple:
+    """(links figure, timeline figure, which cells and why) for a sweep result: :func:`showcase`'s cells drawn
+    by :func:`side_by_side`; (None, None, reason) when no cell kept its per-link rows."""
+    baseline = compare.arm_name(baseline) if baseline else None
+    base_row, win_row, why = showcase(res, cmp, baseline)
+    if win_row is None:
+        return None, None, "no cell of a congested network kept its per-link rows"
+    fig_l, fig_t = side_by_side(res, base_row, win_row)
+    return fig_l, fig_t, (f"{baseline} beside {why}" if base_row is not None else why)
+
+
 def figures(res, cmp: pd.DataFrame | None = None, baseline: str | None = None) -> dict:
     """Figure name -> (caption, matplotlib Figure), in reading order (see the module docstring)."""
     s, jobs = _as_read(res.summary), _as_read(res.jobs)
@@ -198,10 +209,8 @@ def figures(res, cmp: pd.DataFrame | None = None, baseline: str | None = None) -
     what = ("Total waiting per job: before the first start and after every preemption" if col == "wait_s"
             else "First-start delay per job")
     out["queue_delay"] = (f"{what} (boxes: quartiles, whiskers 1.5 IQR, white dot: mean; all seeds).", fig)
-    base_row, win_row, why = showcase(res, cmp, baseline)
-    if win_row is not None:
-        fig_l, fig_t = side_by_side(res, base_row, win_row)
-        pair = f"{baseline} beside {why}" if base_row is not None else why
+    fig_l, fig_t, pair = baseline_beside_winner(res, cmp, baseline)
+    if fig_l is not None:
         out["link_utilisation"] = (f"Per-link utilisation over time, the busiest links of both runs: {pair}.", fig_l)
         out["placement_timeline"] = (f"Where jobs ran: hosts split into GPU slots over the whole run, coloured by how "
                                      f"far each job spread; a preempted job's runs hatched. {pair}.", fig_t)

@@ -17,7 +17,8 @@ from .verdicts import COLOURS
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 #: summary columns that hold names (left-aligned)
-TEXT_COLUMNS = ("policy", "trace", "topology", "network", "oversub", "jobs kept", "seeds", "setting", "verdict (avg JCT)")
+TEXT_COLUMNS = ("policy", "trace", "topology", "network", "oversub", "jobs kept", "seeds", "setting",
+                "verdict (avg JCT)")
 
 
 def _environment() -> jinja2.Environment:

@@ -106,9 +106,12 @@ def metric_table(cmp: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def styled_verdicts(cmp: pd.DataFrame, metric: str = DECIDE_ON):
-    """:func:`verdict_table` as a pandas Styler, each cell coloured by its verdict (for notebooks)."""
+def styled_verdicts(cmp: pd.DataFrame, metric: str = DECIDE_ON, by_setting: bool | None = None):
+    """:func:`verdict_table` as a pandas Styler, each cell coloured by its verdict (for notebooks). ``by_setting``:
+    one row per setting and a column per policy (default: when there are more settings than policies)."""
     text, word = verdict_table(cmp, metric)
+    if by_setting or (by_setting is None and text.shape[1] > text.shape[0]):
+        text, word = text.T, word.T
     colour = word.map(lambda w: "background-color:{};color:{}".format(*COLOURS[w]) if w in COLOURS else "")
     return text.style.apply(lambda _: colour, axis=None).set_properties(**{"white-space": "nowrap"})
 

@@ -48,7 +48,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ..errors import checked
+from ..errors import Float, checked
 from ..hostlist import HostlistError, expand
 from .files import register
 from .models import assign_models
@@ -100,8 +100,11 @@ def gpus_from_tres(tres: dict[str, int], gpu_tres: str = "gres/gpu") -> int:
 
 
 def read_sacct(path, *, seed: int = 0, skip_bad: bool = False, gpu_tres: str = "gres/gpu",
-               source: str = "sacct") -> pd.DataFrame:
-    """Load a ``sacct --parsable2 --allocations`` dump (see the module docstring)."""
+               source: str = "sacct", time_scale: float = 1.0) -> pd.DataFrame:
+    """Load a ``sacct --parsable2 --allocations`` dump (see the module docstring). ``time_scale`` stretches every
+    time (submits, waits, run times) by that factor: the history's arrival pattern and job sizes at another time
+    scale, e.g. a sample of short test jobs replayed as training jobs that run long enough for placement to
+    matter (say so beside any result)."""
     t = Table(path, required=REQUIRED, sep="|", skip_bad=skip_bad)
     submit = t.timestamp("Submit", TIME)
     start_text = t.frame["Start"].str.strip()
@@ -148,6 +151,8 @@ def read_sacct(path, *, seed: int = 0, skip_bad: bool = False, gpu_tres: str = "
         df["submit_s"] -= first
         df["start_s"] -= first
     df["wait_s"] = df["start_s"] - df["submit_s"]
+    for col in ("submit_s", "start_s", "wait_s", "duration_s"):
+        df[col] = df[col] * time_scale
     df["n_nodes"] = df["nodes"].map(lambda s: len(s.split(",")) if s else 0)
     df = assign_models(df, seed)
     return finish(df, source, path, skipped, filtered)
@@ -156,7 +161,7 @@ def read_sacct(path, *, seed: int = 0, skip_bad: bool = False, gpu_tres: str = "
 @register("sacct", "<path>", needs_shared=False)
 @checked(TraceError, "sacct", skip=("trace_dir", "seed", "skip_bad"))
 def sacct(trace_dir=None, *, seed: int = 0, skip_bad: bool = False, path: str = "",
-          gpu_tres: Literal["gres/gpu", "cpu"] = "gres/gpu") -> pd.DataFrame:
+          gpu_tres: Literal["gres/gpu", "cpu"] = "gres/gpu", time_scale: Float(gt=0, le=1e6) = 1.0) -> pd.DataFrame:
     """A ``sacct --parsable2 --allocations`` dump (``sacct,path=jobs.txt``): real submits, run times, GPUs, nodes."""
     if not path:
         raise TraceError("sacct: give the dump's path, e.g. 'sacct,path=jobs.txt' (fields: see netlab.traces.sacct)")
@@ -166,12 +171,14 @@ def sacct(trace_dir=None, *, seed: int = 0, skip_bad: bool = False, path: str = 
         from .schema import TraceNotFound
 
         raise TraceNotFound(f"sacct dump {path!r} not found")
-    return read_sacct(path, seed=seed, skip_bad=skip_bad, gpu_tres=gpu_tres)
+    return read_sacct(path, seed=seed, skip_bad=skip_bad, gpu_tres=gpu_tres, time_scale=time_scale)
 
 
 @register("sacct-sample", SAMPLE, needs_shared=False)
 @checked(TraceError, "sacct-sample", skip=("trace_dir", "seed", "skip_bad"))
-def sacct_sample(trace_dir=None, *, seed: int = 0, skip_bad: bool = False) -> pd.DataFrame:
-    """Sleep jobs a real Slurm 22.05 ran under netlab's placement advisor (bundled; see netlab/data)."""
+def sacct_sample(trace_dir=None, *, seed: int = 0, skip_bad: bool = False,
+                 time_scale: Float(gt=0, le=1e6) = 1.0) -> pd.DataFrame:
+    """Sleep jobs a real Slurm 22.05 ran under netlab's placement advisor (bundled; see netlab/data);
+    ``time_scale=N`` replays them N times longer (arrivals too)."""
     with resources.as_file(resources.files("netlab.data").joinpath(SAMPLE)) as path:
-        return read_sacct(path, seed=seed, skip_bad=skip_bad, source="sacct-sample")
+        return read_sacct(path, seed=seed, skip_bad=skip_bad, source="sacct-sample", time_scale=time_scale)

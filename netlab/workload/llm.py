@@ -275,3 +275,12 @@ def placement_traffic(jobs, zoo=None):
     columns = ["job_id", "model", "gpus", "tp", "pp", "dp", "hosts"] + [f"{d}_{w}_gb" for d in DIMENSIONS
                                                                            for w in ("network", "nvlink")]
     return pd.DataFrame(rows, columns=columns)
+
+
+def traffic_long(traffic):
+    """:func:`placement_traffic`'s byte columns in long form: one row per job, ``dimension`` (tp, pp, dp) and
+    ``path`` (network, nvlink), with ``gb``."""
+    cols = [f"{d}_{w}_gb" for d in DIMENSIONS for w in ("network", "nvlink")]
+    long = traffic.melt(id_vars=["job_id", "model"], value_vars=cols, var_name="what", value_name="gb")
+    parts = long.what.str.split("_")
+    return long.assign(dimension=parts.str[0], path=parts.str[1]).drop(columns="what")
