@@ -40,8 +40,8 @@ KNOWN_POLICIES = {"tiresias+consolidated": "#4d4d4d", "dally": "#d55e00", "tires
                   "themis+consolidated": "#de8f05", "themis+cassini": "#56b4e9", "sjf+consolidated": "#8c6d1f",
                   "srtf+consolidated": "#7b3294"}
 #: colours for other policies, in sorted order of their labels
-SPARE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
-                 "#393b79", "#637939", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354")
+SPARE_COLOURS = ("#e41a1c", "#17becf", "#bcbd22", "#393b79", "#e7298a", "#66a61e", "#8c564b", "#fb9a99",
+                 "#beaed4", "#9ecae1", "#fdbf6f")  # none close to a known policy's colour
 #: names a figure gives its setting columns
 SETTING_NAMES = {"oversub": "oversubscription", "network": "network", "trace": "trace", "label": "policy"}
 

@@ -326,6 +326,10 @@ def test_one_colour_per_policy_whatever_else_is_drawn():
     b = plotting.policy_colours(["dally", "tiresias+consolidated", "zzz+x", "fifo+random"])
     assert a["dally+default"] == b["dally"] and a["tiresias+consolidated"] == b["tiresias+consolidated"]
     assert len(set(b.values())) == len(b)
+    # no two colours a figure may hold are near each other (RGB distance; 0.17 is e.g. orange beside vermillion)
+    rgb = np.array([matplotlib.colors.to_rgb(c) for c in [*plotting.KNOWN_POLICIES.values(), *plotting.SPARE_COLOURS]])
+    gaps = np.linalg.norm(rgb[:, None] - rgb[None], axis=2) + np.eye(len(rgb)) * 9
+    assert gaps.min() > 0.17
 
 
 def test_sweep_results_and_report_commands(tmp_path):

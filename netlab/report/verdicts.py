@@ -62,11 +62,11 @@ def verdict_rows(cmp: pd.DataFrame, metric: str = DECIDE_ON) -> pd.DataFrame:
 
 
 def pct(v: float, signed: bool = True) -> str:
-    """A change in percent for reading: ``-16%``, ``+2.4%``, ``0%``."""
+    """A change in percent for reading: ``-16%``, ``+2.4%``, ``-0.03%``, ``0%``."""
     if not math.isfinite(v):
         return "n/a"
     p = 100 * v
-    text = f"{p:+.0f}" if abs(p) >= 10 else f"{p:+.1f}"
+    text = f"{p:+.0f}" if abs(p) >= 10 else (f"{p:+.1f}" if abs(p) >= 1 else f"{p:+.2f}")
     text = text if signed else text.lstrip("+-")
     return ("0" if float(text) == 0 else text) + "%"
 
@@ -155,4 +155,6 @@ def headline(cmp: pd.DataFrame, metric: str = DECIDE_ON) -> str:
         at = [w for w in where if w != "all"]
         clauses.append(f"at {_join(at)} {clause}" if at else clause)
     text = "; ".join(clauses)
-    return text[0].upper() + text[1:] + "."
+    if text.startswith(("at ", "no ")):  # a sentence that starts with a policy keeps its label as it is
+        text = text[0].upper() + text[1:]
+    return text + "."
