@@ -152,7 +152,7 @@ def side_by_side(res, base_row: dict | None, win_row: dict) -> tuple:
                    (p.rpartition(":")[0] for p in w.split(",")) if h} |
                   {h for runs in jobs.get("runs", pd.Series(dtype=str)).fillna("").astype(str) for part in
                    runs.split(";") if part for h in (p.rpartition(":")[0] for p in part.partition("@")[2].split(","))
-                   if h}, key=plotting._natural)[:32]
+                   if h}, key=plotting.host_order)[:32]
     for k, (ax, r) in enumerate(zip(axes[0], cells)):
         plotting.placement_timeline(jobs[jobs.cell_id == r["cell_id"]], ax=ax, t_range=t_range, hosts=used,
                                     legend=k == n - 1)
