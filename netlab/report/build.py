@@ -103,6 +103,8 @@ def render_report(source, out=None, baseline: str | None = None) -> Path:
     from ..sweep import load_sweep
 
     res = load_sweep(source) if isinstance(source, (str, Path)) else source
+    if out is None and res.path is None:
+        raise ValueError("the sweep ran in memory (no store): give the report folder, out=...")
     out = Path(out) if out is not None else Path(res.path) / FOLDER
     base = pick_baseline(res.summary, baseline) if not res.summary.empty else None
     table = comparison_table(res.summary) if not res.summary.empty else pd.DataFrame()
