@@ -340,6 +340,29 @@ def notebooks(
     os.execv(argv[0], argv)
 
 
+@app.command()
+def validate(
+    scenario: str = typer.Argument(..., help="A referee scenario file (.json) or FAMILY:SEED (e.g. 2tier:3)."),
+    against: str = typer.Option("ns3", help="The referee: ns3 (Debian's libns3-dev, g++, pkg-config)."),
+    regime: str = typer.Option(None, help="Transport regime instead of the scenario's: reno-deep, reno-shallow, "
+                                          "cubic-deep, dctcp, dcqcn."),
+    runs_dir: Path = typer.Option(None, help="Cache of referee runs by scenario hash (reused when present)."),
+    timeout_s: float = typer.Option(3600.0, min=1, callback=_finite_seconds, help="Per referee run (s)."),
+):
+    """Run one scenario packet by packet in ns-3 and print per-job iteration times beside every network model."""
+    from .errors import InputError
+    from .validate.command import render, validate as run_validate
+    from .validate.referee import RefereeError
+
+    if runs_dir is not None:
+        _check_out_dir(runs_dir, "--runs-dir")
+    try:
+        table, summary, rec = run_validate(scenario, against, regime, runs_dir, timeout_s)
+    except (InputError, RefereeError) as exc:
+        _fail(_message(exc))
+    typer.echo(render(table, summary, rec))
+
+
 from .cli_io import add_io_commands  # noqa: E402  (netlab import / netlab export: real clusters' files)
 add_io_commands(app)
 

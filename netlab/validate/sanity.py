@@ -1,0 +1,122 @@
+"""Checks of the referee itself before its verdicts are trusted.
+
+* :func:`ring_alone_rows`: a ring of n ranks alone across a 2:1 bottleneck
+  (hosts 200 Mbit/s, the bottleneck 100 Mbit/s, 2 us per cable, the fabric
+  of ``shared/reference/ns3-facts.md``): its all-reduce against
+  ``1.0373 x payload / rate + 2(n-1) x L`` (ns3-facts measured L = 188 us,
+  residual 0.0% for n = 2..8), and the 2-rank 375 kB ring with 20 ms of
+  compute (ns3-facts: 51.62 ms; the emulated testbed measured 51.24 ms).
+* :func:`testbed_scenarios`: the testbed's own fidelity scenarios
+  (``benchmarks/results/fidelity_runs.parquet``, 1-3 jobs on two racks) as
+  referee scenarios, beside what the testbed measured on them, so
+  :func:`testbed_rows` scores ns-3 against the testbed the way the fidelity
+  benchmark scores netlab's models (contended jobs, steady window).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..topology import Host, Topology
+from .scenario import RefereeJob, RefereeScenario, Transport
+
+FACTS_STEP_LATENCY_S = 188e-6
+FACTS_ITER_MS = 51.62
+TESTBED_ITER_MS = 51.24
+
+
+def dumbbell(n_per_side: int, host_mbit: float = 200.0, bottleneck_mbit: float = 100.0) -> Topology:
+    """Two switches joined by one bottleneck cable, ``n_per_side`` hosts on each (one GPU each)."""
+    hosts, cables = [], []
+    for side in ("a", "b"):
+        for i in range(n_per_side):
+            hosts.append(Host(f"{side}{i}", 1, rack=f"tor{side}"))
+            cables.append((f"{side}{i}", f"tor{side}", host_mbit / 1000, "host"))
+    cables.append(("tora", "torb", bottleneck_mbit / 1000, "tor-tor"))
+    return Topology("dumbbell", hosts, {"tora": "tor", "torb": "tor"}, cables, ecmp="hash")
+
+
+def ring_alone(n: int, grad_bytes: float = 375_000, compute_s: float = 0.02, transport: Transport | None = None,
+               iterations: int = 12) -> RefereeScenario:
+    """An n-rank ring alone whose flows cross the bottleneck once each way (a0 .. a(k-1), b0 .. b(k-1))."""
+    half = math.ceil(n / 2)
+    hosts = tuple([f"a{i}" for i in range(half)] + [f"b{i}" for i in range(n - half)])
+    job = RefereeJob(1, hosts, (1,) * n, grad_bytes, compute_s, iterations=iterations)
+    return RefereeScenario(f"ring-{n}-alone", dumbbell(half), (job,), transport or Transport(), jitter=0.0, warmup=3)
+
+
+def ring_alone_rows(ns=(2, 3, 4, 6, 8), grad_bytes: float = 375_000, compute_s: float = 0.02, run=None) -> pd.DataFrame:
+    """Per ring size: the referee's all-reduce and iteration alone, the ns3-facts formula's, and the per-step
+    latency the referee implies (all-reduce minus bytes at the bottleneck, over 2(n-1) steps)."""
+    from .predict import alone_iter_s, steady_iter_s
+    from .referee import run_referee
+
+    run = run or run_referee
+    rows = []
+    for n in ns:
+        sc = ring_alone(n, grad_bytes, compute_s)
+        res = run(sc)
+        it = steady_iter_s(res.starts, {1: compute_s}, sc.warmup)[1]
+        payload = 2 * (n - 1) / n * grad_bytes
+        bytes_s = 1502 / 1448 * payload * 8 / 100e6
+        allreduce = it - compute_s
+        facts = bytes_s + 2 * (n - 1) * FACTS_STEP_LATENCY_S
+        rows.append(dict(ranks=n, grad_bytes=grad_bytes, iter_ms=it * 1e3, allreduce_ms=allreduce * 1e3,
+                         facts_allreduce_ms=facts * 1e3, residual_vs_facts=allreduce / facts - 1.0,
+                         step_latency_us=(allreduce - bytes_s) / (2 * (n - 1)) * 1e6,
+                         netlab_alone_ms=alone_iter_s(sc)[1] * 1e3,
+                         netlab_alone_residual=alone_iter_s(sc)[1] / it - 1.0))
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- the testbed's scenarios
+def testbed_topology(runs: pd.DataFrame, topo: Topology) -> Topology:
+    """The testbed topology at the rates its links ran at (``link_rates_mbit`` of the stored runs, real bits)."""
+    rates = {(a, b): float(r) for a, b, r in json.loads(runs.link_rates_mbit.iloc[0])}
+    cables = []
+    for a, b, _, tier in topo.cables:
+        if rates[(a, b)] != rates[(b, a)]:
+            raise ValueError(f"link {a}-{b} ran at {rates[(a, b)]} and {rates[(b, a)]} Mbit/s: not one cable rate")
+        cables.append((a, b, rates[(a, b)] / 1000.0, tier))
+    return Topology(topo.name, list(topo.hosts), dict(topo.switches), cables, ecmp=topo.ecmp)
+
+
+def testbed_scenarios(runs: pd.DataFrame, topo: Topology, transport: Transport | None = None,
+                      iterations: int = 60, warmup: int = 10) -> tuple[list[RefereeScenario], pd.DataFrame]:
+    """The stored fidelity runs' scenarios (one per scenario name: repeats share the definition) with the
+    slowest job at ``iterations`` (equal duration, as collected), and the testbed's steady iteration time
+    per (scenario, repeat, job) with its contention flag."""
+    from ..congestion.fidelity import scenario_contention, scenarios_from_runs, steady_iterations
+
+    tb_topo = testbed_topology(runs, topo)
+    measured = steady_iterations(runs)
+    scenarios, seen = [], set()
+    contended = {}
+    for (name, _rep), s in scenarios_from_runs(runs).items():
+        contended.update({(name, j): c for j, c in scenario_contention(topo, s).items()})
+        if name in seen:
+            continue
+        seen.add(name)
+        most = max(j.iterations for j in s.jobs)
+        jobs = tuple(RefereeJob(j.job_id, tuple(j.hosts), (1,) * len(j.hosts), float(j.grad_bytes),
+                                j.compute_ms / 1000.0, 0.0, j.offset_ms / 1000.0,
+                                max(warmup + 3, int(math.ceil(iterations * j.iterations / most))))
+                     for j in s.jobs)
+        scenarios.append(RefereeScenario(name, tb_topo, jobs, transport or Transport(), warmup=warmup,
+                                         meta=dict(source="fidelity_runs")))
+    measured["contended"] = [contended[(s, j)] for s, j in zip(measured.scenario, measured.job_id)]
+    return scenarios, measured
+
+
+def testbed_rows(scenarios: list[RefereeScenario], measured: pd.DataFrame, ref_iter: dict) -> pd.DataFrame:
+    """Per (scenario, repeat, job): the testbed's steady iteration, the referee's, and the APE
+    (``ref_iter[(scenario, job)]`` in seconds)."""
+    out = measured[["scenario", "repeat", "job_id", "iter_s", "contended"]].copy()
+    out["ns3_s"] = [ref_iter.get((s, int(j)), np.nan) for s, j in zip(out.scenario, out.job_id)]
+    out["signed"] = out.ns3_s / out.iter_s - 1.0
+    out["ape"] = out.signed.abs()
+    return out
