@@ -164,7 +164,7 @@ def test_every_model_answers_and_agrees_alone(dumbbell):
     job = RefereeJob(1, ("l0", "r0"), (1, 1), 375_000, 0.02, iterations=10)
     sc = RefereeScenario("alone", dumbbell, (job,), jitter=0.0)
     p = predict_all(sc)
-    assert {"ideal", "fair", "phase", "tcp", "tcp-alpha0"} <= set(p.model)
+    assert {"ideal", "fair", "phase", "tcp", "tcp-alpha0", "tcp-fluid", "tcp-alpha0-fluid"} <= set(p.model)
     # alone, every model is netlab's alone rule (tcp to within its own 1.25% compute jitter)
     assert np.allclose(p.iter_s, alone_iter_s(sc)[1], rtol=0.01)
 
@@ -233,10 +233,15 @@ def test_run_store_keeps_records_by_key(dumbbell, tmp_path):
     sc = two_jobs(dumbbell)
     store = RunStore(tmp_path)
     assert store.get(sc) is None
-    rec = dict(version=1, key=sc.key(), ref_iter_s={"1": 0.2, "2": 0.3}, ref_alone_s={"1": 0.1, "2": 0.2})
+    from netlab.validate.runs import referee_source_hash
+
+    rec = dict(version=1, key=sc.key(), referee_source=referee_source_hash(), ref_iter_s={"1": 0.2, "2": 0.3},
+               ref_alone_s={"1": 0.1, "2": 0.2})
     store.put(sc, rec)
     assert record_times(store.get(sc)) == ({1: 0.2, 2: 0.3}, {1: 0.1, 2: 0.2})
     assert store.get(sc.with_transport(Transport("cubic"))) is None  # another scenario, another key
+    store.put(sc, dict(rec, referee_source="0" * 16))
+    assert store.get(sc) is None  # made by another referee source
     store.path(sc).write_text("{broken")
     assert store.get(sc) is None
 
@@ -249,3 +254,38 @@ def test_validate_command_refuses_bad_input(tmp_path):
     assert result.exit_code == 2 and "--against 'omnet'" in result.output
     result = runner.invoke(app, ["validate", "2tier:1", "--regime", "bbr"])
     assert result.exit_code == 2 and "--regime 'bbr'" in result.output
+
+
+def test_ring_alone_crosses_the_bottleneck_on_every_hop():
+    from netlab.validate.sanity import ring_alone
+
+    sc = ring_alone(4)
+    assert sc.jobs[0].hosts == ("a0", "b0", "a1", "b1")
+    paths = referee_input(sc)["jobs"][0]["paths"]
+    assert all(("tora" in p) and ("torb" in p) for p in paths)
+    with pytest.raises(ValueError, match="even"):
+        ring_alone(3)
+
+
+def test_the_testbeds_scenarios_as_referee_scenarios():
+    from pathlib import Path
+
+    from netlab.congestion.fidelity import scenarios_from_runs
+    from netlab.validate.sanity import testbed_scenarios
+
+    root = Path(__file__).resolve().parents[1]
+    runs_path = root / "benchmarks" / "results" / "fidelity_runs.parquet"
+    if not runs_path.exists():
+        pytest.skip(f"{runs_path} not in this checkout")
+    runs = pd.read_parquet(runs_path)
+    topo = load_topology(root / "testbed" / "topologies" / "leafspine-2rack.yaml")
+    scenarios, measured = testbed_scenarios(runs, topo, iterations=60, warmup=10)
+    names = {name for name, _ in scenarios_from_runs(runs)}
+    assert {sc.name for sc in scenarios} == names
+    # the links ran at 200 Mbit/s (hosts) and 100 Mbit/s (rack uplinks, the fidelity scenarios' setting)
+    assert sorted(set(scenarios[0].topology.link_capacity_gbps)) == [0.1, 0.2]
+    for sc in scenarios:
+        most = max(j.iterations for j in sc.jobs)
+        assert most == 60 and sc.warmup == 10
+    # the testbed's steady iteration per run and job, with contention from its own rule
+    assert measured.iter_s.between(0.03, 0.5).all() and measured.contended.any() and not measured.contended.all()

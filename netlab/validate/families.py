@@ -58,8 +58,8 @@ class Family:
     overlap: tuple[float, float] = (0.0, 0.0)  # per job
     hosts_per_rack: int = 8
     fill: tuple[float, float] = (0.7, 1.0)  # share of hosts the jobs take
-    iterations: int = 10  # of the slowest job
-    warmup: int = 3
+    iterations: int = 16  # of the slowest job: 12 periods in the steady window (per-job means over fewer move
+    warmup: int = 4  # by ~10% from run to run where TCP shares unevenly)
     min_chunk_packets: float = 4.0  # bytes per ring step at least, in TCP segments
     description: str = ""
 

@@ -19,11 +19,12 @@ With both, every model's answer for a job alone is the referee's (within the
 alone residuals the benchmark reports): what is left between them is how the
 network is shared.
 
-Steady-state models (``ideal``, ``fair``, ``phase``) answer with their
-solve. A model that simulates time (``tcp``: ``simulate_starts``) runs the
-scenario from its start offsets, as the referee does, and both are read by
-one rule, :func:`steady_iter_s` (the fidelity benchmark's: the mean period
-inside the window where every job is past its warm-up).
+Every model answers with its ``solve``, as the simulator asks it. A model
+that simulates time (``tcp``: ``simulate_starts``) answers a second time
+(``tcp-fluid``): it runs the scenario from its start offsets, as the referee
+does, and both runs are read by one rule, :func:`steady_iter_s` (the fidelity
+benchmark's: the mean period inside the window where every job is past its
+warm-up).
 """
 
 from __future__ import annotations
@@ -42,17 +43,30 @@ from .scenario import FRAME_BYTES, RefereeJob, RefereeScenario
 PARTIAL_SEGMENT_S = {"reno": 64e-6, "cubic": 64e-6, "dctcp": 64e-6, "dcqcn": 0.0}
 TCP_SEGMENT = 1448
 
-#: the models scored: every registered network model, and ``tcp`` with ``alpha = 0`` (per-connection sharing
-#: among communicating flows, not weighted by bytes)
+#: the models scored besides every registered network model: ``tcp`` with ``alpha = 0`` (per-connection
+#: sharing among communicating flows, not weighted by bytes)
 VARIANTS = {"tcp-alpha0": ("tcp", {"alpha": 0.0})}
+#: suffix of a time-simulating model's second answer: its fluid run of the scenario from the start offsets
+FLUID = "-fluid"
 
 
-def model_specs() -> dict[str, tuple[str, dict]]:
-    """Name -> (registered network model, constructor arguments) for every model to ask."""
+def model_specs() -> dict[str, tuple[str, dict, str]]:
+    """Name -> (registered network model, constructor arguments, how it is asked) for every model to ask.
+
+    ``solve``: the answer the simulator uses (``NetworkModel.solve``; for ``tcp``, the mean field on components
+    over ``max_exact_jobs`` jobs). A model that simulates time is asked a second way, ``fluid`` (name suffix
+    :data:`FLUID`): its ``simulate_starts`` from the scenario's start offsets, read by :func:`steady_iter_s`, as
+    netlab predicts a testbed scenario (:func:`netlab.testbed.scenarios.predict_on`).
+    """
     from ..network.model import NETWORKS
 
-    specs = {name: (name, {}) for name in NETWORKS.names()}
-    specs.update({k: v for k, v in VARIANTS.items() if v[0] in specs})
+    base = {name: (name, {}) for name in NETWORKS.names()}
+    base.update({k: v for k, v in VARIANTS.items() if v[0] in base})
+    specs = {}
+    for name, (network, kwargs) in base.items():
+        specs[name] = (network, kwargs, "solve")
+        if hasattr(NETWORKS.get(network), "simulate_starts"):
+            specs[name + FLUID] = (network, kwargs, "fluid")
     return specs
 
 
@@ -131,17 +145,20 @@ def steady_iter_s(starts: dict, compute_s: dict, warmup: int) -> dict[int, float
 
 
 # ----------------------------------------------------------------------------- every model
-def predict(sc: RefereeScenario, name: str, network: str, kwargs: dict | None = None) -> dict[int, float]:
-    """``network`` (a registered model, with ``kwargs``)'s iteration seconds per job of ``sc``."""
+def predict(sc: RefereeScenario, network: str, kwargs: dict | None = None, how: str = "solve") -> dict[int, float]:
+    """``network`` (a registered model, with ``kwargs``)'s iteration seconds per job of ``sc``, by its ``solve``
+    or (``how="fluid"``) by simulating the scenario from its start offsets (:func:`model_specs`)."""
     from ..network.model import NETWORKS
 
     net = NETWORKS.create(network, **(kwargs or {}))
     demands = [demand(sc, j) for j in sc.jobs]
     cap = sc.topology.link_capacity_gbps
-    if hasattr(net, "simulate_starts"):
+    if how == "fluid":
         starts = net.simulate_starts(demands, cap, {j.job_id: j.offset_s for j in sc.jobs},
                                      {j.job_id: j.iterations for j in sc.jobs})
         return steady_iter_s(starts, {j.job_id: j.compute_s for j in sc.jobs}, sc.warmup)
+    if how != "solve":
+        raise ValueError(f"how must be 'solve' or 'fluid', not {how!r}")
     sol = net.solve(demands, cap)
     return {j.job_id: float(sol.iter_s[j.job_id]) for j in sc.jobs}
 
@@ -149,9 +166,9 @@ def predict(sc: RefereeScenario, name: str, network: str, kwargs: dict | None = 
 def predict_all(sc: RefereeScenario, specs: dict | None = None) -> pd.DataFrame:
     """One row per (model, job): ``iter_s``, and per model the CPU seconds its prediction took (``cpu_s``)."""
     rows = []
-    for name, (network, kwargs) in (specs or model_specs()).items():
+    for name, (network, kwargs, how) in (specs or model_specs()).items():
         t0 = time.process_time()
-        got = predict(sc, name, network, kwargs)
+        got = predict(sc, network, kwargs, how)
         cpu = time.process_time() - t0
         rows += [dict(model=name, job_id=jid, iter_s=it, cpu_s=cpu) for jid, it in got.items()]
     return pd.DataFrame(rows)

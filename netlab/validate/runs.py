@@ -7,7 +7,8 @@ ECN marks, retransmission timeouts) and ns-3's CPU seconds. A
 :class:`RunStore` folder holds one JSON record per scenario key
 (:meth:`~netlab.validate.scenario.RefereeScenario.key`), written atomically:
 an interrupted benchmark resumes where it stopped, and a record is reused
-only for the very scenario (topology, jobs, transport, seed) it was run for.
+only for the very scenario (topology, jobs, transport, seed) it was run for,
+by the very referee source (a changed ``referee.cc`` measures again).
 """
 
 from __future__ import annotations
@@ -19,6 +20,15 @@ from pathlib import Path
 from .scenario import RefereeScenario, scenario_doc
 
 RECORD_VERSION = 1
+
+
+def referee_source_hash() -> str:
+    """A hash of the referee's C++ source: a record made by another version of it is measured again."""
+    import hashlib
+
+    from .referee import SOURCE
+
+    return hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
 
 
 def _children_cpu_s() -> float:
@@ -37,7 +47,8 @@ def measure(sc: RefereeScenario, timeout_s: float = 3600.0, binary=None) -> dict
     alone = run_referee(sc, timeout_s=timeout_s, binary=binary, alone=True)
     t2 = _children_cpu_s()
     iter_s = steady_iter_s(together.starts, {j.job_id: j.compute_s for j in sc.jobs}, sc.warmup)
-    return dict(version=RECORD_VERSION, key=sc.key(), name=sc.name, meta=sc.meta, transport=scenario_doc(sc)["transport"],
+    return dict(version=RECORD_VERSION, key=sc.key(), referee_source=referee_source_hash(), name=sc.name, meta=sc.meta,
+                transport=scenario_doc(sc)["transport"],
                 ref_iter_s={str(k): v for k, v in iter_s.items()},
                 ref_alone_s={str(k): v for k, v in alone_periods(alone).items()},
                 iterations_run={str(k): int(len(v) - 1) for k, v in together.starts.items()},
@@ -62,7 +73,9 @@ class RunStore:
             rec = json.loads(p.read_text())
         except (OSError, ValueError):
             return None  # a damaged record is measured again
-        return rec if rec.get("version") == RECORD_VERSION and rec.get("key") == sc.key() else None
+        current = (rec.get("version") == RECORD_VERSION and rec.get("key") == sc.key()
+                   and rec.get("referee_source") == referee_source_hash())
+        return rec if current else None
 
     def put(self, sc: RefereeScenario, record: dict) -> Path:
         from ..sim.metrics import write_json

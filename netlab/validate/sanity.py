@@ -2,10 +2,10 @@
 
 * :func:`ring_alone_rows`: a ring of n ranks alone across a 2:1 bottleneck
   (hosts 200 Mbit/s, the bottleneck 100 Mbit/s, 2 us per cable, the fabric
-  of ``shared/reference/ns3-facts.md``): its all-reduce against
-  ``1.0373 x payload / rate + 2(n-1) x L`` (ns3-facts measured L = 188 us,
-  residual 0.0% for n = 2..8), and the 2-rank 375 kB ring with 20 ms of
-  compute (ns3-facts: 51.62 ms; the emulated testbed measured 51.24 ms).
+  of ``shared/reference/ns3-facts.md``), every hop crossing it: its all-reduce
+  against ``1.0373 x payload / rate + 2(n-1) x L`` (ns3-facts measured
+  L = 188 us, residual 0.0% for n = 2..8), and the 2-rank 375 kB ring with
+  20 ms of compute (ns3-facts: 51.62 ms; the emulated testbed 51.24 ms).
 * :func:`testbed_scenarios`: the testbed's own fidelity scenarios
   (``benchmarks/results/fidelity_runs.parquet``, 1-3 jobs on two racks) as
   referee scenarios, beside what the testbed measured on them, so
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,7 @@ from .scenario import RefereeJob, RefereeScenario, Transport
 FACTS_STEP_LATENCY_S = 188e-6
 FACTS_ITER_MS = 51.62
 TESTBED_ITER_MS = 51.24
+REPLICATE_SEED_STEP = 1_000_003
 
 
 def dumbbell(n_per_side: int, host_mbit: float = 200.0, bottleneck_mbit: float = 100.0) -> Topology:
@@ -42,35 +44,48 @@ def dumbbell(n_per_side: int, host_mbit: float = 200.0, bottleneck_mbit: float =
 
 def ring_alone(n: int, grad_bytes: float = 375_000, compute_s: float = 0.02, transport: Transport | None = None,
                iterations: int = 12) -> RefereeScenario:
-    """An n-rank ring alone whose flows cross the bottleneck once each way (a0 .. a(k-1), b0 .. b(k-1))."""
-    half = math.ceil(n / 2)
-    hosts = tuple([f"a{i}" for i in range(half)] + [f"b{i}" for i in range(n - half)])
+    """An n-rank ring alone (n even) alternating between the two sides (a0, b0, a1, b1, ...): every flow
+    crosses the bottleneck, n/2 each way, so every ring hop is alike and the ranks stay in step."""
+    if n % 2:
+        raise ValueError(f"ring_alone: n must be even (every flow crossing the bottleneck), got {n}")
+    hosts = tuple(h for i in range(n // 2) for h in (f"a{i}", f"b{i}"))
     job = RefereeJob(1, hosts, (1,) * n, grad_bytes, compute_s, iterations=iterations)
-    return RefereeScenario(f"ring-{n}-alone", dumbbell(half), (job,), transport or Transport(), jitter=0.0, warmup=3)
+    return RefereeScenario(f"ring-{n}-alone", dumbbell(n // 2), (job,), transport or Transport(), jitter=0.0,
+                           warmup=3)
 
 
-def ring_alone_rows(ns=(2, 3, 4, 6, 8), grad_bytes: float = 375_000, compute_s: float = 0.02, run=None) -> pd.DataFrame:
-    """Per ring size: the referee's all-reduce and iteration alone, the ns3-facts formula's, and the per-step
-    latency the referee implies (all-reduce minus bytes at the bottleneck, over 2(n-1) steps)."""
+def ring_alone_rows(iter_of=None, ns=(2, 4, 6, 8), grad_bytes: float = 375_000,
+                    compute_s: float = 0.02) -> pd.DataFrame:
+    """Per ring size: the referee's all-reduce and iteration alone, the ns3-facts formula's (the bytes of the
+    n/2 flows sharing each direction of the bottleneck, plus 2(n-1) steps of latency), the per-step latency the
+    referee implies (all-reduce minus those bytes, over 2(n-1) steps) and netlab's alone model.
+    ``iter_of(scenario)``: the referee's steady iteration of its one job (default: run it)."""
     from .predict import alone_iter_s, steady_iter_s
     from .referee import run_referee
 
-    run = run or run_referee
+    def run(sc):
+        return steady_iter_s(run_referee(sc).starts, {1: compute_s}, sc.warmup)[1]
+
+    iter_of = iter_of or run
     rows = []
     for n in ns:
         sc = ring_alone(n, grad_bytes, compute_s)
-        res = run(sc)
-        it = steady_iter_s(res.starts, {1: compute_s}, sc.warmup)[1]
-        payload = 2 * (n - 1) / n * grad_bytes
-        bytes_s = 1502 / 1448 * payload * 8 / 100e6
+        it = iter_of(sc)
+        payload = 2 * (n - 1) / n * grad_bytes  # per flow
+        bytes_s = 1502 / 1448 * payload * (n // 2) * 8 / 100e6
         allreduce = it - compute_s
         facts = bytes_s + 2 * (n - 1) * FACTS_STEP_LATENCY_S
+        model = alone_iter_s(sc)[1]
         rows.append(dict(ranks=n, grad_bytes=grad_bytes, iter_ms=it * 1e3, allreduce_ms=allreduce * 1e3,
                          facts_allreduce_ms=facts * 1e3, residual_vs_facts=allreduce / facts - 1.0,
                          step_latency_us=(allreduce - bytes_s) / (2 * (n - 1)) * 1e6,
-                         netlab_alone_ms=alone_iter_s(sc)[1] * 1e3,
-                         netlab_alone_residual=alone_iter_s(sc)[1] / it - 1.0))
+                         netlab_alone_ms=model * 1e3, netlab_alone_residual=model / it - 1.0))
     return pd.DataFrame(rows)
+
+
+def replicate(sc: RefereeScenario, k: int = 1) -> RefereeScenario:
+    """The same scenario with other compute-jitter draws (another run of the same experiment)."""
+    return replace(sc, seed=sc.seed + k * REPLICATE_SEED_STEP, name=f"{sc.name}-replicate{k}")
 
 
 # ----------------------------------------------------------------------------- the testbed's scenarios

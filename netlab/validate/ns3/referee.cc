@@ -112,6 +112,32 @@ OnCongState(TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now)
     }
 }
 
+// ns-3.37's DCTCP sets ssthresh to cwnd x (1 - alpha/2) with no floor, so on a link whose bandwidth-delay
+// product is a few packets (these scaled-down fabrics) cwnd falls below one segment and the flow waits for
+// the RTO; Linux's dctcp_ssthresh keeps at least 2 segments, as this does.
+class TcpDctcpFloor : public TcpDctcp
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("netlab::TcpDctcpFloor")
+                                .SetParent<TcpDctcp>()
+                                .AddConstructor<TcpDctcpFloor>()
+                                .SetGroupName("Internet");
+        return tid;
+    }
+
+    uint32_t GetSsThresh(Ptr<const TcpSocketState> tcb, uint32_t bytesInFlight) override
+    {
+        return std::max(TcpDctcp::GetSsThresh(tcb, bytesInFlight), 2 * tcb->m_segmentSize);
+    }
+
+    Ptr<TcpCongestionOps> Fork() override
+    {
+        return CopyObject<TcpDctcpFloor>(this);
+    }
+};
+
 // ------------------------------------------------------------------------------------------------- ranks
 struct Job;
 
@@ -340,7 +366,8 @@ TcpSendRoom(TcpSender* self, Ptr<Socket>, uint32_t)
     self->Push();
 }
 
-bool g_debugFirst = false;  // NETLAB_REFEREE_DEBUG set: trace the first TCP connection's state on stderr
+int g_debugFlow = -1;  // NETLAB_REFEREE_DEBUG=k: trace TCP connection k's cwnd, state and RTO on stderr
+int g_tcpConnections = 0;
 
 void
 DebugCwnd(uint32_t, uint32_t now)
@@ -365,9 +392,8 @@ ConnectTcp(TcpSender* s, Ptr<Node> node, Address to)
 {
     s->socket = Socket::CreateSocket(node, TcpSocketFactory::GetTypeId());
     s->socket->TraceConnectWithoutContext("CongState", MakeCallback(&OnCongState));
-    if (g_debugFirst)
+    if (g_tcpConnections++ == g_debugFlow)
     {
-        g_debugFirst = false;
         s->socket->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&DebugCwnd));
         s->socket->TraceConnectWithoutContext("CongState", MakeCallback(&DebugState));
         s->socket->TraceConnectWithoutContext("RTO", MakeCallback(&DebugRto));
@@ -434,6 +460,81 @@ class RateTag : public Tag
     void Print(std::ostream& os) const override
     {
         os << "kind=" << int(kind) << " seq=" << seq << " len=" << len;
+    }
+};
+
+// ------------------------------------------------------------------------------------------------- queues
+// A FIFO that marks ECN-capable packets arriving to `MarkThreshold` or more queued packets (DCTCP's step
+// marking on the instantaneous queue) and drops only when full. Unlike ns-3's RED, a packet that is not
+// ECN-capable (a pure ACK) is queued rather than dropped above the threshold. The rate transport's control
+// packets (CNP, ACK, NACK) go ahead of data, as RoCE switches give CNPs their own high-priority class.
+class StepEcnQueueDisc : public QueueDisc
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid =
+            TypeId("netlab::StepEcnQueueDisc")
+                .SetParent<QueueDisc>()
+                .AddConstructor<StepEcnQueueDisc>()
+                .AddAttribute("MaxSize", "The queue's limit", QueueSizeValue(QueueSize("1000p")),
+                              MakeQueueSizeAccessor(&QueueDisc::SetMaxSize, &QueueDisc::GetMaxSize),
+                              MakeQueueSizeChecker())
+                .AddAttribute("MarkThreshold", "Packets queued from which arrivals are marked", UintegerValue(20),
+                              MakeUintegerAccessor(&StepEcnQueueDisc::m_threshold),
+                              MakeUintegerChecker<uint32_t>());
+        return tid;
+    }
+
+    StepEcnQueueDisc()
+        : QueueDisc(QueueDiscSizePolicy::MULTIPLE_QUEUES)
+    {
+    }
+
+  private:
+    uint32_t m_threshold = 20;
+
+    bool DoEnqueue(Ptr<QueueDiscItem> item) override
+    {
+        if (GetCurrentSize() + item > GetMaxSize())
+        {
+            DropBeforeEnqueue(item, "Queue full");
+            return false;
+        }
+        RateTag tag;
+        if (item->GetPacket()->PeekPacketTag(tag) && tag.kind != RateTag::DATA)
+        {
+            return GetInternalQueue(0)->Enqueue(item);
+        }
+        if (GetInternalQueue(1)->GetNPackets() >= m_threshold)
+        {
+            Mark(item, "Above the step threshold");  // false (and nothing done) for a packet that is not ECT
+        }
+        return GetInternalQueue(1)->Enqueue(item);
+    }
+
+    Ptr<QueueDiscItem> DoDequeue() override
+    {
+        Ptr<QueueDiscItem> item = GetInternalQueue(0)->Dequeue();
+        return item ? item : GetInternalQueue(1)->Dequeue();
+    }
+
+    bool CheckConfig() override
+    {
+        if (GetNQueueDiscClasses() > 0 || GetNPacketFilters() > 0)
+        {
+            return false;
+        }
+        while (GetNInternalQueues() < 2)  // control, then data; each as large as the whole
+        {
+            AddInternalQueue(CreateObjectWithAttributes<DropTailQueue<QueueDiscItem>>(
+                "MaxSize", QueueSizeValue(GetMaxSize())));
+        }
+        return GetNInternalQueues() == 2;
+    }
+
+    void InitializeParams() override
+    {
     }
 };
 
@@ -711,74 +812,6 @@ struct RateReceiver
 std::vector<std::unique_ptr<RateSender>> g_rateSenders;
 std::vector<std::unique_ptr<RateReceiver>> g_rateReceivers;
 
-// ------------------------------------------------------------------------------------------------- queues
-// A FIFO that marks ECN-capable packets arriving to `MarkThreshold` or more queued packets (DCTCP's step
-// marking on the instantaneous queue) and drops only when full. Unlike ns-3's RED, a packet that is not
-// ECN-capable (a pure ACK, a CNP) is queued rather than dropped above the threshold.
-class StepEcnQueueDisc : public QueueDisc
-{
-  public:
-    static TypeId GetTypeId()
-    {
-        static TypeId tid =
-            TypeId("netlab::StepEcnQueueDisc")
-                .SetParent<QueueDisc>()
-                .AddConstructor<StepEcnQueueDisc>()
-                .AddAttribute("MaxSize", "The queue's limit", QueueSizeValue(QueueSize("1000p")),
-                              MakeQueueSizeAccessor(&QueueDisc::SetMaxSize, &QueueDisc::GetMaxSize),
-                              MakeQueueSizeChecker())
-                .AddAttribute("MarkThreshold", "Packets queued from which arrivals are marked", UintegerValue(20),
-                              MakeUintegerAccessor(&StepEcnQueueDisc::m_threshold),
-                              MakeUintegerChecker<uint32_t>());
-        return tid;
-    }
-
-    StepEcnQueueDisc()
-        : QueueDisc(QueueDiscSizePolicy::SINGLE_INTERNAL_QUEUE)
-    {
-    }
-
-  private:
-    uint32_t m_threshold = 20;
-
-    bool DoEnqueue(Ptr<QueueDiscItem> item) override
-    {
-        if (GetCurrentSize() + item > GetMaxSize())
-        {
-            DropBeforeEnqueue(item, "Queue full");
-            return false;
-        }
-        if (GetInternalQueue(0)->GetNPackets() >= m_threshold)
-        {
-            Mark(item, "Above the step threshold");  // false (and nothing done) for a packet that is not ECT
-        }
-        return GetInternalQueue(0)->Enqueue(item);
-    }
-
-    Ptr<QueueDiscItem> DoDequeue() override
-    {
-        return GetInternalQueue(0)->Dequeue();
-    }
-
-    bool CheckConfig() override
-    {
-        if (GetNQueueDiscClasses() > 0 || GetNPacketFilters() > 0)
-        {
-            return false;
-        }
-        if (GetNInternalQueues() == 0)
-        {
-            AddInternalQueue(CreateObjectWithAttributes<DropTailQueue<QueueDiscItem>>(
-                "MaxSize", QueueSizeValue(GetMaxSize())));
-        }
-        return GetNInternalQueues() == 1;
-    }
-
-    void InitializeParams() override
-    {
-    }
-};
-
 // ------------------------------------------------------------------------------------------------- topology
 struct LinkEnd
 {
@@ -793,6 +826,7 @@ struct Fabric
     std::vector<bool> isHost;
     std::map<std::pair<uint32_t, uint32_t>, LinkEnd> ends;  // (from node, to node) -> egress at `from`
     std::map<std::pair<uint32_t, uint32_t>, Ptr<QueueDisc>> egress;
+    std::vector<Ptr<PointToPointNetDevice>> devices;
     std::map<std::pair<uint32_t, uint32_t>, double> rateBps;
 };
 
@@ -829,7 +863,8 @@ SetTransportDefaults()
     }
     else if (t == "dctcp")
     {
-        socketType = "ns3::TcpDctcp";
+        TcpDctcpFloor::GetTypeId();  // registers the type before it is looked up by name
+        socketType = "netlab::TcpDctcpFloor";
         // ns-3.37's PRR, entered on every ECN echo, shrinks cwnd below one segment while the sender is
         // application-limited (a ring step ends), after which every step waits for the RTO: classic
         // recovery sets cwnd to DCTCP's reduced ssthresh at once instead.
@@ -849,6 +884,9 @@ SetTransportDefaults()
     Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(Seconds(g_cfg.minRtoS)));
     Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(true));
     Config::SetDefault("ns3::TcpSocket::TcpNoDelay", BooleanValue(true));  // as gloo and NCCL set it
+    // Linux's delayed-ACK timeout is 40 ms at least (TCP_DELACK_MIN), usually that in a data centre; ns-3's
+    // default of 200 ms equals the minimum RTO, so a lone segment in flight waits for a timeout
+    Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(MilliSeconds(40)));
 }
 
 Fabric
@@ -906,6 +944,8 @@ BuildFabric(const json& sc)
         Ptr<Ipv4> ipb = f.nodes.Get(b)->GetObject<Ipv4>();
         f.ends[{a, b}] = LinkEnd{static_cast<uint32_t>(ipa->GetInterfaceForDevice(devs.Get(0))), ifs.GetAddress(1)};
         f.ends[{b, a}] = LinkEnd{static_cast<uint32_t>(ipb->GetInterfaceForDevice(devs.Get(1))), ifs.GetAddress(0)};
+        f.devices.push_back(DynamicCast<PointToPointNetDevice>(devs.Get(0)));
+        f.devices.push_back(DynamicCast<PointToPointNetDevice>(devs.Get(1)));
         f.egress[{a, b}] = qa.Get(0);
         f.egress[{b, a}] = qb.Get(0);
         f.rateBps[{a, b}] = f.rateBps[{b, a}] = bps;
@@ -1074,7 +1114,10 @@ main(int argc, char* argv[])
         }
     }
     auto wall0 = std::chrono::steady_clock::now();
-    g_debugFirst = std::getenv("NETLAB_REFEREE_DEBUG") != nullptr;
+    if (const char* debug = std::getenv("NETLAB_REFEREE_DEBUG"))
+    {
+        g_debugFlow = std::atoi(debug);
+    }
     json sc;
     try
     {
@@ -1142,8 +1185,14 @@ main(int argc, char* argv[])
                                        s.nTotalMarkedPackets});
             }
         }
+        uint64_t deviceDrops = 0;  // below the queue discs: flow control should keep these at 0
+        for (auto& d : fabric.devices)
+        {
+            deviceDrops += d->GetQueue()->GetTotalDroppedPackets();
+        }
         double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
         out["stats"] = {{"drops", drops},
+                        {"device_drops", deviceDrops},
                         {"ecn_marks", marks},
                         {"link_packets", dequeued},
                         {"rtos", g_count.rtos},
