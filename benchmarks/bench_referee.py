@@ -1,0 +1,284 @@
+"""netlab's network models against a packet-level referee (ns-3), beyond what the testbed reaches.
+
+Writes ``benchmarks/results/referee.json``:
+
+* ``sanity``: the referee checked first. A ring of 2-8 ranks alone across a
+  2:1 bottleneck against ns3-facts' formula (``1.0373 x payload / rate +
+  2(n-1) x 188 us``) and the 2-rank 375 kB ring (ns3-facts 51.62 ms, testbed
+  51.24 ms); the testbed's own 14 fidelity scenarios
+  (``fidelity_runs.parquet``) in ns-3 with deep (1000-packet) and shallow
+  (100-packet) switch queues against what the testbed measured, and
+  ``tcp`` against ns-3 on them.
+* ``families``: per scenario family (:data:`netlab.validate.families.FAMILIES`)
+  and transport regime (:data:`netlab.validate.scenario.REGIMES`), over the
+  *scoring half's* contended jobs, for every network model: median / p90 /
+  max APE, the median signed error on jobs the referee slows 2x or more
+  (heavy-job bias) and the counts (:func:`netlab.validate.compare.error_summary`;
+  ``ape`` applies the model's slowdown to the referee's time alone,
+  ``ape_raw`` is its own iteration time); per regime pooled over families
+  too; drops, ECN marks and RTOs per regime; ns-3's CPU seconds over each
+  model's per scenario (median ratio).
+
+ns-3 runs are cached by scenario hash in ``--runs-dir`` (one JSON per
+scenario: re-scoring a changed model re-runs nothing; an interrupted run
+resumes), cheapest scenarios first. ``--workers`` runs that many scenarios at
+once (the machine has 2 cores shared with others: the default is 1).
+
+Usage:
+    python benchmarks/bench_referee.py                      # 4 scoring scenarios per family, every regime
+    python benchmarks/bench_referee.py --per-family 12 --halves all --workers 2
+    python benchmarks/bench_referee.py --score-only         # from cached runs only (no ns-3 needed)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from netlab.sim.metrics import write_json
+from netlab.validate import sanity
+from netlab.validate.compare import compare_jobs, error_summary, scenario_speed
+from netlab.validate.families import FAMILIES, family_seeds, generate, half
+from netlab.validate.predict import model_specs, predict_all
+from netlab.validate.referee import build_referee, referee_unavailable
+from netlab.validate.runs import RunStore, record_times, referee_record
+from netlab.validate.scenario import REGIMES, Transport
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+TESTBED_TOPOLOGY = ROOT / "testbed" / "topologies" / "leafspine-2rack.yaml"
+ISSUE_NOW = dict(source="issue 26 (ns-3 3.37, Linux Reno, drop-tail, 11 components of 9-40 jobs on 2-tier 2:1-8:1)",
+                 tcp_median_ape=0.084, tcp_p90_ape=0.70, tcp_max_ape=3.18, tcp_heavy_median_signed=0.33,
+                 tcp_alpha0_median_ape=0.065, tcp_alpha0_p90_ape=0.255, tcp_alpha0_heavy_signed=0.08,
+                 shallow_tcp_median_ape=0.15, shallow_tcp_p90_ape=0.82, testbed_contended_median=0.013,
+                 testbed_contended_p90=0.043, tcp_vs_ns3_on_testbed_median=0.002, tcp_vs_ns3_on_testbed_p90=0.037)
+
+
+def _records(df: pd.DataFrame, digits: int = 5) -> list[dict]:
+    return [{k: (round(v, digits) if isinstance(v, float) else v) for k, v in r.items()}
+            for r in df.to_dict(orient="records")]
+
+
+def _measure(args):
+    """One scenario in the referee (cached); run in a worker process."""
+    family, seed, regime, runs_dir, timeout_s = args
+    sc = generate(family, seed, REGIMES[regime])
+    t = time.time()
+    referee_record(sc, RunStore(runs_dir), timeout_s)
+    return family, seed, regime, time.time() - t
+
+
+# ----------------------------------------------------------------------------- sanity
+def sanity_section(store: RunStore, runs_path: Path, skip_testbed: bool) -> dict:
+    """The referee against ns3-facts' figures and against the testbed (module docstring)."""
+    from netlab.topology import load_topology
+    from netlab.validate.predict import predict
+
+    out = {}
+    ring = sanity.ring_alone_rows(lambda sc: record_times(referee_record(sc, store))[0][1])
+    two = ring[ring.ranks == 2].iloc[0]
+    out["ring_alone"] = dict(rows=_records(ring), facts_step_latency_us=sanity.FACTS_STEP_LATENCY_S * 1e6,
+                             max_abs_residual_vs_facts=float(ring.residual_vs_facts.abs().max()),
+                             max_abs_netlab_alone_residual=float(ring.netlab_alone_residual.abs().max()),
+                             two_rank_375kB_iter_ms=float(two.iter_ms), facts_iter_ms=sanity.FACTS_ITER_MS,
+                             testbed_iter_ms=sanity.TESTBED_ITER_MS)
+    print(ring.round(4).to_string(index=False), flush=True)
+    if skip_testbed or not runs_path.exists():
+        out["testbed"] = dict(skipped="--skip-testbed" if skip_testbed else f"{runs_path} not found")
+        return out
+    runs = pd.read_parquet(runs_path)
+    topo = load_topology(TESTBED_TOPOLOGY)
+    tb = {}
+    for label, transport in (("deep", Transport("reno", 1000)), ("shallow", Transport("reno", 100))):
+        scenarios, measured = sanity.testbed_scenarios(runs, topo, transport)
+        ref, tcp_pred, drops, rtos = {}, {}, 0, 0
+        for sc in scenarios:
+            rec = referee_record(sc, store)
+            ref.update({(sc.name, j): v for j, v in record_times(rec)[0].items()})
+            drops, rtos = drops + rec["stats"]["drops"], rtos + rec["stats"]["rtos"]
+            if label == "deep":  # tcp (framing as the referee's wire) on the same scenario
+                tcp_pred.update({(sc.name, j): v for j, v in predict(sc, "tcp", how="fluid").items()})
+        rows = sanity.testbed_rows(scenarios, measured, ref)
+        c = rows[rows.contended]
+        res = dict(n_contended=int(len(c)), contended_median_ape=float(c.ape.median()),
+                   contended_p90_ape=float(c.ape.quantile(0.9)), contended_median_signed=float(c.signed.median()),
+                   alone_median_ape=float(rows[~rows.contended].ape.median()), drops=drops, rtos=rtos,
+                   rows=_records(rows))
+        if tcp_pred:
+            cont = c.drop_duplicates(["scenario", "job_id"])
+            errs = np.array([abs(tcp_pred[(s, int(j))] / ref[(s, int(j))] - 1) for s, j in zip(cont.scenario,
+                                                                                               cont.job_id)])
+            res.update(tcp_vs_ns3_contended_median_ape=float(np.median(errs)),
+                       tcp_vs_ns3_contended_p90_ape=float(np.quantile(errs, 0.9)))
+        tb[label] = res
+        print(f"testbed vs ns-3 ({label}): contended median {res['contended_median_ape']:.4f}, "
+              f"p90 {res['contended_p90_ape']:.4f}, drops {drops}, RTOs {rtos}", flush=True)
+    out["testbed"] = tb
+    return out
+
+
+def noise_section(store: RunStore, family: str, seed: int, regime: str) -> dict:
+    """The referee's own spread: one family scenario again with other compute-jitter draws; per job, how far
+    the two runs' steady iteration times are apart (the floor under any model's APE)."""
+    sc = generate(family, seed, REGIMES[regime])
+    a = record_times(referee_record(sc, store))[0]
+    b = record_times(referee_record(sanity.replicate(sc), store))[0]
+    from netlab.validate.compare import contended_jobs
+    cont = contended_jobs(sc)
+    diff = np.array([abs(b[j] / a[j] - 1) for j in a if cont[j]])
+    return dict(scenario=sc.name, regime=regime, n_contended=int(len(diff)), median_abs_diff=float(np.median(diff)),
+                p90_abs_diff=float(np.quantile(diff, 0.9)), max_abs_diff=float(diff.max()))
+
+
+# ----------------------------------------------------------------------------- families
+def score_scenario(sc, rec, specs) -> tuple[pd.DataFrame, dict]:
+    ref_iter, ref_alone = record_times(rec)
+    preds = predict_all(sc, specs)
+    rows = compare_jobs(sc, ref_iter, ref_alone, preds)
+    rows["family"], rows["seed"], rows["half"] = sc.meta["family"], sc.meta["seed"], sc.meta["half"]
+    info = dict(family=sc.meta["family"], seed=sc.meta["seed"], half=sc.meta["half"], n_jobs=len(sc.jobs),
+                n_contended=int(rows.drop_duplicates("job_id").contended.sum()),
+                max_slowdown=float(rows.ref_slowdown.max()), oversub=sc.meta.get("oversub"),
+                link_packets=rec["stats"]["link_packets"], drops=rec["stats"]["drops"], rtos=rec["stats"]["rtos"],
+                ecn_marks=rec["stats"]["ecn_marks"], cnps=rec["stats"].get("cnps", 0),
+                rate_timeouts=rec["stats"].get("rate_timeouts", 0), ns3_cpu_s=rec["ns3_cpu_s"],
+                alone_cpu_s=rec["alone_cpu_s"], speed=scenario_speed(rec["ns3_cpu_s"], preds))
+    return rows, info
+
+
+def summarise(rows: pd.DataFrame, infos: list[dict]) -> dict:
+    out = {}
+    info = pd.DataFrame(infos)
+    for (family, regime), d in rows.groupby(["family", "regime"], sort=True):
+        i = info[(info.family == family) & (info.regime == regime)]
+        out.setdefault(regime, {})[family] = dict(
+            scenarios=int(len(i)), jobs=int(i.n_jobs.sum()), models=error_summary(d),
+            drops=int(i.drops.sum()), rtos=int(i.rtos.sum()), ecn_marks=int(i.ecn_marks.sum()),
+            scenarios_with_drops=int((i.drops > 0).sum()), max_slowdown=float(i.max_slowdown.max()))
+    for regime, d in rows.groupby("regime", sort=True):
+        i = info[info.regime == regime]
+        out[regime]["all"] = dict(scenarios=int(len(i)), jobs=int(i.n_jobs.sum()), models=error_summary(d),
+                                  drops=int(i.drops.sum()), rtos=int(i.rtos.sum()), ecn_marks=int(i.ecn_marks.sum()),
+                                  scenarios_with_drops=int((i.drops > 0).sum()))
+    return out
+
+
+def speed_summary(infos: list[dict]) -> dict:
+    per = pd.DataFrame([dict(i["speed"], regime=i["regime"]) for i in infos])
+    models = [c for c in per.columns if c not in ("regime", "ns3_cpu_s")]
+    return dict(ns3_cpu_s_median=float(per.ns3_cpu_s.median()), ns3_cpu_s_max=float(per.ns3_cpu_s.max()),
+                ratio_median={m: float(per[m].median()) for m in models},
+                ratio_min={m: float(per[m].min()) for m in models},
+                note="ns-3's CPU seconds for the scenario (jobs together) over the model's CPU seconds to predict it "
+                     "(numba compiled beforehand), per scenario")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--per-family", type=int, default=4, help="scenarios per family and half")
+    ap.add_argument("--halves", choices=("scoring", "calibration", "all"), default="scoring",
+                    help="which seeds to run (scores always come from the scoring half)")
+    ap.add_argument("--families", nargs="*", default=list(FAMILIES), choices=list(FAMILIES))
+    ap.add_argument("--regimes", nargs="*", default=list(REGIMES), choices=list(REGIMES))
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--timeout-s", type=float, default=3600.0)
+    ap.add_argument("--runs-dir", default=str(RESULTS / "referee_runs"))
+    ap.add_argument("--fidelity-runs", default=str(RESULTS / "fidelity_runs.parquet"))
+    ap.add_argument("--skip-testbed", action="store_true", help="leave the testbed scenarios out of the sanity checks")
+    ap.add_argument("--score-only", action="store_true", help="score cached runs only; run nothing in ns-3")
+    ap.add_argument("--out", default=str(RESULTS / "referee.json"))
+    args = ap.parse_args(argv)
+    t_start = time.time()
+    store = RunStore(args.runs_dir)
+    why = referee_unavailable()
+    if why and not args.score_only:
+        print(f"the ns-3 referee cannot run here: {why}; --score-only scores cached runs", file=sys.stderr)
+        return 2
+    if not args.score_only:
+        build_referee()
+        sanity_out = sanity_section(store, Path(args.fidelity_runs), args.skip_testbed)
+        sanity_out["noise"] = [noise_section(store, f, family_seeds(f, 1)[0], "reno-deep") for f in args.families[:2]]
+        print("referee noise:", sanity_out["noise"], flush=True)
+    else:
+        sanity_out = dict(skipped="--score-only")
+
+    halves = ("calibration", "scoring") if args.halves == "all" else (args.halves,)
+    todo = [(f, s, r) for r in args.regimes for f in args.families for h in halves
+            for s in family_seeds(f, args.per_family, h)]
+    # cheapest first, so a stopped run has scored the most scenarios
+    cost = {(f, s): generate(f, s).meta["estimated_link_packets"] for f, s, _ in todo}
+    todo.sort(key=lambda x: cost[(x[0], x[1])])
+    missing = [x for x in todo if store.get(generate(x[0], x[1], REGIMES[x[2]])) is None]
+    print(f"{len(todo)} family scenarios, {len(missing)} not yet in {args.runs_dir}", flush=True)
+    if missing and not args.score_only:
+        jobs = [(f, s, r, args.runs_dir, args.timeout_s) for f, s, r in missing]
+        done = 0
+        if args.workers > 1:
+            with ProcessPoolExecutor(args.workers) as pool:
+                for fut in as_completed([pool.submit(_measure, j) for j in jobs]):
+                    f, s, r, wall = fut.result()
+                    done += 1
+                    print(f"[{done}/{len(jobs)}] {r} {f}-{s}: {wall:.0f} s", flush=True)
+        else:
+            for j in jobs:
+                f, s, r, wall = _measure(j)
+                done += 1
+                print(f"[{done}/{len(jobs)}] {r} {f}-{s}: {wall:.0f} s", flush=True)
+
+    # score (the scoring half only), netlab's models warmed up first so their CPU time is a solve's
+    specs = model_specs()
+    warm = generate(args.families[0], 1)
+    predict_all(warm, specs)
+    frames, infos = [], []
+    for f, s, r in todo:
+        if half(s) != "scoring":
+            continue
+        sc = generate(f, s, REGIMES[r])
+        rec = store.get(sc)
+        if rec is None:
+            continue
+        rows, info = score_scenario(sc, rec, specs)
+        rows["regime"], info["regime"] = r, r
+        frames.append(rows)
+        infos.append(info)
+    if not frames:
+        print("nothing to score", file=sys.stderr)
+        return 1
+    rows = pd.concat(frames, ignore_index=True)
+    report = dict(
+        machine=dict(python=platform.python_version(), cpus=os.cpu_count(), load_avg_1m=os.getloadavg()[0]),
+        referee="netlab/validate/ns3/referee.cc on Debian's ns-3 3.37 (see netlab/validate/README.md)",
+        target=("per job: mean period over the steady window (after warm-up, while every job runs); ape: the model's "
+                "slowdown (its iteration over its own alone) applied to the referee's measured time alone, against "
+                "the referee; ape_raw: the model's own iteration time; over contended jobs (a link shared with "
+                "another job); heavy: jobs the referee slows >= 2x; signed: prediction / referee - 1"),
+        halves=dict(scored="scoring (odd seeds)", calibration="even seeds, not scored here"),
+        families={f: dict(FAMILIES[f].__dict__) for f in args.families},
+        regimes={r: dict(REGIMES[r].__dict__) for r in args.regimes},
+        models={m: dict(network=n, kwargs=k, how=h) for m, (n, k, h) in specs.items()},
+        issue_now=ISSUE_NOW,
+        sanity=sanity_out,
+        results=summarise(rows, infos),
+        speed=speed_summary(infos),
+        scenarios=[{k: v for k, v in i.items()} for i in infos],
+        wall_s=time.time() - t_start,
+    )
+    write_json(args.out, report)
+    for regime, per in report["results"].items():
+        a = per["all"]["models"]
+        print(f"{regime}: " + ", ".join(f"{m} {v['median_ape']:.3f}/{v['p90_ape']:.3f}" for m, v in a.items()
+                                        if v["median_ape"] is not None))
+    print(f"wrote {args.out} ({time.time() - t_start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
