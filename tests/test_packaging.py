@@ -18,6 +18,7 @@ def test_wheel_carries_the_agent_source(tmp_path):
     shipped = {n.split("/data/", 1)[1][len(prefix):] for n in names if ".data/data/" + prefix in n}
     source = {str(p.relative_to(REPO / "agent")) for p in (REPO / "agent").glob("netlab_agent/*.py")}
     assert {"pyproject.toml", "README.md"} | source <= shipped
+    assert "netlab/validate/ns3/referee.cc" in names  # the packet-level referee compiles from the package
     # netlab.testbed.deploy looks there (after a checkout's agent/)
     from netlab.testbed import deploy
 

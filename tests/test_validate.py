@@ -109,8 +109,10 @@ def test_split_ecmp_and_bad_jobs_are_refused(dumbbell):
 
 
 def test_output_reader(tmp_path):
-    doc = dict(version=1, completed=True, sim_s=1.5, jobs=[dict(id=3, starts=[0.0, 0.1, 0.2]), dict(id=4, starts=[0.05])],
-               stats=dict(drops=2, ecn_marks=0, rtos=1, link_packets=10, wall_s=0.3), drops_marks_by_link=[["a", "b", 2, 0]])
+    doc = dict(version=1, completed=True, sim_s=1.5,
+               jobs=[dict(id=3, starts=[0.0, 0.1, 0.2]), dict(id=4, starts=[0.05])],
+               stats=dict(drops=2, ecn_marks=0, rtos=1, link_packets=10, wall_s=0.3),
+               drops_marks_by_link=[["a", "b", 2, 0]])
     path = tmp_path / "out.json"
     path.write_text(json.dumps(doc))
     r = read_output(path)

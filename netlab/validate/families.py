@@ -4,17 +4,20 @@ Each :class:`Family` draws, from its seed alone (same seed, same scenario):
 a fabric (2-tier leaf-spine or 3-tier Clos, per-flow ECMP over 2 spines or
 core planes, uplinks oversubscribed 2:1 to 8:1, hosts at 200 Mbit/s as in
 ``shared/reference/ns3-facts.md``), 9-100 jobs of 2-64 ranks placed on it
-(half of them packed into consecutive hosts, half scattered), gradient sizes
-spread 10x, communication 20-60% of each job's iteration alone (so periods
-differ), optional compute/communication overlap, and random start offsets.
+(half of them packed into consecutive hosts, half scattered), bytes per ring
+step spread 10x between jobs (4 to 40 TCP segments, whole segments; the
+gradient is that times the ring's ranks), communication 20-60% of each job's
+iteration alone, periods within 4x of each other (a short one gets more
+compute), optional compute/communication overlap, and random start offsets.
 
-Sizes are then scaled so the scenario costs about ``budget_link_packets``
-packet transmissions (packets x links crossed) in the referee, a few seconds
-to a minute of one core (ns-3 moves about 10^5 link packets per CPU second
-here), but never below ``min_chunk_packets`` per ring step: below that a
-step is mostly latency, not sharing. The slowest job runs ``iterations``
-iterations and every other job as long (more iterations), as the fidelity
-benchmark does.
+Sizes are what keeps a scenario affordable: ns-3 moves about 10^5 link
+packets (a packet crossing one link) per CPU second here, and a run costs
+about the slowest job's duration times the fabric's throughput, so steps are
+kept small (but never below ``min_chunk_packets`` segments: below that a
+step is mostly latency, not sharing) and the slowest job runs ``iterations``
+iterations, every other job as long (more iterations), as the fidelity
+benchmark does. ``meta['estimated_link_packets']`` records the data packets
+x links crossed a scenario should cost (ACKs add about half again).
 
 Every family is split by seed into a calibration half (even seeds) and a
 scoring half (odd seeds), fixed here (:func:`half`): models are fitted on the

@@ -320,9 +320,9 @@ def scenario_from_doc(doc: dict, where: str = "scenario") -> RefereeScenario:
 
 def scenario_doc(sc: RefereeScenario) -> dict:
     """The JSON mapping of a scenario (the explicit topology form, so a file is self-contained)."""
-    jobs = [dict(job_id=int(j.job_id), hosts=list(j.hosts), gpus=[int(g) for g in j.gpus], grad_bytes=float(j.grad_bytes),
-                 compute_s=float(j.compute_s), overlap=float(j.overlap), offset_s=float(j.offset_s),
-                 iterations=int(j.iterations), pattern=j.pattern) for j in sc.jobs]
+    jobs = [dict(job_id=int(j.job_id), hosts=list(j.hosts), gpus=[int(g) for g in j.gpus],
+                 grad_bytes=float(j.grad_bytes), compute_s=float(j.compute_s), overlap=float(j.overlap),
+                 offset_s=float(j.offset_s), iterations=int(j.iterations), pattern=j.pattern) for j in sc.jobs]
     t = sc.transport
     transport = dict(name=t.name, switch_queue_packets=int(t.switch_queue_packets),
                      ecn_threshold_packets=int(t.ecn_threshold_packets), host_queue_packets=int(t.host_queue_packets),
