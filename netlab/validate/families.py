@@ -4,7 +4,7 @@ Each :class:`Family` draws, from its seed alone (same seed, same scenario):
 a fabric (2-tier leaf-spine or 3-tier Clos, per-flow ECMP over 2 spines or
 core planes, uplinks oversubscribed 2:1 to 8:1, hosts at 200 Mbit/s as in
 ``shared/reference/ns3-facts.md``), 9-100 jobs of 2-64 ranks placed on it
-(half of them packed into consecutive hosts, half scattered), bytes per ring
+(packed into consecutive hosts or scattered at random), bytes per ring
 step spread 10x between jobs (4 to 40 TCP segments, whole segments; the
 gradient is that times the ring's ranks), communication 20-60% of each job's
 iteration alone, periods within 4x of each other (a short one gets more
@@ -59,8 +59,9 @@ class Family:
     comm_frac: tuple[float, float] = (0.2, 0.6)  # communication's share of the iteration alone, per job
     period_spread: float = 4.0  # longest / shortest iteration alone (short ones get more compute)
     overlap: tuple[float, float] = (0.0, 0.0)  # per job
-    hosts_per_rack: int = 8
+    hosts_per_rack: int = 16
     fill: tuple[float, float] = (0.7, 1.0)  # share of hosts the jobs take
+    packed: float = 0.5  # share of jobs placed on consecutive hosts (the others scattered at random)
     iterations: int = 16  # of the slowest job: 12 periods in the steady window (per-job means over fewer move
     warmup: int = 4  # by ~10% from run to run where TCP shares unevenly)
     min_chunk_packets: float = 4.0  # bytes per ring step at least, in TCP segments
@@ -68,8 +69,9 @@ class Family:
 
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("2tier", description="2-tier leaf-spine, 9-40 jobs of 2-8 ranks (one per host), ring all-reduce, "
-                                "no overlap: the issue's 9-40-job components"),
+    Family("2tier", packed=0.0,
+           description="2-tier leaf-spine (racks of 16 hosts), 9-40 jobs of 2-8 ranks (one per host) on random hosts, "
+                       "ring all-reduce, no overlap: the issue's 9-40-job components"),
     Family("2tier-overlap", jobs=(9, 30), ranks=(2, 16), gpus_per_host=2, overlap=(0.3, 1.0),
            description="2-tier, 9-30 jobs of 2-16 ranks on 2-GPU hosts (flat ring), all-reduce overlapping 30-100% "
                        "of compute"),
@@ -104,9 +106,9 @@ def _topology(family: Family, rng, n_hosts: int):
     return load_topology(spec), dict(oversub=oversub, spine_oversub=spine_oversub)
 
 
-def _place(rng, free: list[int], k: int) -> list[int]:
-    """``k`` free hosts (by index in rack order): a packed run half the time, scattered otherwise."""
-    if rng.random() < 0.5:
+def _place(rng, free: list[int], k: int, packed: float) -> list[int]:
+    """``k`` free hosts (by index in rack order): a packed run with probability ``packed``, else scattered."""
+    if rng.random() < packed:
         start = int(rng.integers(len(free)))
         chosen = [free[(start + i) % len(free)] for i in range(k)]
     else:
@@ -143,7 +145,7 @@ def generate(family: Family | str, seed: int, transport: Transport | None = None
     jobs = []
     for i in range(n_jobs):
         k = hosts_of[i]
-        hosts = _place(rng, free, k)
+        hosts = _place(rng, free, k, fam.packed)
         gpus = [ranks[i] // k + (1 if j < ranks[i] % k else 0) for j in range(k)]
         if min(gpus) < 1:  # fewer ranks than hosts (2-rank job on 4-GPU hosts): one rank per host
             gpus = [1] * k
