@@ -25,9 +25,9 @@ resumes), cheapest scenarios first. ``--workers`` runs that many scenarios at
 once (the machine has 2 cores shared with others: the default is 1).
 
 Usage:
-    python benchmarks/bench_referee.py                      # 4 scoring scenarios per family, every regime
-    python benchmarks/bench_referee.py --per-family 12 --halves all --workers 2
-    python benchmarks/bench_referee.py --score-only         # from cached runs only (no ns-3 needed)
+    python benchmarks/bench_referee.py                      # 2 scoring scenarios per family, every regime
+    python benchmarks/bench_referee.py --per-family 2 --score-per-family 4 --workers 2   # what referee.json holds
+    python benchmarks/bench_referee.py --score-only --score-per-family 4   # from cached runs only (no ns-3 needed)
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from netlab.validate import sanity
 from netlab.validate.compare import compare_jobs, error_summary, scenario_speed
 from netlab.validate.families import FAMILIES, family_seeds, generate, half
 from netlab.validate.predict import model_specs, predict_all
-from netlab.validate.referee import build_referee, referee_unavailable
+from netlab.validate.referee import RefereeError, build_referee, referee_unavailable
 from netlab.validate.runs import RunStore, record_times, referee_record
 from netlab.validate.scenario import REGIMES, Transport
 
@@ -69,22 +69,42 @@ def _records(df: pd.DataFrame, digits: int = 5) -> list[dict]:
 
 
 def _measure(args):
-    """One scenario in the referee (cached); run in a worker process."""
+    """One scenario in the referee (cached); run in a worker process. A scenario the referee cannot finish is
+    reported (its error), not fatal: the others still run and are scored."""
     family, seed, regime, runs_dir, timeout_s, binary = args
     sc = generate(family, seed, REGIMES[regime])
     t = time.time()
-    referee_record(sc, RunStore(runs_dir), timeout_s, binary)
-    return family, seed, regime, time.time() - t
+    try:
+        referee_record(sc, RunStore(runs_dir), timeout_s, binary)
+    except RefereeError as exc:
+        return family, seed, regime, time.time() - t, str(exc)[-500:]
+    return family, seed, regime, time.time() - t, None
+
+
+class Cached:
+    """Records from the store only (``--score-only``): a missing one is a KeyError, never an ns-3 run."""
+
+    def __init__(self, store: RunStore, measure: bool, binary=None):
+        self.store, self.measure, self.binary = store, measure, binary
+
+    def __call__(self, sc) -> dict:
+        if self.measure:
+            return referee_record(sc, self.store, binary=self.binary)
+        rec = self.store.get(sc)
+        if rec is None:
+            raise KeyError(f"{sc.name} ({sc.transport.name}, {sc.transport.switch_queue_packets} packets) not in "
+                           f"{self.store.folder}")
+        return rec
 
 
 # ----------------------------------------------------------------------------- sanity
-def sanity_section(store: RunStore, runs_path: Path, skip_testbed: bool, binary=None) -> dict:
+def sanity_section(record, runs_path: Path, skip_testbed: bool) -> dict:
     """The referee against ns3-facts' figures and against the testbed (module docstring)."""
     from netlab.topology import load_topology
     from netlab.validate.predict import predict
 
     out = {}
-    ring = sanity.ring_alone_rows(lambda sc: record_times(referee_record(sc, store, binary=binary))[0][1])
+    ring = sanity.ring_alone_rows(lambda sc: record_times(record(sc))[0][1])
     two = ring[ring.ranks == 2].iloc[0]
     out["ring_alone"] = dict(rows=_records(ring), facts_step_latency_us=sanity.FACTS_STEP_LATENCY_S * 1e6,
                              max_abs_residual_vs_facts=float(ring.residual_vs_facts.abs().max()),
@@ -102,7 +122,7 @@ def sanity_section(store: RunStore, runs_path: Path, skip_testbed: bool, binary=
         scenarios, measured = sanity.testbed_scenarios(runs, topo, transport)
         ref, tcp_pred, drops, rtos = {}, {}, 0, 0
         for sc in scenarios:
-            rec = referee_record(sc, store, binary=binary)
+            rec = record(sc)
             ref.update({(sc.name, j): v for j, v in record_times(rec)[0].items()})
             drops, rtos = drops + rec["stats"]["drops"], rtos + rec["stats"]["rtos"]
             if label == "deep":  # tcp (framing as the referee's wire) on the same scenario
@@ -126,12 +146,12 @@ def sanity_section(store: RunStore, runs_path: Path, skip_testbed: bool, binary=
     return out
 
 
-def noise_section(store: RunStore, family: str, seed: int, regime: str, binary=None) -> dict:
+def noise_section(record, family: str, seed: int, regime: str) -> dict:
     """The referee's own spread: one family scenario again with other compute-jitter draws; per job, how far
     the two runs' steady iteration times are apart (the floor under any model's APE)."""
     sc = generate(family, seed, REGIMES[regime])
-    a = record_times(referee_record(sc, store, binary=binary))[0]
-    b = record_times(referee_record(sanity.replicate(sc), store, binary=binary))[0]
+    a = record_times(record(sc))[0]
+    b = record_times(record(sanity.replicate(sc)))[0]
     from netlab.validate.compare import contended_jobs
     cont = contended_jobs(sc)
     diff = np.array([abs(b[j] / a[j] - 1) for j in a if cont[j]])
@@ -145,7 +165,8 @@ def score_scenario(sc, rec, specs) -> tuple[pd.DataFrame, dict]:
     preds = predict_all(sc, specs)
     rows = compare_jobs(sc, ref_iter, ref_alone, preds)
     rows["family"], rows["seed"], rows["half"] = sc.meta["family"], sc.meta["seed"], sc.meta["half"]
-    info = dict(family=sc.meta["family"], seed=sc.meta["seed"], half=sc.meta["half"], n_jobs=len(sc.jobs),
+    info = dict(family=sc.meta["family"], seed=sc.meta["seed"], half=sc.meta["half"], key=sc.key(),
+                n_jobs=len(sc.jobs),
                 n_contended=int(rows.drop_duplicates("job_id").contended.sum()),
                 max_slowdown=float(rows.ref_slowdown.max()), oversub=sc.meta.get("oversub"),
                 link_packets=rec["stats"]["link_packets"], drops=rec["stats"]["drops"], rtos=rec["stats"]["rtos"],
@@ -184,7 +205,10 @@ def speed_summary(infos: list[dict]) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--per-family", type=int, default=4, help="scenarios per family and half")
+    ap.add_argument("--per-family", type=int, default=2, help="scenarios per family and half run in ns-3")
+    ap.add_argument("--score-per-family", type=int, default=None,
+                    help="score the first this many seeds of each family's scoring half that have a cached run "
+                         "(default: --per-family)")
     ap.add_argument("--halves", choices=("scoring", "calibration", "all"), default="scoring",
                     help="which seeds to run (scores always come from the scoring half)")
     ap.add_argument("--families", nargs="*", default=list(FAMILIES), choices=list(FAMILIES))
@@ -204,51 +228,57 @@ def main(argv=None) -> int:
     if why and not args.score_only:
         print(f"the ns-3 referee cannot run here: {why}; --score-only scores cached runs", file=sys.stderr)
         return 2
-    binary = None
-    if not args.score_only:
-        binary = build_referee(args.build_dir)
-        sanity_out = sanity_section(store, Path(args.fidelity_runs), args.skip_testbed, binary)
-        # on the two most oversubscribed (8:1) of the first scoring scenarios, where sharing moves most
-        sanity_out["noise"] = [noise_section(store, f, s, "reno-deep", binary) for f, s in NOISE_SCENARIOS
+    binary = None if args.score_only else build_referee(args.build_dir)
+    record = Cached(store, not args.score_only, binary)
+    try:
+        sanity_out = sanity_section(record, Path(args.fidelity_runs), args.skip_testbed)
+        # on two 8:1 scenarios of the scoring half, where sharing moves most
+        sanity_out["noise"] = [noise_section(record, f, s, "reno-deep") for f, s in NOISE_SCENARIOS
                                if f in args.families]
         print("referee noise:", sanity_out["noise"], flush=True)
-    else:
-        sanity_out = dict(skipped="--score-only")
+    except KeyError as exc:
+        sanity_out = dict(skipped=f"--score-only and a sanity run is not cached: {exc}")
 
     halves = ("calibration", "scoring") if args.halves == "all" else (args.halves,)
     todo = [(f, s, r) for r in args.regimes for f in args.families for h in halves
             for s in family_seeds(f, args.per_family, h)]
+    n_score = args.per_family if args.score_per_family is None else args.score_per_family
     # cheapest first, so a stopped run has scored the most scenarios
     cost = {(f, s): generate(f, s).meta["estimated_link_packets"] for f, s, _ in todo}
     todo.sort(key=lambda x: cost[(x[0], x[1])])
     missing = [x for x in todo if store.get(generate(x[0], x[1], REGIMES[x[2]])) is None]
+    failed: list[dict] = []
     print(f"{len(todo)} family scenarios, {len(missing)} not yet in {args.runs_dir}", flush=True)
     if missing and not args.score_only:
         jobs = [(f, s, r, args.runs_dir, args.timeout_s, binary) for f, s, r in missing]
         done = 0
+
+        def report_one(f, s, r, wall, error):
+            nonlocal done
+            done += 1
+            print(f"[{done}/{len(jobs)}] {r} {f}-{s}: {wall:.0f} s" + (f" FAILED: {error}" if error else ""), flush=True)
+            if error:
+                failed.append(dict(family=f, seed=s, regime=r, error=error))
+
         if args.workers > 1:
             with ProcessPoolExecutor(args.workers) as pool:
                 for fut in as_completed([pool.submit(_measure, j) for j in jobs]):
-                    f, s, r, wall = fut.result()
-                    done += 1
-                    print(f"[{done}/{len(jobs)}] {r} {f}-{s}: {wall:.0f} s", flush=True)
+                    report_one(*fut.result())
         else:
             for j in jobs:
-                f, s, r, wall = _measure(j)
-                done += 1
-                print(f"[{done}/{len(jobs)}] {r} {f}-{s}: {wall:.0f} s", flush=True)
+                report_one(*_measure(j))
 
     # score (the scoring half only), netlab's models warmed up first so their CPU time is a solve's
     specs = model_specs()
     warm = generate(args.families[0], 1)
     predict_all(warm, specs)
-    frames, infos = [], []
-    for f, s, r in todo:
-        if half(s) != "scoring":
-            continue
+    frames, infos, not_run = [], [], []
+    for f, s, r in [(f, s, r) for r in args.regimes for f in args.families
+                    for s in family_seeds(f, n_score, "scoring")]:
         sc = generate(f, s, REGIMES[r])
         rec = store.get(sc)
         if rec is None:
+            not_run.append(dict(family=f, seed=s, regime=r))
             continue
         rows, info = score_scenario(sc, rec, specs)
         rows["regime"], info["regime"] = r, r
@@ -274,6 +304,7 @@ def main(argv=None) -> int:
         results=summarise(rows, infos),
         speed=speed_summary(infos),
         scenarios=[{k: v for k, v in i.items()} for i in infos],
+        not_scored=dict(no_cached_run=not_run, failed=failed),
         wall_s=time.time() - t_start,
     )
     write_json(args.out, report)

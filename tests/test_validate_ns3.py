@@ -61,3 +61,37 @@ def test_an_unfinished_run_is_an_error():
     job = RefereeJob(1, ("a0", "b0"), (1, 1), 375_000, 0.02, iterations=50)
     with pytest.raises(RefereeError, match="not every job finished"):
         run_referee(RefereeScenario("short", dumbbell(1), (job,)), timeout_s=600, max_sim_s=0.2)
+
+
+def test_the_validate_command_prints_the_referee_beside_every_model(tmp_path):
+    """``netlab validate --against ns3 FILE``: one tiny scenario (two 2-rank jobs across a 100 Mbit/s bottleneck)
+    in ns-3, one row per job with the referee's time and one column per registered network model; the run is
+    cached in --runs-dir."""
+    from typer.testing import CliRunner
+
+    from netlab.cli import app
+    from netlab.network.model import NETWORKS
+    from netlab.validate.scenario import save_scenario
+
+    jobs = (RefereeJob(1, ("a0", "b0"), (1, 1), 150_000, 0.01, iterations=9),
+            RefereeJob(2, ("a1", "b1"), (1, 1), 150_000, 0.01, offset_s=0.003, iterations=9))
+    path = save_scenario(RefereeScenario("tiny", dumbbell(2), jobs, Transport("reno", 1000), warmup=3),
+                         tmp_path / "tiny.json")
+    runs = tmp_path / "runs"
+    result = CliRunner().invoke(app, ["validate", "--against", "ns3", str(path), "--runs-dir", str(runs)])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert out.startswith("scenario tiny (reno, switch queues 1000 packets): 2 jobs, 2 contended")
+    for name in NETWORKS.names():
+        assert f"{name}_ms" in out and f"{name}_%" in out  # every registered model, side by side
+    lines = out.splitlines()
+    header = lines[lines.index(next(line for line in lines if line.lstrip().startswith("ranks")))].split()
+    rows = {int(line.split()[0]): line.split() for line in lines if line.split()[:1] in (["1"], ["2"])}
+    wire = 150_000 * FRAME * 8 / 100e6  # one job's bytes through one direction of the bottleneck: 12.4 ms
+    for jid in (1, 2):
+        ns3_ms = float(rows[jid][1 + header.index("ns3_ms")]) / 1e3
+        alone_ms = float(rows[jid][1 + header.index("alone_ms")]) / 1e3
+        # together: both jobs' bytes cross each direction every iteration, at most fully serialised
+        assert 2 * wire <= ns3_ms <= 2 * wire + 0.01 + 0.002
+        assert 0.01 + wire <= alone_ms < 0.01 + 1.05 * wire + 0.001
+    assert len(list(runs.glob("*.json"))) == 1  # the referee's record, reused by the next call
