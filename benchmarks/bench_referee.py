@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import signal
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -222,6 +223,8 @@ def main(argv=None) -> int:
     ap.add_argument("--score-only", action="store_true", help="score cached runs only; run nothing in ns-3")
     ap.add_argument("--out", default=str(RESULTS / "referee.json"))
     args = ap.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C: the referee's temporary folders are removed, its process dies with ours
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t_start = time.time()
     store = RunStore(args.runs_dir)
     why = referee_unavailable()
@@ -243,9 +246,10 @@ def main(argv=None) -> int:
     todo = [(f, s, r) for r in args.regimes for f in args.families for h in halves
             for s in family_seeds(f, args.per_family, h)]
     n_score = args.per_family if args.score_per_family is None else args.score_per_family
-    # cheapest first, so a stopped run has scored the most scenarios
+    # every family's first seed (all regimes) before any family's second, cheapest first within a round: a
+    # stopped run has scored every family it could
     cost = {(f, s): generate(f, s).meta["estimated_link_packets"] for f, s, _ in todo}
-    todo.sort(key=lambda x: cost[(x[0], x[1])])
+    todo.sort(key=lambda x: (x[1] // 2, cost[(x[0], x[1])]))
     missing = [x for x in todo if store.get(generate(x[0], x[1], REGIMES[x[2]])) is None]
     failed: list[dict] = []
     print(f"{len(todo)} family scenarios, {len(missing)} not yet in {args.runs_dir}", flush=True)
