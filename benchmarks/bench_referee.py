@@ -33,6 +33,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import platform
 import signal
@@ -80,6 +81,16 @@ def _measure(args):
     except RefereeError as exc:
         return family, seed, regime, time.time() - t, str(exc)[-500:]
     return family, seed, regime, time.time() - t, None
+
+
+def _sigterm_exit(*_):
+    sys.exit(143)
+
+
+def _exit_on_sigterm():
+    """SIGTERM unwinds like Ctrl-C: the referee's temporary folder is removed and its process killed (in the
+    main process and in every worker)."""
+    signal.signal(signal.SIGTERM, _sigterm_exit)
 
 
 class Cached:
@@ -224,7 +235,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(RESULTS / "referee.json"))
     args = ap.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C: the referee's temporary folders are removed, its process dies with ours
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    _exit_on_sigterm()
     t_start = time.time()
     store = RunStore(args.runs_dir)
     why = referee_unavailable()
@@ -246,10 +257,10 @@ def main(argv=None) -> int:
     todo = [(f, s, r) for r in args.regimes for f in args.families for h in halves
             for s in family_seeds(f, args.per_family, h)]
     n_score = args.per_family if args.score_per_family is None else args.score_per_family
-    # every family's first seed (all regimes) before any family's second, cheapest first within a round: a
-    # stopped run has scored every family it could
+    # every family's first seed before any family's second; within a round, regimes in --regimes order, cheapest
+    # first: a stopped run has scored every family in the first regimes it could
     cost = {(f, s): generate(f, s).meta["estimated_link_packets"] for f, s, _ in todo}
-    todo.sort(key=lambda x: (x[1] // 2, cost[(x[0], x[1])]))
+    todo.sort(key=lambda x: (x[1] // 2, args.regimes.index(x[2]), cost[(x[0], x[1])]))
     missing = [x for x in todo if store.get(generate(x[0], x[1], REGIMES[x[2]])) is None]
     failed: list[dict] = []
     print(f"{len(todo)} family scenarios, {len(missing)} not yet in {args.runs_dir}", flush=True)
@@ -265,9 +276,17 @@ def main(argv=None) -> int:
                 failed.append(dict(family=f, seed=s, regime=r, error=error))
 
         if args.workers > 1:
-            with ProcessPoolExecutor(args.workers) as pool:
+            with ProcessPoolExecutor(args.workers, initializer=_exit_on_sigterm) as pool:
+                def stop(*_):  # queued scenarios cancelled, running ones unwound (their referee and folder gone)
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    for child in multiprocessing.active_children():
+                        child.terminate()
+                    sys.exit(143)
+
+                signal.signal(signal.SIGTERM, stop)
                 for fut in as_completed([pool.submit(_measure, j) for j in jobs]):
                     report_one(*fut.result())
+                signal.signal(signal.SIGTERM, _sigterm_exit)
         else:
             for j in jobs:
                 report_one(*_measure(j))

@@ -2,6 +2,7 @@
 the steady window, the comparison's arithmetic, the families' determinism and halves, scenario files."""
 
 import json
+import os
 import zlib
 
 import numpy as np
@@ -291,3 +292,23 @@ def test_the_testbeds_scenarios_as_referee_scenarios():
         assert most == 60 and sc.warmup == 10
     # the testbed's steady iteration per run and job, with contention from its own rule
     assert measured.iter_s.between(0.03, 0.5).all() and measured.contended.any() and not measured.contended.all()
+
+
+def test_stale_referee_folders_of_dead_processes_are_swept(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    from netlab.validate import referee
+
+    monkeypatch.setattr(referee.tempfile, "gettempdir", lambda: str(tmp_path))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    gone = tmp_path / f"netlab-referee-{int(dead.stdout)}-abc"
+    alive = tmp_path / f"netlab-referee-{os.getppid()}-def"  # our parent: alive
+    other = tmp_path / "netlab-referee-xyz"  # no process id in its name: not ours to judge
+    for folder in (gone, alive, other):
+        folder.mkdir()
+        (folder / "scenario.json").write_text("{}")
+    assert referee.sweep_stale_folders() == [gone]
+    assert not gone.exists() and alive.exists() and other.exists()
+

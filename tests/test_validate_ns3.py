@@ -33,7 +33,7 @@ def test_a_ring_alone_matches_the_calibration_figure():
     assert it == pytest.approx(0.02 + BOTTLENECK_S + 2 * step, rel=0.002)
     assert it == pytest.approx(alone_iter_s(sc)[1], rel=0.002)
     assert res.stats["drops"] == 0 and res.stats["rtos"] == 0
-    assert leftovers() == before  # the temporary folder is gone
+    assert leftovers() <= before  # the temporary folder is gone (stale ones of dead processes swept)
 
 
 @pytest.mark.parametrize("transport", [Transport("reno", 1000), Transport("dcqcn", 1000)], ids=["reno", "dcqcn"])

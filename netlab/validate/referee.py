@@ -9,8 +9,10 @@ take a file lock; the binary appears by an atomic rename.
 
 :func:`run_referee` writes the scenario's JSON into a temporary folder,
 runs the binary as an argv list with a timeout and reads its output; the
-folder is removed afterwards, whatever happens (a SIGKILL of this process
-leaves it; the referee itself dies with its parent, by ``PR_SET_PDEATHSIG``).
+folder is removed afterwards, whatever happens; one left by a process killed
+before its cleanup ran (SIGKILL) is removed by the next run, which finds that
+process gone (:func:`sweep_stale_folders`). The referee itself dies with its
+parent, by ``PR_SET_PDEATHSIG``.
 :func:`referee_unavailable` says why the referee cannot run here (no
 compiler, no ns-3, no JSON header), or None.
 """
@@ -40,6 +42,8 @@ PACKAGES = "libns3-dev pkg-config g++ nlohmann-json3-dev"
 #: a sequential (alone) run: iterations per job, of which the first are left out (alone, a job's period
 #: settles after its first iteration: no other traffic, no jitter)
 ALONE_ITERATIONS, ALONE_WARMUP = 6, 2
+#: a run's temporary folder: this prefix, the Python process's id, a random tail
+TMP_PREFIX = "netlab-referee-"
 
 
 class RefereeError(RuntimeError):
@@ -135,6 +139,26 @@ def read_output(path) -> RefereeResult:
         raise RefereeError(f"{path}: not a referee output: {type(exc).__name__}: {exc}") from None
 
 
+def sweep_stale_folders() -> list[Path]:
+    """Remove the temporary folders of referee runs whose Python process is gone (killed before its cleanup
+    ran: SIGKILL); the folder's name carries that process's id. Returns what was removed."""
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{TMP_PREFIX}*-*"):
+        pid = folder.name[len(TMP_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # alive (or another user's process): not ours to remove
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
 def alone_scenario(sc: RefereeScenario) -> RefereeScenario:
     """``sc`` for a sequential run: every job alone, :data:`ALONE_ITERATIONS` iterations, no jitter."""
     return replace(sc, jobs=tuple(replace(j, iterations=ALONE_ITERATIONS) for j in sc.jobs), jitter=0.0,
@@ -155,7 +179,8 @@ def run_referee(sc: RefereeScenario, timeout_s: float = 3600.0, binary=None, max
     """
     binary = Path(binary) if binary else build_referee(build_dir)
     doc = referee_input(alone_scenario(sc), max_sim_s, sequential=True) if alone else referee_input(sc, max_sim_s)
-    with tempfile.TemporaryDirectory(prefix="netlab-referee-") as tmp:
+    sweep_stale_folders()
+    with tempfile.TemporaryDirectory(prefix=f"{TMP_PREFIX}{os.getpid()}-") as tmp:
         inp, out = Path(tmp) / "scenario.json", Path(tmp) / "result.json"
         inp.write_text(json.dumps(doc))
         env = dict(os.environ, NETLAB_REFEREE_PARENT=str(os.getpid()))
