@@ -94,12 +94,15 @@ def _exit_on_sigterm():
 
 
 class Cached:
-    """Records from the store only (``--score-only``): a missing one is a KeyError, never an ns-3 run."""
+    """A scenario's record, measured when missing, or (``measure=False``, ``--score-only``) from the store only: a
+    missing one is a KeyError, never an ns-3 run. ``used``: the keys of every scenario asked about."""
 
     def __init__(self, store: RunStore, measure: bool, binary=None):
         self.store, self.measure, self.binary = store, measure, binary
+        self.used: set[str] = set()
 
     def __call__(self, sc) -> dict:
+        self.used.add(sc.key())
         if self.measure:
             return referee_record(sc, self.store, binary=self.binary)
         rec = self.store.get(sc)
@@ -233,6 +236,8 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-testbed", action="store_true", help="leave the testbed scenarios out of the sanity checks")
     ap.add_argument("--score-only", action="store_true", help="score cached runs only; run nothing in ns-3")
     ap.add_argument("--out", default=str(RESULTS / "referee.json"))
+    ap.add_argument("--prune", action="store_true",
+                    help="afterwards, delete the records in --runs-dir that this run neither scored nor checked")
     args = ap.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C: the referee's temporary folders are removed, its process dies with ours
     _exit_on_sigterm()
@@ -299,6 +304,7 @@ def main(argv=None) -> int:
     for f, s, r in [(f, s, r) for r in args.regimes for f in args.families
                     for s in family_seeds(f, n_score, "scoring")]:
         sc = generate(f, s, REGIMES[r])
+        record.used.add(sc.key())
         rec = store.get(sc)
         if rec is None:
             not_run.append(dict(family=f, seed=s, regime=r))
@@ -331,6 +337,14 @@ def main(argv=None) -> int:
         wall_s=time.time() - t_start,
     )
     write_json(args.out, report)
+    if args.prune and "skipped" in sanity_out:
+        print("not pruning: the sanity checks did not run, so their records were not counted", file=sys.stderr)
+    elif args.prune:
+        record.used |= {generate(f, s, REGIMES[r]).key() for f, s, r in todo}
+        stale = [p for p in store.folder.glob("*.json") if p.stem not in record.used]
+        for p in stale:
+            p.unlink()
+        print(f"pruned {len(stale)} records no sanity check or scenario of this run uses", flush=True)
     for regime, per in report["results"].items():
         a = per["all"]["models"]
         print(f"{regime}: " + ", ".join(f"{m} {v['median_ape']:.3f}/{v['p90_ape']:.3f}" for m, v in a.items()
