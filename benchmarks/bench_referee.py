@@ -175,8 +175,10 @@ def noise_section(record, family: str, seed: int, regime: str) -> dict:
 
 
 # ----------------------------------------------------------------------------- families
-def score_scenario(sc, rec, specs) -> tuple[pd.DataFrame, dict]:
+def score_scenario(sc, rec, specs, fluid_max_jobs: int) -> tuple[pd.DataFrame, dict]:
     ref_iter, ref_alone = record_times(rec)
+    if len(sc.jobs) > fluid_max_jobs:  # a fluid run of 40+ jobs costs ~20 CPU s a scenario: left out, said
+        specs = {m: v for m, v in specs.items() if v[2] != "fluid"}
     preds = predict_all(sc, specs)
     rows = compare_jobs(sc, ref_iter, ref_alone, preds)
     rows["family"], rows["seed"], rows["half"] = sc.meta["family"], sc.meta["seed"], sc.meta["half"]
@@ -236,6 +238,9 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-testbed", action="store_true", help="leave the testbed scenarios out of the sanity checks")
     ap.add_argument("--score-only", action="store_true", help="score cached runs only; run nothing in ns-3")
     ap.add_argument("--out", default=str(RESULTS / "referee.json"))
+    ap.add_argument("--fluid-max-jobs", type=int, default=40,
+                    help="ask the time-simulating models' fluid runs (*-fluid) only on scenarios of this many jobs or "
+                         "fewer (their CPU cost grows with the component)")
     ap.add_argument("--prune", action="store_true",
                     help="afterwards, delete the records in --runs-dir that this run neither scored nor checked")
     args = ap.parse_args(argv)
@@ -309,7 +314,7 @@ def main(argv=None) -> int:
         if rec is None:
             not_run.append(dict(family=f, seed=s, regime=r))
             continue
-        rows, info = score_scenario(sc, rec, specs)
+        rows, info = score_scenario(sc, rec, specs, args.fluid_max_jobs)
         rows["regime"], info["regime"] = r, r
         frames.append(rows)
         infos.append(info)
@@ -328,6 +333,7 @@ def main(argv=None) -> int:
         families={f: dict(FAMILIES[f].__dict__) for f in args.families},
         regimes={r: dict(REGIMES[r].__dict__) for r in args.regimes},
         models={m: dict(network=n, kwargs=k, how=h) for m, (n, k, h) in specs.items()},
+        fluid_max_jobs=args.fluid_max_jobs,
         issue_now=ISSUE_NOW,
         sanity=sanity_out,
         results=summarise(rows, infos),
