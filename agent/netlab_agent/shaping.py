@@ -341,7 +341,8 @@ def snapshot(ipr: IPRoute, index: int) -> dict:
             parms = copts.get_attr("TCA_HTB_PARMS")
             classes.append({"handle": c["handle"], "parent": c["parent"],
                             "rate_bit": 8 * _htb_rate_bytes(parms, copts, "rate"),
-                            "ceil_bit": 8 * _htb_rate_bytes(parms, copts, "ceil")})
+                            "ceil_bit": 8 * _htb_rate_bytes(parms, copts, "ceil"),
+                            "prio": int(parms["prio"]), "quantum": int(parms["quantum"])})
         snap["classes"] = classes
         snap["leaves"] = [
             {"kind": q.get_attr("TCA_KIND"), "handle": q["handle"], "parent": q["parent"],
@@ -374,8 +375,10 @@ def _restore_htb(ipr: IPRoute, index: int, snap: dict) -> None:
         for c in ready:
             # htb dumps top-level classes with parent TC_H_ROOT; they hang off the qdisc.
             parent = snap["handle"] if c["parent"] == TC_H_ROOT else c["parent"]
+            # prio and quantum: a testbed's leaves share their link by them (older snapshots lack them)
             ipr.tc("add-class", "htb", index=index, handle=_h(c["handle"]), parent=_h(parent),
-                   rate=f"{c['rate_bit']}bit", ceil=f"{c['ceil_bit']}bit")
+                   rate=f"{c['rate_bit']}bit", ceil=f"{c['ceil_bit']}bit", prio=c.get("prio", 0),
+                   quantum=c.get("quantum", 0))
             made.add(c["handle"])
             pending.remove(c)
     for q in snap.get("leaves", []):

@@ -61,7 +61,7 @@ from .plan import HtbLayout, Namespaces, NetnsPlan, blackhole_routes, check_layo
 
 log = logging.getLogger(__name__)
 
-MININET_HTB = HtbLayout(root="5:", default_class="5:1")  # what Mininet's TCIntf creates: root 5:0 htb default 1
+MININET_HTB = HtbLayout(root="5:", default_class="5:1", link_class=None)  # Mininet's TCIntf: root 5:0 htb default 1
 IFNAMSIZ = 15
 # Programs Mininet runs (it calls exit() when one is missing: checked first, with the package to install).
 TOOLS = {"mnexec": "mininet", "ifconfig": "net-tools", "brctl": "bridge-utils", "tc": "iproute2", "ip": "iproute2"}
@@ -190,6 +190,8 @@ class MininetTestbed(NetnsTestbed):
         self._mn_messages: list[str] = []
         super().__init__(topology, rate_scale=rate_scale, subnet=subnet, mgmt_subnet=mgmt_subnet, workdir=workdir,
                          python=python, ssh=ssh, keep_workdir=keep_workdir, user=user, **netns_kw)
+        if self.gso_max_bytes is not None:
+            raise TestbedError("the mininet backend does not set gso_max_bytes (Mininet creates the interfaces)")
         # Our root-namespace interfaces are called nl{tid}...: the id must be free there too.
         for _ in range(100):
             if not any(n.startswith(f"nl{self.tid}") for n in _root_links()):

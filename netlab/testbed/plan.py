@@ -23,8 +23,12 @@ Rules (docs/testbed-design.md, "Addressing and naming"):
   ``k`` between two switches (its directed links ``2k``, ``2k+1``):
   ``x{k}a`` on the first switch's bridge, ``x{k}b`` on the second's.
 * Every directed link is shaped on the egress of the veth end that sends in its
-  direction, at ``rate_gbps * 1000 * rate_scale`` Mbit, in HTB class ``1:10``
-  (the default class of root ``1:``) with a bounded leaf queue ``10:``.
+  direction, at ``rate_gbps * 1000 * rate_scale`` Mbit, in HTB class ``1:1`` (the
+  link class) under root ``1:``; the default class ``1:10`` (bounded leaf queue
+  ``10:``) and each allocated job's class (:mod:`.jobplan`) are leaves under it.
+* Per-job and router addresses use /24 blocks of the data subnet: host ``i``'s
+  address for job slot ``s`` is ``<subnet> + (i + 1) * 256 + s``, router ``j``'s
+  ``<subnet> + 255 * 256 + j + 1`` (:mod:`.routed_plan`).
 * The root namespace gets a blackhole route per subnet, metric
   ``1000 + int(tid, 16)``, so testbed traffic can never leave the machine.
 """
@@ -48,26 +52,30 @@ CONTROLLER_HOST = 254
 MIN_QUEUE_BYTES = 1514
 DATA_IFNAME, MGMT_IFNAME, MGMT_BRIDGE = "eth0", "mgmt0", "mgbr"
 BLACKHOLE_METRIC_BASE = 1000
+ROUTER_BLOCK = 255  # the /24 block of the data subnet that holds router addresses
 
 
 # -- records ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Namespaces:
     """The namespaces of one testbed: ``switch`` (None when a backend keeps its bridges in the root
-    namespace), ``mgmt`` and one per host, in topology order."""
+    namespace, or routes), ``mgmt``, one per host in topology order and, on a routed testbed, one router per
+    topology switch (``routers``, in topology order)."""
 
     switch: str | None
     mgmt: str
     hosts: tuple[str, ...]
+    routers: tuple[str, ...] = ()
 
     @classmethod
-    def named(cls, tid: str, n_hosts: int, switch: bool = True) -> "Namespaces":
-        return cls(f"nl{tid}-sw" if switch else None, f"nl{tid}-mg", tuple(f"nl{tid}-h{i + 1}" for i in range(n_hosts)))
+    def named(cls, tid: str, n_hosts: int, switch: bool = True, n_routers: int = 0) -> "Namespaces":
+        return cls(f"nl{tid}-sw" if switch else None, f"nl{tid}-mg", tuple(f"nl{tid}-h{i + 1}" for i in range(n_hosts)),
+                   tuple(f"nl{tid}-r{j + 1}" for j in range(n_routers)))
 
     @property
     def all(self) -> tuple[str, ...]:
-        """Every namespace to create, switch and management first."""
-        return tuple(n for n in (self.switch, self.mgmt, *self.hosts) if n is not None)
+        """Every namespace to create, switch (or routers) and management first."""
+        return tuple(n for n in (self.switch, *self.routers, self.mgmt, *self.hosts) if n is not None)
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,26 @@ class Addressing:
     @property
     def controller_addr(self) -> str:
         return str(self.mgmt_subnet.network_address + CONTROLLER_HOST)
+
+    # Per-job addresses and router addresses live in /24 blocks of a /16 (or larger) data subnet: host i owns
+    # block i + 1 (its address for job slot s is <subnet> + (i + 1) * 256 + s), routers the last block, 255.
+    def require_blocks(self, what: str) -> None:
+        """TestbedError unless the data subnet has room for the blocks (a prefix of /16 or shorter)."""
+        if self.subnet.prefixlen > 16:
+            raise TestbedError(f"{what} needs a data subnet of /16 or larger (per-host /24 blocks), "
+                               f"got {self.subnet}")
+
+    def job_addr(self, i: int, slot: int) -> str:
+        """Host ``i``'s (0-based) address for job slot ``slot`` (1..254)."""
+        return str(self.subnet.network_address + (i + 1) * 256 + slot)
+
+    def host_block(self, i: int) -> str:
+        """The /24 of host ``i``'s job addresses."""
+        return f"{self.subnet.network_address + (i + 1) * 256}/24"
+
+    def router_addr(self, j: int) -> str:
+        """Router ``j``'s (0-based, topology switch order) address, on its loopback."""
+        return str(self.subnet.network_address + ROUTER_BLOCK * 256 + j + 1)
 
 
 @dataclass(frozen=True)
@@ -142,6 +170,48 @@ class Route:
 
 
 @dataclass(frozen=True)
+class NextHop:
+    """Where a route sends a packet: out of ``ifname``, to ``gateway`` (always on-link: point-to-point veths
+    carry no subnet) or, without one, straight to the destination (it answers ARP itself)."""
+
+    ifname: str
+    gateway: str | None = None
+
+
+MAIN_TABLE = 254
+
+
+@dataclass(frozen=True)
+class UnicastRoute:
+    """A route in ``netns``; several ``nexthops`` make it a multipath route, spread per flow by the
+    namespace's ``fib_multipath_hash_policy``. ``prefsrc``: the source address a socket that did not bind
+    gets."""
+
+    netns: str
+    dst: str
+    nexthops: tuple[NextHop, ...]
+    table: int = MAIN_TABLE
+    prefsrc: str | None = None
+
+
+@dataclass(frozen=True)
+class RoutedLayout:
+    """What per-job routes on a routed testbed need to know: each topology switch's router (namespace and
+    address), each host's gateway, and the path table each router keeps per neighbouring router (one
+    default route through that neighbour: a policy rule that looks it up pins a flow to that hop)."""
+
+    routers: tuple[tuple[str, str, str], ...]  # (switch, namespace, address), topology switch order
+    gateways: tuple[str, ...]  # per host index: its router's address
+    tables: tuple[tuple[str, str, int], ...]  # (switch, neighbouring switch, table id)
+
+    def router_ns(self, switch: str) -> str:
+        return next(ns for s, ns, _ in self.routers if s == switch)
+
+    def table(self, switch: str, neighbour: str) -> int:
+        return next(t for s, n, t in self.tables if (s, n) == (switch, neighbour))
+
+
+@dataclass(frozen=True)
 class Sysctl:
     """One ``key=value`` inside a namespace (it vanishes with the namespace: nothing to undo)."""
 
@@ -152,12 +222,22 @@ class Sysctl:
 
 @dataclass(frozen=True)
 class HtbLayout:
-    """Where a shaped link's rate lives: the HTB root qdisc, the class every packet goes to (rate = ceil)
-    and the handle of the bounded queue under that class."""
+    """Where a shaped link's rate lives: the HTB root qdisc, the class that holds the link's rate
+    (``link_class``), the default class every unclassified packet goes to and the handle of the bounded
+    queue under it.
+
+    With a ``link_class`` (the netns layout) the default class and every per-job class (:mod:`.jobplan`)
+    are leaves under it, each with a near-zero guarantee (:data:`LEAF_RATE_MBIT`) and the link's rate as
+    ceiling, so they share the link by HTB's borrowing rules: strict ``prio`` first, ``quantum`` (bytes per
+    round) inside a prio. Alone, the default class borrows the whole link (measured here: 95.4 against 95.6
+    Mbit of TCP goodput at 100 Mbit with the class holding the rate itself). Without one (Mininet's
+    TCIntf: ``5:1`` straight under the root) the default class holds the rate and nothing can be added
+    beside it."""
 
     root: str = "1:"
     default_class: str = "1:10"
     leaf: str = "10:"
+    link_class: str | None = "1:1"
 
     @property
     def root_id(self) -> int:
@@ -173,6 +253,15 @@ class HtbLayout:
         """The root's ``default`` option: the default class's minor number."""
         return self.class_id & 0xFFFF
 
+    @property
+    def rate_class(self) -> str:
+        """The class whose rate is the link's rate."""
+        return self.link_class or self.default_class
+
+    @property
+    def rate_class_id(self) -> int:
+        return tc_handle(self.rate_class)
+
 
 @dataclass(frozen=True)
 class LeafQueue:
@@ -180,6 +269,53 @@ class LeafQueue:
 
     kind: str
     limit: int
+
+
+# Every leaf under a link class is guaranteed almost nothing (HTB needs a rate), so what a leaf gets is decided
+# by HTB's borrowing alone: strict prio first, then quantum.
+LEAF_RATE_MBIT = 0.008
+# Bytes the leaf of the smallest weight on a link sends per round (a leaf of weight w sends w / w_min times
+# that). HTB sends at least one packet per turn whatever the quantum, and on veths a packet is a GSO
+# super-packet of up to 64 KiB: quanta of 3028 and 1514 bytes split two iperf3 flows 50:50 here; 2^18 bytes
+# split them 2.02:1 and 3.02:1 for 2:1 and 3:1 weights (100 Mbit, two classes, class byte counters).
+QUANTUM_BYTES = 1 << 18
+MAX_QUANTUM_BYTES = 1 << 31  # HTB's quantum is a u32; the weights of one link may differ 8192-fold
+
+
+@dataclass(frozen=True)
+class LeafClass:
+    """An HTB leaf under a link's rate class (the default class or one job's) and the handle of its queue.
+    ``rate_mbit`` is its guarantee, ``ceil_mbit`` what it may borrow up to, ``prio`` 0-7 (0 first) and
+    ``quantum`` its bytes per round inside its prio."""
+
+    classid: str
+    prio: int
+    quantum: int
+    rate_mbit: float
+    ceil_mbit: float
+    queue_handle: str
+
+    @property
+    def class_id(self) -> int:
+        return tc_handle(self.classid)
+
+
+def default_leaf(htb: HtbLayout, link_mbit: float, quantum: int = QUANTUM_BYTES) -> LeafClass:
+    """The default class of a link with a link class: prio 0, weight 1 (``quantum``), the link as ceiling."""
+    return LeafClass(htb.default_class, 0, quantum, LEAF_RATE_MBIT, link_mbit, htb.leaf)
+
+
+U32_SRC_OFFSET, U32_DST_OFFSET = 12, 16  # the IPv4 source and destination address in the IP header
+
+
+@dataclass(frozen=True)
+class U32Filter:
+    """A u32 classifier node on a link's HTB root: packets whose IPv4 header has ``address`` at ``offset``
+    (:data:`U32_SRC_OFFSET` or :data:`U32_DST_OFFSET`) go to class ``classid``."""
+
+    classid: str
+    offset: int
+    address: str
 
 
 @dataclass(frozen=True)
@@ -199,8 +335,9 @@ class ShapedLink:
 @dataclass(frozen=True)
 class NetnsPlan:
     """Everything one testbed creates, in the order bring-up creates it: root-namespace blackholes,
-    namespaces, bridges, veths, addresses, shaping, sysctls. A backend that wires its own bridges and
-    veths (Mininet) leaves ``bridges``, ``veths`` and ``addresses`` empty."""
+    namespaces, bridges, veths, addresses, routes, shaping, sysctls. A backend that wires its own bridges
+    and veths (Mininet) leaves ``bridges``, ``veths`` and ``addresses`` empty; a routed testbed has no
+    bridges but routes and its :class:`RoutedLayout`."""
 
     tid: str
     namespaces: Namespaces
@@ -213,6 +350,9 @@ class NetnsPlan:
     bridges: tuple[Bridge, ...] = ()
     veths: tuple[VethPair, ...] = ()
     addresses: tuple[Address, ...] = ()
+    routes: tuple[UnicastRoute, ...] = ()
+    routed: RoutedLayout | None = None
+    gso_max_bytes: int | None = None  # the largest GSO packet each shaped interface sends (None: the kernel's)
 
     def link(self, src: str, dst: str) -> ShapedLink | None:
         """The shaped link ``src -> dst``, or None."""
@@ -230,18 +370,21 @@ def tc_handle(text: str) -> int:
 
 
 # -- rules ----------------------------------------------------------------------------------
-def check_layout(topo: Topology) -> None:
-    """Refuse what Linux bridges cannot emulate, before anything is created.
+def check_layout(topo: Topology, loops_ok: bool = False) -> None:
+    """Refuse what the testbed cannot emulate, before anything is created.
 
-    Hosts must hang off exactly one switch (one data interface) and the switch
-    graph must be loop free: bridges run no spanning tree, so a cycle would
-    loop broadcast frames forever.
+    Hosts must hang off exactly one switch (one data interface) and, for Linux
+    bridges (``loops_ok`` False), the switch graph must be loop free: bridges run
+    no spanning tree, so a cycle would loop broadcast frames forever. Routers
+    (``loops_ok``) forward by route, so equal-cost cycles are what they are for.
     """
     for h in topo.hosts:
         nbrs = list(topo.graph.neighbors(h.name))
         if len(nbrs) != 1 or nbrs[0] not in topo.switches:
             raise TestbedError(f"topology {topo.name}: host {h.name} must have exactly one cable, to a switch "
                                f"(has {nbrs}); the netns testbed gives each host one data interface")
+    if loops_ok:
+        return
     sw = topo.graph.subgraph(topo.switches)
     try:
         cycle = nx.find_cycle(sw)
@@ -249,7 +392,7 @@ def check_layout(topo: Topology) -> None:
         return
     path = " - ".join([u for u, _ in cycle] + [cycle[0][0]])
     raise TestbedError(f"topology {topo.name}: switch graph has a cycle ({path}); Linux bridges without "
-                       "STP need a loop-free switch graph (e.g. leafspine with spines=1)")
+                       "STP need a loop-free switch graph (e.g. leafspine with spines=1, or the routed backend)")
 
 
 def leaf_queue(queue_pkts: int | None, queue_bytes: int | None) -> LeafQueue | None:
@@ -290,8 +433,18 @@ def host_sysctls(namespaces: Namespaces, sysctls: dict) -> tuple[Sysctl, ...]:
     return tuple(Sysctl(ns, k, str(v)) for ns in namespaces.hosts for k, v in sysctls.items())
 
 
+def check_gso(gso_max_bytes: int | None) -> int | None:
+    """TestbedError unless ``gso_max_bytes`` is None or a whole number of bytes in [MIN_QUEUE_BYTES, 65536]."""
+    if gso_max_bytes is not None and (isinstance(gso_max_bytes, bool) or not isinstance(gso_max_bytes, int)
+                                      or not MIN_QUEUE_BYTES <= gso_max_bytes <= 65536):
+        raise TestbedError(f"gso_max_bytes must be None (the kernel's 65536) or an integer in "
+                           f"[{MIN_QUEUE_BYTES}, 65536], got {gso_max_bytes!r}")
+    return gso_max_bytes
+
+
 def plan_netns(topo: Topology, tid: str, addressing: Addressing, rate_scale: float,
-               queue: LeafQueue | None = None, sysctls: dict | None = None) -> NetnsPlan:
+               queue: LeafQueue | None = None, sysctls: dict | None = None,
+               gso_max_bytes: int | None = None) -> NetnsPlan:
     """The bridged namespace testbed for ``topo`` (see the module doc for the rules)."""
     check_layout(topo)
     ns = Namespaces.named(tid, topo.n_hosts)
@@ -320,4 +473,4 @@ def plan_netns(topo: Topology, tid: str, addressing: Addressing, rate_scale: flo
     return NetnsPlan(tid, ns, addressing, blackhole_routes(addressing, tid), links, HtbLayout(), queue,
                      host_sysctls(ns, sysctls or {}),
                      bridges=(*(Bridge(ns.switch, b) for b in bridge_of.values()), Bridge(ns.mgmt, MGMT_BRIDGE)),
-                     veths=tuple(veths), addresses=tuple(addresses))
+                     veths=tuple(veths), addresses=tuple(addresses), gso_max_bytes=check_gso(gso_max_bytes))

@@ -36,13 +36,14 @@ def ctl(testbed):
 
 
 def htb_rate_mbit(testbed, host):
-    """The rate of the HTB default class on a host's data interface, read from the kernel."""
+    """The link rate on a host's data interface: the rate of the HTB class right under the root (the
+    testbed's link class, or the one class the agent's own shaping makes), read from the kernel."""
     from pyroute2 import IPRoute
 
     with IPRoute(netns=host.netns) as ipr:
         idx = ipr.link_lookup(ifname=host.ifname)[0]
         for c in ipr.get_classes(index=idx):
-            if c.get_attr("TCA_KIND") == "htb":
+            if c.get_attr("TCA_KIND") == "htb" and c["parent"] == 0xFFFFFFFF:
                 opts = c.get_attr("TCA_OPTIONS")
                 return opts.get_attr("TCA_HTB_PARMS")["rate"] * 8 / 1e6
     return None
