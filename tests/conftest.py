@@ -14,7 +14,7 @@ import pytest
 
 HERE = Path(__file__).parent
 #: pure tests inside tests/testbed (no root, nothing machine-wide)
-PURE_TESTBED = {"test_plan.py", "test_inventory.py", "test_scenarios.py"}
+PURE_TESTBED = {"test_plan.py", "test_inventory.py", "test_scenarios.py", "test_jobplan.py"}
 #: notebooks that bring up the testbed when run as root
 TESTBED_NOTEBOOKS = ("04-", "05-")
 

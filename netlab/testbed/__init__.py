@@ -30,6 +30,13 @@ def _netns(**kw) -> Testbed:
     return NetnsTestbed(**kw)
 
 
+@TESTBEDS.register("routed", "network namespaces as routers (multipath routes, per-flow L4 hash) + HTB (root)")
+def _routed(**kw) -> Testbed:
+    from .routed import RoutedTestbed
+
+    return RoutedTestbed(**kw)
+
+
 @TESTBEDS.register("mininet", "Mininet (LinuxBridge switches, TCLink/HTB) on this machine (root, Debian mininet)")
 def _mininet(**kw) -> Testbed:
     from .mininet import MininetTestbed
@@ -46,8 +53,8 @@ def make_testbed(kind: str, topology, **kw) -> Testbed:
     return factory(topology=topology, **kw)
 
 
-_LAZY = {"NetnsTestbed": ".netns", "MininetTestbed": ".mininet", "Ledger": ".ledger", "TeardownReport": ".ledger",
-         "ssh_connect": ".ssh"}
+_LAZY = {"NetnsTestbed": ".netns", "RoutedTestbed": ".routed", "MininetTestbed": ".mininet", "Ledger": ".ledger",
+         "TeardownReport": ".ledger", "ssh_connect": ".ssh"}
 
 
 def __getattr__(name: str):

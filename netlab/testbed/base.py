@@ -89,6 +89,15 @@ class Testbed(ABC):
     def info(self) -> dict:
         """A JSON-able description (ids, rates, hosts, links) for experiment records."""
 
+    def allocate(self, job: int, hosts, allocation, flows=None):
+        """Enforce a job's :class:`~netlab.sched.NetAllocation` on the links it crosses (per-job classes,
+        classifiers, routes); a backend that cannot refuses here, before anything is touched."""
+        raise TestbedError(f"the {type(self).__name__} backend cannot enforce network allocations (job {job}); "
+                           "the netns and routed backends can")
+
+    def release(self, job: int) -> None:
+        """Remove what :meth:`allocate` made for ``job`` (nothing when it made nothing)."""
+
     def host(self, name: str) -> TestbedHost:
         """The host called ``name``; the error lists the known names."""
         for h in self.hosts:

@@ -33,8 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 NETNS_DIR = "/run/netns"
-# Removal order (processes are handled first, separately).
-_PHASES = (("route",), ("qdisc", "link", "bridge"), ("netns",), ("file", "dir"))
+# Removal order (processes are handled first, separately). A "jobnet" record lists one job's network
+# allocation (u32 filters, HTB classes, policy rules, routes, addresses: netlab.testbed.jobnet), in removal order.
+_PHASES = (("route",), ("jobnet",), ("qdisc", "link", "bridge"), ("netns",), ("file", "dir"))
+_IFACES = _PHASES[2]
 # Which recorded processes go first: clients before sshd listeners (their children are in between).
 _ROLE_ORDER = {"client": 0, "sshd": 2}
 
@@ -145,7 +147,8 @@ class Ledger:
 
         Processes first (recorded clients, then anything else inside our
         namespaces, then recorded sshd listeners, then the rest), then routes,
-        interfaces (those inside a recorded namespace go with it), namespaces
+        jobs' network allocations and interfaces (those inside a recorded
+        namespace go with it), namespaces
         and finally files. Files are kept when anything
         failed, so the ledger survives for another ``cleanup`` attempt.
         """
@@ -157,11 +160,17 @@ class Ledger:
             for kinds in _PHASES[:-1]:
                 for rec in reversed(self.records):
                     if rec["kind"] in kinds:
-                        if kinds == _PHASES[1] and rec.get("netns") in owned_ns:
+                        if kinds == _IFACES and rec.get("netns") in owned_ns:
                             # Removing the namespace unregisters all its devices in one kernel batch;
                             # deleting veths one by one costs an RCU grace period (~20 ms) each.
                             report.removed.append(f"{rec['kind']} {_describe(rec)} (with its namespace)")
                             continue
+                        if rec["kind"] == "jobnet":  # what lives in our namespaces goes with them
+                            items = [i for i in rec.get("items", []) if i.get("netns") not in owned_ns]
+                            if not items:
+                                report.removed.append(f"jobnet {_describe(rec)} (with its namespaces)")
+                                continue
+                            rec = {**rec, "items": items}
                         if rec["kind"] == "netns":
                             _close_handles(ipr_cache)
                         self._remove(rec, report, ipr_cache)
@@ -216,7 +225,7 @@ class Ledger:
 
 
 def _describe(rec: dict) -> str:
-    keys = ("name", "netns", "ifname", "dst", "path", "pid")
+    keys = ("name", "netns", "ifname", "dst", "path", "pid", "job")
     return " ".join(f"{k}={rec[k]}" for k in keys if rec.get(k) is not None)
 
 
@@ -344,6 +353,42 @@ def _remove_link(rec: dict, cache: dict) -> bool:
     return True
 
 
+def _remove_jobnet(rec: dict, cache: dict) -> bool:
+    """Remove a job's allocation item by item (filters before the classes they point to); what is gone
+    already is skipped. True if anything was removed."""
+    from pyroute2 import NetlinkError
+
+    removed = False
+    for item in rec.get("items", []):
+        ipr = _ns_handle(item.get("netns"), cache)
+        if ipr is None:
+            continue
+        what = item["what"]
+        idx = ipr.link_lookup(ifname=item["ifname"]) if "ifname" in item else [None]
+        if not idx:
+            continue
+        try:
+            if what == "filter":  # the whole preference; pyroute2's u32 encoder wants a target even to delete
+                ipr.tc("del-filter", "u32", index=idx[0], parent="1:", prio=item["pref"], protocol=0x0800, target=0)
+            elif what == "class":
+                ipr.tc("del-class", index=idx[0], handle=item["classid"])
+            elif what == "rule":
+                ipr.rule("del", src=item["src"], src_len=32, dst=item["dst"], dst_len=32, table=item["table"],
+                         priority=item["priority"])
+            elif what == "route":
+                ipr.route("del", dst=item["dst"])
+            elif what == "addr":
+                ipr.addr("del", index=idx[0], address=item["address"], prefixlen=32)
+            else:
+                raise RuntimeError(f"unknown jobnet item {item!r}")
+        except NetlinkError as exc:
+            if exc.code in (errno.ENOENT, errno.ESRCH, errno.EINVAL, errno.ENODEV, errno.EADDRNOTAVAIL):
+                continue
+            raise
+        removed = True
+    return removed
+
+
 def _remove_netns(rec: dict, cache: dict) -> bool:
     from pyroute2 import netns
 
@@ -374,7 +419,7 @@ def _remove_file(rec: dict, cache: dict) -> bool:
 
 
 _REMOVERS = {"route": _remove_route, "link": _remove_link, "bridge": _remove_link, "qdisc": _remove_link,
-             "netns": _remove_netns, "file": _remove_file, "dir": _remove_file}
+             "jobnet": _remove_jobnet, "netns": _remove_netns, "file": _remove_file, "dir": _remove_file}
 
 
 def main(argv: list[str] | None = None) -> int:
