@@ -20,7 +20,7 @@ from typing import Callable
 from .errors import NotFound, SpecError
 from .procs import child_env, proc_start_time, stop_group
 from .state import StateStore, log
-from .validate import IFNAME_WHAT, NAME_WHAT, check_args, ifname_ok, is_int, is_num, name_id
+from .validate import NAME_WHAT, SOCKET_IFNAME_WHAT, check_args, is_int, is_num, name_id, socket_ifname_ok
 
 JOB_SCHEMA = {
     "job_id": (True, name_id, NAME_WHAT),
@@ -29,7 +29,7 @@ JOB_SCHEMA = {
     "master_addr": (True, lambda v: isinstance(v, str) and v != "", "an address"),
     "master_port": (True, lambda v: is_int(v) and 1 <= v <= 65535, "a port in [1, 65535]"),
     "backend": (False, lambda v: v in ("gloo", "nccl", "auto"), "gloo, nccl or auto"),
-    "ifname": (True, ifname_ok, IFNAME_WHAT),
+    "ifname": (True, socket_ifname_ok, SOCKET_IFNAME_WHAT),
     "nccl_ib_disable": (False, lambda v: isinstance(v, bool), "true or false"),
     "grad_bytes": (True, lambda v: is_int(v) and v >= 4, "an integer >= 4"),
     "compute_ms": (True, lambda v: is_num(v) and v >= 0, "a non-negative number"),

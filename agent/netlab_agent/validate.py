@@ -19,8 +19,12 @@ NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
 NAME_RE = re.compile(NAME_PATTERN)
 # Linux interface names: 1-15 bytes, no "/", ":" or whitespace (they reach tc's argv and rank env vars).
 IFNAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
+# A rank's socket interface may also be an address label ("eth0:j3", at most 15 bytes as IFNAMSIZ): gloo
+# and NCCL look interfaces up by getifaddrs() names, which are labels, so a label gives a job its own address.
+SOCKET_IFNAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,15}(:[A-Za-z0-9_.-]{1,14})?")
 NAME_WHAT = f"a non-negative integer or a name matching {NAME_PATTERN}"
 IFNAME_WHAT = f"an interface name matching {IFNAME_RE.pattern} (not '.' or '..')"
+SOCKET_IFNAME_WHAT = f"an interface name or address label matching {SOCKET_IFNAME_RE.pattern}, at most 15 bytes"
 
 
 def is_int(v) -> bool:
@@ -38,6 +42,11 @@ def name_id(v) -> bool:
 
 def ifname_ok(v) -> bool:
     return isinstance(v, str) and IFNAME_RE.fullmatch(v) is not None and v not in (".", "..")
+
+
+def socket_ifname_ok(v) -> bool:
+    return ifname_ok(v) or (isinstance(v, str) and len(v) <= 15 and SOCKET_IFNAME_RE.fullmatch(v) is not None
+                            and ifname_ok(v.partition(":")[0]))
 
 
 def check_args(args, schema: dict) -> dict:

@@ -24,9 +24,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..sched.allocation import NetAllocation
 from .agent_client import AgentClient, AgentError
 from .base import Testbed, TestbedError, TestbedHost
 from .deploy import agent_wheel, install_agent, wheel_version
+from .jobnet import JobNetwork
 from .ssh import ssh_connect
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,7 @@ class TrainSpec:
     start_at: float | None = None  # unix time all ranks wait for after rendezvous
     master_port: int | None = None
     nccl_ib_disable: bool = True
+    allocation: NetAllocation | None = None  # its network share (per-job classes, routes); None: the default class
 
     @property
     def world_size(self) -> int:
@@ -66,6 +69,8 @@ class RunningJob:
     started_s: float = 0.0
     done: threading.Event = field(default_factory=threading.Event)
     failure: str | None = None  # why the job ended without every rank's exit (an agent's channel closed)
+    net: JobNetwork | None = None  # its network allocation on the testbed, while it runs
+    net_stats: pd.DataFrame | None = None  # its classes' counters per link when it ended (an allocated job)
 
     @property
     def ok(self) -> bool:
@@ -88,6 +93,7 @@ class Controller:
         self._ports = iter(range(29500, 29500 + 20000))
         self._job_ids = iter(range(1, 10**9))
         self._flows: dict[str, tuple[str, str]] = {}
+        self._nets: dict[int, JobNetwork] = {}  # allocations without a job (allocate)
         self._lock = threading.Lock()
         self.deploy_s: float | None = None
         self.on_job_done = None  # called with the job id when its last rank exits (from a reader thread)
@@ -203,16 +209,25 @@ class Controller:
 
     # ------------------------------------------------------------ background traffic
     def start_traffic(self, src: str, dst: str, duration_s: float, rate_mbit: float | None = None,
-                      port: int | None = None) -> str:
+                      port: int | None = None, net: int | None = None) -> str:
         """A bounded TCP flow from ``src`` to ``dst`` over the data plane (a sink on dst, a source on src).
 
         The flow ends by itself after ``duration_s`` (the agents also stop it
-        on ``stop_traffic`` or when they shut down). Returns the flow id.
+        on ``stop_traffic`` or when they shut down). ``net``: the key of an
+        allocation (:meth:`allocate`, or a running job's id) whose hosts include
+        both: the flow then runs between its addresses, in its classes. Returns
+        the flow id.
         """
         port = port or next(self._ports)
         flow = f"bg{port}"
-        self.agent(dst).call("traffic_start", flow_id=flow, role="sink", addr=self.hosts[dst].data_addr, port=port)
-        args = dict(flow_id=flow, role="source", addr=self.hosts[dst].data_addr, port=port, duration_s=duration_s)
+        addr = self.hosts[dst].data_addr
+        if net is not None:
+            alloc = self._nets.get(net) or (self.jobs[net].net if net in self.jobs else None)
+            if alloc is None or src not in alloc.addresses or dst not in alloc.addresses:
+                raise TestbedError(f"no network allocation {net} holding both {src} and {dst}")
+            addr = alloc.addresses[dst]
+        self.agent(dst).call("traffic_start", flow_id=flow, role="sink", addr=addr, port=port)
+        args = dict(flow_id=flow, role="source", addr=addr, port=port, duration_s=duration_s)
         if rate_mbit is not None:
             args["rate_mbit"] = rate_mbit
         try:
@@ -241,8 +256,9 @@ class Controller:
         with self._lock:
             job.exits[int(ev.get("rank", -1))] = int(ev.get("returncode", -1))
             finished = len(job.exits) >= len(job.ranks) and not job.done.is_set()
-            if finished:
-                job.done.set()
+        if finished:
+            self._release(job)
+            job.done.set()
         if finished and self.on_job_done is not None:
             self.on_job_done(job.spec.job_id)
 
@@ -254,9 +270,10 @@ class Controller:
                 lost = sorted(r for h, r in job.ranks if h == host and r not in job.exits)
                 if lost and not job.done.is_set():
                     job.failure = f"ranks {lost} on {host} were lost: {reason}"
-                    job.done.set()
                     failed.append(job.spec.job_id)
         for job_id in failed:
+            self._release(self.jobs[job_id])
+            self.jobs[job_id].done.set()
             log.error("job %s failed: agent on %s is gone: %s", job_id, host, reason)
             if self.on_job_done is not None:
                 self.on_job_done(job_id)
@@ -284,12 +301,16 @@ class Controller:
                 rank += 1
         job = RunningJob(spec, ranks, started_s=time.time())
         self.jobs[spec.job_id] = job
+        master_addr, ifname = master.data_addr, {h: self.hosts[h].ifname for h, _ in spec.ranks}
+        if spec.allocation is not None:  # its own addresses; its ranks bind them through the label
+            job.net = self.testbed.allocate(spec.job_id, list(dict.fromkeys(h for h, _ in spec.ranks)),
+                                            spec.allocation)
+            master_addr, ifname = job.net.addresses[master.name], dict.fromkeys(ifname, job.net.label)
         futs = []
         for host, r in ranks:
-            h = self.hosts[host]
             futs.append(self.agent(host).submit(
-                "job_start", job_id=spec.job_id, rank=r, world_size=spec.world_size, master_addr=master.data_addr,
-                master_port=port, backend=spec.backend, ifname=h.ifname, nccl_ib_disable=spec.nccl_ib_disable,
+                "job_start", job_id=spec.job_id, rank=r, world_size=spec.world_size, master_addr=master_addr,
+                master_port=port, backend=spec.backend, ifname=ifname[host], nccl_ib_disable=spec.nccl_ib_disable,
                 grad_bytes=int(spec.grad_bytes), compute_ms=float(spec.compute_ms), iterations=int(spec.iterations),
                 offset_ms=float(spec.offset_ms), start_at=spec.start_at))
         errors = []
@@ -302,6 +323,39 @@ class Controller:
             self.stop_job(spec.job_id)
             raise TestbedError(f"job {spec.job_id} did not start: " + "; ".join(errors))
         return job
+
+    def set_allocation(self, job_id: int, allocation: NetAllocation) -> None:
+        """Change a running job's network allocation in place (its classes, quanta, ceilings and path rules;
+        its addresses stay). A job started without one keeps sharing the default class."""
+        job = self.jobs.get(job_id)
+        if job is None or job.net is None or job.done.is_set():
+            raise TestbedError(f"job {job_id} is not a running job with a network allocation")
+        self.testbed.allocate(job_id, list(job.net.addresses), allocation)
+
+    def _release(self, job: RunningJob) -> None:
+        """The job ended: keep its classes' final counters, then remove its allocation."""
+        with self._lock:  # the last exit and stop_job may both get here
+            net, job.net = job.net, None
+        if net is None:
+            return
+        try:
+            stats = self.testbed.job_stats()
+            job.net_stats = stats[stats.job == job.spec.job_id].reset_index(drop=True)
+            self.testbed.release(job.spec.job_id)
+        except TestbedError as exc:
+            log.warning("releasing job %s's network allocation: %s", job.spec.job_id, exc)
+
+    def allocate(self, key: int, hosts: list[str], allocation: NetAllocation) -> JobNetwork:
+        """A network allocation not tied to a training job (e.g. for :meth:`start_traffic` flows), under
+        ``key`` (an id no job of this controller uses); changed by calling again, removed by :meth:`release`."""
+        if key in self.jobs:
+            raise TestbedError(f"{key} is a job id of this controller; give the flows another key")
+        self._nets[key] = self.testbed.allocate(key, hosts, allocation)
+        return self._nets[key]
+
+    def release(self, key: int) -> None:
+        if self._nets.pop(key, None) is not None:
+            self.testbed.release(key)
 
     def wait_job(self, job_id: int, timeout_s: float = 600.0) -> RunningJob:
         job = self.jobs[job_id]
@@ -323,6 +377,7 @@ class Controller:
                 self.agent(host).call("job_stop", job_id=job_id)
             except (AgentError, TestbedError) as exc:
                 log.warning("stopping job %s on %s: %s", job_id, host, exc)
+        self._release(job)
 
     def job_log(self, job_id: int) -> pd.DataFrame:
         """Per-iteration timestamps of every rank (compute start, all-reduce start and end), plus durations."""

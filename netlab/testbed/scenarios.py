@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..sched.allocation import NetAllocation
 from .controller import Controller, TrainSpec
 
 
@@ -30,6 +31,7 @@ class ScenarioJob:
     compute_ms: float
     iterations: int = 12
     offset_ms: float = 0.0
+    allocation: NetAllocation | None = None  # its network share on the testbed (None: the shared default class)
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ def run_scenario_logs(ctl: Controller, sc: Scenario, start_delay_s: float = 6.0,
         for j in sc.jobs:
             ctl.start_job(TrainSpec(ids[j.job_id], [(h, 1) for h in j.hosts], grad_bytes=j.grad_bytes,
                                     compute_ms=j.compute_ms, iterations=j.iterations, offset_ms=j.offset_ms,
-                                    start_at=start_at, backend="gloo"))
+                                    start_at=start_at, backend="gloo", allocation=j.allocation))
         for j in sc.jobs:
             ctl.wait_job(ids[j.job_id], timeout_s=timeout_s)
         logs = {j.job_id: ctl.job_log(ids[j.job_id]) for j in sc.jobs}
