@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -50,8 +51,9 @@ def _labels(tb, host):
     """Labelled IPv4 addresses on a host's eth0 (its job addresses): address/len -> label."""
     out = {}
     for ln in run("ip", "-n", tb.host(host).netns, "-4", "-o", "addr", "show", "dev", "eth0").splitlines():
-        if ln.split()[-1].startswith("eth0:"):
-            out[ln.split("inet ")[1].split()[0]] = ln.split()[-1]
+        m = re.search(r"inet (\S+) .*?\b(eth0:[A-Za-z0-9_.-]+)", ln)  # -o: "... scope global eth0:j1\ valid_lft"
+        if m:
+            out[m.group(1)] = m.group(2)
     return out
 
 
@@ -108,7 +110,8 @@ def test_allocations_apply_read_back_change_in_place_and_release():
                                             for a in ("10.77.2.2", "10.77.4.2"))}
         assert _read(tb, "l1", "swL")[0]["1:102"][0].ceil_mbit == 25.0  # the cap where job 9's flows enter
         assert _labels(tb, "l0") == {"10.77.1.1/32": "eth0:j1"}
-        assert "10.77.3.1 dev eth0 scope link src 10.77.1.1" in run("ip", "-n", tb.host("l0").netns, "route")
+        assert re.search(r"^10\.77\.3\.1 dev eth0 .*scope link src 10\.77\.1\.1 *$",
+                         run("ip", "-n", tb.host("l0").netns, "route"), re.M)
         # the same allocation again writes nothing
         tb.allocate(9, ["l1", "r1"], NetAllocation(weight=0.5, rate_cap_gbps=12.5))
         assert tb.allocation_writes == 0
@@ -156,8 +159,10 @@ def test_two_jobs_between_the_same_two_hosts_keep_every_byte_apart():
             assert payload < per_link[0] < 1.08 * payload, (job, payload, per_link)
             assert max(per_link) - min(per_link) <= 0.001 * per_link[0], per_link
         assert 1.5 < sent[1] / sent[0] < 2.5  # the two flows were the two rates: not swapped or merged
+        # the default class carries the links' control frames: ARP for the job addresses, and the IPv6 router
+        # and neighbour solicitations and MLD reports of links just brought up (under 100 bytes each)
         stray = {l: _class_bytes(tb, None, *l) - b0 for l, b0 in default0.items()}
-        assert all(v < 2000 for v in stray.values()), stray
+        assert all(v < 6000 for v in stray.values()), stray
 
 
 def test_strict_priority_then_a_cap_changed_in_place():
