@@ -163,6 +163,10 @@ def _demands(topo, rate_scale: float, sc: Scenario, wire_overhead: float) -> lis
     from ..network.demand import build_demand
     from ..workload.zoo import JobModel
 
+    allocated = [j.job_id for j in sc.jobs if j.allocation is not None and not j.allocation.is_default]
+    if allocated:  # predicting them without their allocations would answer another question, silently
+        raise ValueError(f"scenario {sc.name}: jobs {allocated} carry network allocations, which the scenario "
+                         "prediction does not hand to network models yet; predict them without")
     index = {h.name: i for i, h in enumerate(topo.hosts)}
     demands = []
     for j in sc.jobs:
