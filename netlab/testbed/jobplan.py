@@ -20,7 +20,8 @@ bounds their sum on that link (one flow per link per direction for a 2-rank ring
 
 **Classes.** Under a link's rate class (``1:1``) every leaf has a near-zero guarantee and the link as ceiling,
 so HTB's borrowing decides: ``prio`` = the allocation's priority (strict), ``quantum`` = its weight relative to
-the smallest weight on that link times :data:`~netlab.testbed.plan.QUANTUM_BYTES` (the default class counts
+the smallest weight on that link times the testbed's largest packet (:data:`~netlab.testbed.plan.QUANTUM_BYTES`,
+:attr:`~netlab.testbed.plan.NetnsPlan.quantum_bytes`; the default class counts
 as weight 1), ceiling = the cap (topology Gbit/s scaled like the links) or the link's rate. Job slot ``s``:
 class ``1:{0x100+s:x}``, its queue ``{0x100+s:x}:``, its filters at preference ``0x100 + s``.
 
@@ -37,8 +38,8 @@ from dataclasses import dataclass, field
 from ..sched.allocation import NetAllocation
 from ..topology import Topology
 from .base import TestbedError
-from .plan import (DATA_IFNAME, LEAF_RATE_MBIT, MAX_QUANTUM_BYTES, QUANTUM_BYTES, U32_DST_OFFSET, U32_SRC_OFFSET,
-                   LeafClass, NetnsPlan, U32Filter, default_leaf)
+from .plan import (DATA_IFNAME, LEAF_RATE_MBIT, MAX_QUANTUM_BYTES, U32_DST_OFFSET, U32_SRC_OFFSET, LeafClass,
+                   NetnsPlan, U32Filter, default_leaf)
 from .routed_plan import host_switch, next_hops
 
 JOB_SLOTS = 254
@@ -209,14 +210,14 @@ def plan_jobs(plan: NetnsPlan, topo: Topology, link_mbit: dict[int, float], rate
         mbit = link_mbit[sl.link]
         w_min = min([1.0, *(jobs[j].allocation.weight for j in on_link)])
         leaves.append(LinkLeaf(None, sl.link, sl.netns, sl.ifname,
-                               default_leaf(htb, mbit, _quantum(1.0, w_min, sl, jobs, on_link))))
+                               default_leaf(htb, mbit, _quantum(1.0, w_min, plan.quantum_bytes, sl, jobs, on_link))))
         for j in on_link:
             a = jobs[j].allocation
             n = SLOT_BASE + slots[j]
             capped = a.rate_cap_gbps is not None and sl.src in jobs[j].hosts  # where its flows enter the network
             ceil = min(mbit, a.rate_cap_gbps * 1000 * rate_scale) if capped else mbit
             classid = f"{major}:{n:x}"
-            leaf = LeafClass(classid, a.priority, _quantum(a.weight, w_min, sl, jobs, on_link),
+            leaf = LeafClass(classid, a.priority, _quantum(a.weight, w_min, plan.quantum_bytes, sl, jobs, on_link),
                              min(LEAF_RATE_MBIT, ceil), ceil, f"{n:x}:")
             leaves.append(LinkLeaf(j, sl.link, sl.netns, sl.ifname, leaf))
             matches = frozenset(U32Filter(classid, off, x) for x in addr[j].values()
@@ -226,12 +227,12 @@ def plan_jobs(plan: NetnsPlan, topo: Topology, link_mbit: dict[int, float], rate
                       tuple(filters), tuple(rules))
 
 
-def _quantum(weight: float, w_min: float, link, jobs: dict[int, JobNet], on_link: list[int]) -> int:
-    q = round(QUANTUM_BYTES * weight / w_min)
+def _quantum(weight: float, w_min: float, base: int, link, jobs: dict[int, JobNet], on_link: list[int]) -> int:
+    q = round(base * weight / w_min)
     if q > MAX_QUANTUM_BYTES:
         weights = {j: jobs[j].allocation.weight for j in on_link}
         raise TestbedError(f"link {link.src}->{link.dst}: weights {weights} (and the default class's 1) differ more "
-                           f"than {MAX_QUANTUM_BYTES // QUANTUM_BYTES}-fold, beyond what HTB's quantum can express")
+                           f"than {MAX_QUANTUM_BYTES // base}-fold, beyond what HTB's quantum can express")
     return q
 
 

@@ -287,7 +287,8 @@ class NetnsTestbed(Allocations, Testbed):
             idx = self._if_index[(link.src, link.dst)] = ipr.link_lookup(ifname=link.ifname)[0]
             if plan.gso_max_bytes is not None:
                 ipr.link("set", index=idx, gso_max_size=plan.gso_max_bytes)
-            shaping.shape(ipr, idx, plan.htb, self._rate_mbit[(link.src, link.dst)], plan.leaf_queue)
+            shaping.shape(ipr, idx, plan.htb, self._rate_mbit[(link.src, link.dst)], plan.leaf_queue,
+                          plan.quantum_bytes)
         if plan.htb.link_class is not None:
             self._jobnets.reapply()  # the allocation plan without jobs: every link's default leaf
 

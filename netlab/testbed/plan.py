@@ -275,11 +275,15 @@ class LeafQueue:
 # by HTB's borrowing alone: strict prio first, then quantum.
 LEAF_RATE_MBIT = 0.008
 # Bytes the leaf of the smallest weight on a link sends per round (a leaf of weight w sends w / w_min times
-# that). HTB sends at least one packet per turn whatever the quantum, and on veths a packet is a GSO
-# super-packet of up to 64 KiB: quanta of 3028 and 1514 bytes split two iperf3 flows 50:50 here; 2^18 bytes
-# split them 2.02:1 and 3.02:1 for 2:1 and 3:1 weights (100 Mbit, two classes, class byte counters).
-QUANTUM_BYTES = 1 << 18
-MAX_QUANTUM_BYTES = 1 << 31  # HTB's quantum is a u32; the weights of one link may differ 8192-fold
+# that): one packet of the largest size a shaped interface sends, its GSO limit (the kernel's 64 KiB unless
+# the testbed sets ``gso_max_bytes``; :attr:`NetnsPlan.quantum_bytes`). Deficit round robin shares bytes by
+# weight as long as a turn holds a whole packet: HTB sends at least one packet per turn, and on veths a packet
+# is a GSO super-packet, so quanta of 3028 and 1514 bytes split two iperf3 flows 50:50 here. A larger turn
+# costs a class that empties between bursts (an all-reduce's phases, a capped flow) a whole turn of the others
+# each time it comes back (HTB keeps its unused deficit and moves on): with 2^18 bytes and 16 KiB packets at
+# 100 Mbit, 2:1 weights split two all-reducing jobs 1.45:1 and a 25 Mbit cap gave 21.8.
+QUANTUM_BYTES = 1 << 16
+MAX_QUANTUM_BYTES = 1 << 31  # HTB's quantum is a u32
 
 
 @dataclass(frozen=True)
@@ -353,6 +357,11 @@ class NetnsPlan:
     routes: tuple[UnicastRoute, ...] = ()
     routed: RoutedLayout | None = None
     gso_max_bytes: int | None = None  # the largest GSO packet each shaped interface sends (None: the kernel's)
+
+    @property
+    def quantum_bytes(self) -> int:
+        """The DRR quantum of weight 1 on this testbed's links: its largest packet (see :data:`QUANTUM_BYTES`)."""
+        return self.gso_max_bytes or QUANTUM_BYTES
 
     def link(self, src: str, dst: str) -> ShapedLink | None:
         """The shaped link ``src -> dst``, or None."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import errno
 import struct
 
-from .plan import HtbLayout, LeafClass, LeafQueue, U32Filter, default_leaf, tc_handle
+from .plan import QUANTUM_BYTES, HtbLayout, LeafClass, LeafQueue, U32Filter, default_leaf, tc_handle
 
 TC_H_ROOT = 0xFFFFFFFF
 ETH_P_IP = 0x0800
@@ -57,11 +57,12 @@ def _tree_is(ipr, index: int, htb: HtbLayout) -> bool:
     return htb.class_id not in parents or parents[htb.class_id] == tc_handle(htb.link_class)
 
 
-def shape(ipr, index: int, htb: HtbLayout, rate_mbit: float, queue: LeafQueue | None) -> None:
+def shape(ipr, index: int, htb: HtbLayout, rate_mbit: float, queue: LeafQueue | None,
+          quantum: int = QUANTUM_BYTES) -> None:
     """Shape the egress of interface ``index`` to ``rate_mbit`` (rate = ceil) in ``htb``'s rate class, with
     the default class under it (a link class's default leaf) and ``queue`` under that (None: the kernel's
-    default). Idempotent: an existing root of the same layout is kept and its classes and queue are replaced;
-    any other root qdisc is replaced."""
+    default); ``quantum``: the default leaf's bytes per turn. Idempotent: an existing root of the same layout
+    is kept and its classes and queue are replaced; any other root qdisc is replaced."""
     from pyroute2 import NetlinkError
 
     try:
@@ -75,7 +76,7 @@ def shape(ipr, index: int, htb: HtbLayout, rate_mbit: float, queue: LeafQueue | 
     ipr.tc("replace-class", "htb", index=index, handle=htb.rate_class, parent=htb.root,
            rate=rate(rate_mbit), ceil=rate(rate_mbit))
     if htb.link_class is not None:
-        _put_leaf(ipr, index, htb, default_leaf(htb, rate_mbit))
+        _put_leaf(ipr, index, htb, default_leaf(htb, rate_mbit, quantum))
     add_queue(ipr, index, htb, queue)
 
 

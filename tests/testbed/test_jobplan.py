@@ -21,7 +21,7 @@ from .backend_helpers import DUMBBELL
 
 ADDR = Addressing(ipaddress.IPv4Network("10.77.0.0/16"), ipaddress.IPv4Network("10.78.0.0/16"))
 LEAFSPINE2 = "leafspine,racks=2,hosts_per_rack=2,spines=2,gpus_per_host=1,oversub=2"
-Q = 1 << 18  # QUANTUM_BYTES: the smallest weight on a link
+Q = 1 << 16  # QUANTUM_BYTES (no gso_max_bytes): the smallest weight on a link
 
 
 def _dumbbell():
@@ -102,7 +102,7 @@ def test_ring_flows_and_bad_jobs_are_refused():
     # path 0 on a bridged testbed is the one path there is: accepted, no rule needed
     assert plan_jobs(p, topo, _mbit(p), 0.002, {3: JobNet(3, ("l0", "r0"), NetAllocation(paths=(0,)))},
                      {3: 1}).rules == ()
-    with pytest.raises(TestbedError, match=r"weights \{3: 1e-05\} .* differ more than 8192-fold"):
+    with pytest.raises(TestbedError, match=r"weights \{3: 1e-05\} .* differ more than 32768-fold"):
         plan_jobs(p, topo, _mbit(p), 0.002, {3: JobNet(3, ("l0", "r0"), NetAllocation(weight=1e-5))}, {3: 1})
 
 
@@ -179,3 +179,14 @@ def test_routed_refusals_and_gso():
     with pytest.raises(TestbedError, match="or the routed backend"):
         plan_netns(topo, "ab12", ADDR, 0.002)
     assert UnicastRoute("n", "0.0.0.0/0", (NextHop("eth0", "10.77.255.1"),)).table == 254
+
+
+def test_quanta_follow_the_testbeds_largest_packet():
+    """The quantum of weight 1 is one packet of the largest size the links send (their GSO limit): 16 KiB with
+    gso_max_bytes=16384, so 2:1 weights are 32 and 16 KiB per turn and the default class 16 KiB."""
+    topo = load_topology(DUMBBELL)
+    p = plan_netns(topo, "ab12", ADDR, 0.002, gso_max_bytes=16384)
+    assert p.quantum_bytes == 16384 and _dumbbell()[1].quantum_bytes == Q
+    jobs = {1: JobNet(1, ("l0", "r0"), NetAllocation(weight=2.0)), 2: JobNet(2, ("l1", "r1"), NetAllocation())}
+    by = {(l.job, l.link): l.leaf.quantum for l in plan_jobs(p, topo, _mbit(p), 0.002, jobs, {1: 1, 2: 2}).leaves}
+    assert (by[(1, 8)], by[(2, 8)], by[(None, 8)]) == (32768, 16384, 16384)

@@ -61,7 +61,7 @@ def test_shape_is_idempotent_and_reads_back(veth):
     assert shaping.class_rate_mbit(ipr, idx, htb) == 100.0
     assert shaping.class_counters(ipr, idx, htb) == dict(bytes=0, packets=0, drops=0, overlimits=0, backlog=0, qlen=0)
     # the default class borrows the link: guaranteed almost nothing, the link as ceiling, weight 1
-    assert shaping.read_leaves(ipr, idx, htb) == {"1:10": (LeafClass("1:10", 0, 1 << 18, 0.008, 100.0, "10:"),
+    assert shaping.read_leaves(ipr, idx, htb) == {"1:10": (LeafClass("1:10", 0, 1 << 16, 0.008, 100.0, "10:"),
                                                            LeafQueue("pfifo", 100))}
     # another rate and a byte-limited queue replace the link's rate and the queue's kind
     shaping.shape(ipr, idx, htb, 50.0, LeafQueue("bfifo", 15140))
