@@ -1,16 +1,61 @@
 """From a job and a placement to its network demand: one place, used by the
 simulator when a job starts and by policies that score candidate placements
 (CASSINI, topology-aware best fit, predictors) before anything starts.
+
+A demand is routed when its links are first read, not when it is made: a
+network model that never reads them (``ideal``) never routes a flow. (When the
+simulator asks the network model whether it needs demands at all, it can skip
+them; until then this keeps the ideal network free of routing.)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
 from ..workload.patterns import PATTERNS
 from .model import CommDemand, iteration_time
+
+
+class RoutedDemand(CommDemand):
+    """A :class:`CommDemand` whose route (``links``, ``weights``, ``iso_rate_gbps``) is found when first read.
+
+    Pickles as the plain CommDemand it stands for.
+    """
+
+    def __init__(self, topology, pairs: tuple, key: int, flow_weights, job_id: int, flow_bytes: float,
+                 compute_s: float, serial_intra_s: float, overlap: float, rate_cap_gbps: float, iso_iter_s: float,
+                 phase: float):
+        self.job_id, self.flow_bytes, self.compute_s = job_id, flow_bytes, compute_s
+        self.serial_intra_s, self.overlap, self.rate_cap_gbps = serial_intra_s, overlap, rate_cap_gbps
+        self.iso_iter_s, self.phase = iso_iter_s, phase
+        self._pending = (topology, pairs, key, flow_weights)
+        self._route = None
+
+    def _routed(self) -> tuple[np.ndarray, np.ndarray, float]:
+        if self._route is None:
+            topology, pairs, key, flow_weights = self._pending
+            links, weights = topology.route(pairs, key=key, flow_weights=flow_weights)
+            iso = min(float(np.min(topology.link_capacity_gbps[links] / weights)), self.rate_cap_gbps)
+            self._route, self._pending = (links, weights, iso), None
+        return self._route
+
+    @property
+    def links(self) -> np.ndarray:
+        return self._routed()[0]
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self._routed()[1]
+
+    @property
+    def iso_rate_gbps(self) -> float:
+        return self._routed()[2]
+
+    def __reduce__(self):
+        return CommDemand, tuple(getattr(self, f.name) for f in dataclasses.fields(CommDemand))
 
 
 def build_demand(topology, model, pattern: str, job_id: int, hosts, gpus, iso_iter_s: float = 0.0,
@@ -27,28 +72,10 @@ def build_demand(topology, model, pattern: str, job_id: int, hosts, gpus, iso_it
     if not plan.flows:
         return None, intra_s
     pairs = tuple((int(hosts[s]), int(hosts[d])) for s, d in plan.flows)
-    if plan.flow_weights is None:
-        uniq, weights = topology.route(pairs, key=job_id * 1024)
-    else:
-        uniq, weights = _weighted_route(topology, pairs, plan.flow_weights, job_id * 1024)
     cap = intra if plan.ring_intra_cap else math.inf
-    iso_rate = min(float(np.min(topology.link_capacity_gbps[uniq] / weights)), cap)
-    demand = CommDemand(job_id, uniq, weights, plan.flow_bytes, model.compute_s, intra_s, model.overlap, cap,
-                        iso_rate, iso_iter_s, phase)
+    demand = RoutedDemand(topology, pairs, job_id * 1024, plan.flow_weights, job_id, plan.flow_bytes,
+                          model.compute_s, intra_s, model.overlap, cap, iso_iter_s, phase)
     return demand, intra_s
-
-
-def _weighted_route(topology, pairs, flow_weights, key: int) -> tuple[np.ndarray, np.ndarray]:
-    """Like ``Topology.route``, flow ``n`` counting ``flow_weights[n]`` on each of its links (bytes relative to
-    the plan's ``flow_bytes``)."""
-    links, weights = [], []
-    for n, ((s, d), w) in enumerate(zip(pairs, flow_weights)):
-        link, share = topology.flow_links(s, d, key=key + n)
-        links.append(link)
-        weights.append(share * w)
-    per_link = np.bincount(np.concatenate(links), weights=np.concatenate(weights), minlength=topology.n_links)
-    ids = np.flatnonzero(per_link)
-    return ids, per_link[ids]
 
 
 def alone_iter_s(topology, model, pattern: str, hosts, gpus) -> float:

@@ -22,6 +22,10 @@ Routing is equal-cost multi-path over hop-shortest paths. The documented rule
 * ``hash``: a flow takes exactly one path, chosen by a stable hash
   (CRC32 of ``"src|dst|key"``) modulo the number of paths, as per-flow ECMP in
   switches does. Two flows can collide on one spine link.
+
+Paths are listed in the order of their node names, and the paths themselves
+come from per-destination ECMP tables (:mod:`netlab.topology.routing`), never
+from a graph search per host pair.
 """
 
 from __future__ import annotations
@@ -31,12 +35,12 @@ import numbers
 import re
 import zlib
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import networkx as nx
 import numpy as np
 
 from ..errors import InputError
+from .routing import Router, accumulate, shares
 
 ECMP_MODES = ("split", "hash")
 
@@ -163,11 +167,9 @@ class Topology:
         self.host_nic_gbps = np.array(
             [sum(self.link_capacity_gbps[self.link_id[(h.name, n)]] for n in graph.neighbors(h.name)) for h in self.hosts]
         )
-        self._paths = lru_cache(maxsize=None)(self._switch_paths)
+        self._router: Router | None = None
         self._split_links: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # flow_links memo
         self._routes: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # route memo (split ECMP)
-        self._single_home = {h.name: next(iter(graph.neighbors(h.name))) for h in self.hosts
-                             if graph.degree(h.name) == 1}
 
     # -- sizes ---------------------------------------------------------------
     @property
@@ -194,31 +196,35 @@ class Topology:
                 f"racks={self.n_racks}, links={self.n_links}, ecmp={self.ecmp!r})")
 
     # -- routing -------------------------------------------------------------
-    def _switch_paths(self, a: str, b: str) -> tuple[tuple[int, ...], ...]:
-        """All hop-shortest paths a->b as tuples of directed link ids."""
-        try:
-            node_paths = list(nx.all_shortest_paths(self.graph, a, b))
-        except nx.NetworkXNoPath:
-            raise TopologyError(f"topology {self.name}: no path from {a} to {b}") from None
-        out = []
-        for p in sorted(node_paths):
-            out.append(tuple(self.link_id[(u, v)] for u, v in zip(p[:-1], p[1:])))
-        return tuple(out)
+    @property
+    def router(self) -> Router:
+        """The equal-cost routing tables (:mod:`netlab.topology.routing`), built on first use."""
+        if self._router is None:
+            self._router = Router(self)
+        return self._router
+
+    def _counts(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        counts = self.router.count(src, dst)
+        if len(counts) and counts.min() == 0:
+            f = int(np.argmin(counts))
+            raise TopologyError(f"topology {self.name}: no path from {self.hosts[src[f]].name} to "
+                                f"{self.hosts[dst[f]].name}")
+        return counts
 
     def paths(self, src_host: int, dst_host: int) -> tuple[tuple[int, ...], ...]:
-        """Equal-cost paths between two hosts (by index), as link-id tuples.
+        """All equal-cost paths between two hosts (by index) as link-id tuples, in node-name order (the
+        order the ``hash`` rule indexes). Enumerates them: for inspection; routing never needs the list."""
+        src, dst = np.array([src_host], dtype=np.int64), np.array([dst_host], dtype=np.int64)
+        n = int(self._counts(src, dst)[0])
+        links, ptr = self.router.walk(np.repeat(src, n), np.repeat(dst, n), np.arange(n))
+        return tuple(tuple(links[ptr[i]:ptr[i + 1]].tolist()) for i in range(n))
 
-        Single-homed hosts (one cable) reuse the cached switch-to-switch paths,
-        so routing cost grows with switch pairs, not host pairs.
-        """
-        a, b = self.hosts[src_host].name, self.hosts[dst_host].name
-        sa, sb = self._single_home.get(a), self._single_home.get(b)
-        if sa is None or sb is None:
-            return self._paths(a, b)
-        up, down = self.link_id[(a, sa)], self.link_id[(sb, b)]
-        if sa == sb:
-            return ((up, down),)
-        return tuple((up, *p, down) for p in self._paths(sa, sb))
+    def _hash_paths(self, src: np.ndarray, dst: np.ndarray, keys) -> tuple[np.ndarray, np.ndarray]:
+        """The ``hash`` rule for flows src[f] -> dst[f] with keys[f]: their links, concatenated, and offsets."""
+        counts = self._counts(src, dst)
+        index = [zlib.crc32(f"{s}|{d}|{k}".encode()) % p if p > 1 else 0
+                 for s, d, k, p in zip(src.tolist(), dst.tolist(), keys, counts.tolist())]
+        return self.router.walk(src, dst, np.array(index, dtype=np.int64))
 
     def flow_links(self, src_host: int, dst_host: int, key: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Links one flow loads and the fraction of the flow on each (see ``ecmp``).
@@ -229,42 +235,44 @@ class Topology:
         memo = self._split_links.get((src_host, dst_host))
         if memo is not None:
             return memo
-        paths = self.paths(src_host, dst_host)
-        if self.ecmp == "hash" or len(paths) == 1:
-            h = zlib.crc32(f"{src_host}|{dst_host}|{key}".encode()) if len(paths) > 1 else 0
-            p = paths[h % len(paths)]
-            return np.array(p, dtype=np.int64), np.ones(len(p))
-        weight: dict[int, float] = {}
-        share = 1.0 / len(paths)
-        for p in paths:
-            for link in p:
-                weight[link] = weight.get(link, 0.0) + share
-        links = np.fromiter(weight.keys(), dtype=np.int64, count=len(weight))
-        out = self._split_links[(src_host, dst_host)] = (links, np.fromiter(weight.values(), dtype=float,
-                                                                             count=len(weight)))
+        if self.ecmp == "hash":
+            links, _ = self._hash_paths(np.array([src_host], dtype=np.int64), np.array([dst_host], dtype=np.int64),
+                                        (key,))
+            return links, np.ones(len(links))
+        links, paths, total = self.router.split(src_host, dst_host)
+        if total == 0:
+            self._counts(np.array([src_host], dtype=np.int64), np.array([dst_host], dtype=np.int64))  # raises
+        out = self._split_links[(src_host, dst_host)] = (links, shares(paths, total))
         return out
 
-    def route(self, pairs: tuple[tuple[int, int], ...], key: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def route(self, pairs: tuple[tuple[int, int], ...], key: int = 0,
+              flow_weights: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Links a set of flows loads (sorted ids) and the flows on each, summed over the flows.
 
         Flow ``n`` (``pairs[n]`` = (src host, dst host)) is hashed with key
-        ``key + n`` under ``hash`` ECMP. Under ``split`` ECMP the answer depends
-        only on ``pairs`` and is memoised (a trace-scale run starts the same
-        host sets again and again); treat the returned arrays as read-only.
+        ``key + n`` under ``hash`` ECMP and counts ``flow_weights[n]`` (default
+        1) on each of its links. Without weights, under ``split`` ECMP the answer
+        depends only on ``pairs`` and is memoised (a trace-scale run starts the
+        same host sets again and again); treat the returned arrays as read-only.
         """
-        memo = self._routes.get(pairs) if self.ecmp == "split" else None
+        memo = self._routes.get(pairs) if self.ecmp == "split" and flow_weights is None else None
         if memo is not None:
             return memo
-        links, weights = [], []
-        for n, (s, d) in enumerate(pairs):
-            link, weight = self.flow_links(s, d, key=key + n)
-            links.append(link)
-            weights.append(weight)
-        # bincount over link ids: the same sorted ids and sums as np.unique, for a fraction of the cost.
-        per_link = np.bincount(np.concatenate(links), weights=np.concatenate(weights), minlength=self.n_links)
-        ids = np.flatnonzero(per_link)
-        out = ids, per_link[ids]
-        if self.ecmp == "split":
+        if self.ecmp == "hash":
+            flows = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+            links, ptr = self._hash_paths(flows[:, 0], flows[:, 1], range(key, key + len(pairs)))
+            weights = (np.ones(len(links)) if flow_weights is None
+                       else np.repeat(np.asarray(flow_weights, dtype=float), np.diff(ptr)))
+        else:
+            parts = [self.flow_links(s, d) for s, d in pairs]
+            links = np.concatenate([p[0] for p in parts])
+            if flow_weights is None:
+                weights = np.concatenate([p[1] for p in parts])
+            else:
+                weights = np.concatenate([p[1] * w for p, w in zip(parts, flow_weights)])
+        # the same sorted ids and sums (added in flow order) as np.bincount, without a pass over every link
+        out = accumulate(links, weights, self.router.scratch)
+        if self.ecmp == "split" and flow_weights is None:
             if len(self._routes) >= 100_000:  # bounded: a trace has far fewer distinct host sets
                 self._routes.clear()
             self._routes[pairs] = out

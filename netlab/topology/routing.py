@@ -1,0 +1,409 @@
+"""Equal-cost routing from per-destination tables, the way switches do it.
+
+The rule is the one :mod:`netlab.topology.model` documents: a flow between two
+hosts uses the hop-shortest paths of the cable graph, listed in the order of
+their node names (the order ``sorted(networkx.all_shortest_paths(...))``
+gives); ``hash`` ECMP takes path ``crc32 % P`` of that list, ``split`` spreads
+the flow evenly over all ``P``. Enumerating paths per host pair with a graph
+search costs milliseconds per pair at 16k GPUs; here nothing is enumerated:
+
+* A destination is the set of switches its host is cabled to (its *anchors*:
+  one ToR, or the rail leaves of a rail-optimised host; every host of a rack or
+  scalable unit shares one). One multi-source BFS from the anchors gives each
+  switch its hop distance to them and its number of shortest paths to them:
+  the ECMP next-hop table (the next hops of ``u`` are its neighbours one hop
+  closer), built once per destination and kept.
+* The ``i``-th path in name order is a walk down that table: at each switch,
+  next hops in name order, skipping whole blocks of ``count`` paths until the
+  block holding ``i``. Split weights come from the same counts: a link carries
+  (paths reaching its tail) x (paths from its head) of the ``P``.
+
+Tables are over switches only: a single-homed host can never be a transit node
+of a simple path. A host cabled to several switches could be one (a YAML
+fabric may wire it so); before a table is used it is checked that every such
+host's switches are within one hop of each other's distance to the
+destination, which proves no shortest path to it passes through a host (any
+detour through one is then strictly longer). A destination that fails the
+check, and every destination of a topology with host-to-host cables, is routed
+on tables over the whole graph (hosts as nodes) instead: the same walk, exact
+in every case. Both give exactly networkx's answer; the tests compare them on
+every builder.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: path counts above this are refused (they would overflow int64 in the split weights); no fabric comes close
+MAX_PATHS = 2**62
+
+
+def _csr(n: int, a: np.ndarray, b: np.ndarray, link_ab: np.ndarray, link_ba: np.ndarray):
+    """Adjacency of ``n`` nodes from undirected edges (a[i], b[i]) as CSR, neighbours in ascending id order,
+    with the directed link id of each entry."""
+    src = np.concatenate([a, b])
+    dst = np.concatenate([b, a])
+    link = np.concatenate([link_ab, link_ba])
+    order = np.lexsort((dst, src))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return indptr, dst[order].astype(np.int64), link[order].astype(np.int64)
+
+
+@njit(cache=True)
+def _bfs(indptr, indices, anchors, dist, cnt):  # pragma: no cover (compiled)
+    """Multi-source BFS from ``anchors``: hop distance to the nearest anchor and the number of shortest paths to
+    the anchors, for every node (-1 and 0 where unreachable). False if a count would pass MAX_PATHS."""
+    n = dist.shape[0]
+    for v in range(n):
+        dist[v] = -1
+        cnt[v] = 0
+    queue = np.empty(n, dtype=np.int64)
+    tail = 0
+    for a in anchors:
+        dist[a] = 0
+        cnt[a] = 1
+        queue[tail] = a
+        tail += 1
+    head = 0
+    while head < tail:
+        u = queue[head]
+        head += 1
+        for e in range(indptr[u], indptr[u + 1]):
+            v = indices[e]
+            if dist[v] < 0:
+                dist[v] = dist[u] + 1
+                queue[tail] = v
+                tail += 1
+            if dist[v] == dist[u] + 1:
+                cnt[v] += cnt[u]
+                if cnt[v] > 4611686018427387904:  # MAX_PATHS
+                    return False
+    return True
+
+
+@njit(cache=True)
+def _no_host_transit(dist, host_ptr, host_nbr, multi):  # pragma: no cover (compiled)
+    """True if, for every host in ``multi``, the distances of its switches differ by at most one (all reachable
+    or none): then no shortest path toward the table's anchors passes through a host (module docstring)."""
+    for h in multi:
+        lo, hi, unreachable = -1, -1, False
+        for k in range(host_ptr[h], host_ptr[h + 1]):
+            d = dist[host_nbr[k]]
+            if d < 0:
+                unreachable = True
+            else:
+                lo = d if lo < 0 or d < lo else lo
+                hi = d if d > hi else hi
+        if (unreachable and hi >= 0) or hi - lo > 1:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _first_hops(dist, cnt, nbr, lo, hi):  # pragma: no cover (compiled)
+    """(distance of the nearest first hop among nbr[lo:hi], number of paths through those)."""
+    best = -1
+    for k in range(lo, hi):
+        d = dist[nbr[k]]
+        if d >= 0 and (best < 0 or d < best):
+            best = d
+    total = 0
+    if best >= 0:
+        for k in range(lo, hi):
+            if dist[nbr[k]] == best:
+                total += cnt[nbr[k]]
+    return best, total
+
+
+@njit(cache=True)
+def _count(dist, cnt, rows, src, host_ptr, host_nbr):  # pragma: no cover (compiled)
+    """Number of equal-cost paths of each flow (0: no path)."""
+    out = np.empty(src.shape[0], dtype=np.int64)
+    for f in range(src.shape[0]):
+        a = src[f]
+        best, total = _first_hops(dist[rows[f]], cnt[rows[f]], host_nbr, host_ptr[a], host_ptr[a + 1])
+        out[f] = total
+    return out
+
+
+@njit(cache=True)
+def _walk(indptr, indices, edge_link, dist, cnt, rows, src, dst, index, host_ptr, host_nbr, host_up, host_down,
+          final):  # pragma: no cover (compiled)
+    """Links of path ``index[f]`` (in node-name order) of each flow, concatenated, and each flow's offset.
+
+    ``final``: the table ends at the destination's anchors and one more hop (anchor -> host) closes the path;
+    otherwise the table ends at the destination node itself.
+    """
+    n = src.shape[0]
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for f in range(n):
+        a = src[f]
+        best, total = _first_hops(dist[rows[f]], cnt[rows[f]], host_nbr, host_ptr[a], host_ptr[a + 1])
+        ptr[f + 1] = ptr[f] + best + 1 + (1 if final else 0)
+    out = np.empty(ptr[n], dtype=np.int64)
+    for f in range(n):
+        d, c = dist[rows[f]], cnt[rows[f]]
+        a, b, i = src[f], dst[f], index[f]
+        best, total = _first_hops(d, c, host_nbr, host_ptr[a], host_ptr[a + 1])
+        pos = ptr[f]
+        u = -1
+        for k in range(host_ptr[a], host_ptr[a + 1]):
+            x = host_nbr[k]
+            if d[x] == best:
+                if i < c[x]:
+                    out[pos] = host_up[k]
+                    pos += 1
+                    u = x
+                    break
+                i -= c[x]
+        while d[u] > 0:
+            for e in range(indptr[u], indptr[u + 1]):
+                v = indices[e]
+                if d[v] == d[u] - 1:
+                    if i < c[v]:
+                        out[pos] = edge_link[e]
+                        pos += 1
+                        u = v
+                        break
+                    i -= c[v]
+        if final:
+            for k in range(host_ptr[b], host_ptr[b + 1]):
+                if host_nbr[k] == u:
+                    out[pos] = host_down[k]
+                    pos += 1
+                    break
+    return out, ptr
+
+
+@njit(cache=True)
+def _split(indptr, indices, edge_link, d, c, a, b, host_ptr, host_nbr, host_up, host_down,
+           final):  # pragma: no cover (compiled)
+    """Every link on a shortest path a -> b and the number of those paths through it (links level by level),
+    and the number of paths."""
+    best, total = _first_hops(d, c, host_nbr, host_ptr[a], host_ptr[a + 1])
+    fwd = np.zeros(d.shape[0], dtype=np.int64)  # paths from a reaching each node
+    links = [np.int64(0)] * 0
+    paths = [np.int64(0)] * 0
+    level = [np.int64(0)] * 0
+    for k in range(host_ptr[a], host_ptr[a + 1]):
+        x = host_nbr[k]
+        if d[x] == best:
+            links.append(host_up[k])
+            paths.append(c[x])
+            fwd[x] = 1
+            level.append(x)
+    depth = best
+    while depth > 0:
+        nxt = [np.int64(0)] * 0
+        for u in level:
+            for e in range(indptr[u], indptr[u + 1]):
+                v = indices[e]
+                if d[v] == depth - 1:
+                    links.append(edge_link[e])
+                    paths.append(fwd[u] * c[v])
+                    if fwd[v] == 0:
+                        nxt.append(v)
+                    fwd[v] += fwd[u]
+        level = nxt
+        depth -= 1
+    if final:
+        for k in range(host_ptr[b], host_ptr[b + 1]):
+            y = host_nbr[k]
+            if fwd[y] > 0 and d[y] == 0:
+                links.append(host_down[k])
+                paths.append(fwd[y])
+    return np.array(links, dtype=np.int64), np.array(paths, dtype=np.int64), total
+
+
+@njit(cache=True)
+def shares(paths, total):  # pragma: no cover (compiled)
+    """``k`` paths of ``total`` as a weight: ``1/total`` added ``k`` times in sequence (the float a sum over the
+    enumerated paths gives, to the last bit)."""
+    share = 1.0 / total
+    out = np.empty(paths.shape[0])
+    for i in range(paths.shape[0]):
+        acc = 0.0
+        for _ in range(paths[i]):
+            acc += share
+        out[i] = acc
+    return out
+
+
+@njit(cache=True)
+def accumulate(links, weights, scratch):  # pragma: no cover (compiled)
+    """Sorted distinct ``links`` and the sum of ``weights`` on each, added in input order (np.bincount's sums),
+    zero sums dropped; ``scratch`` (one float per link, all 0) is left all 0."""
+    for i in range(links.shape[0]):
+        scratch[links[i]] += weights[i]
+    ids = np.unique(links)
+    keep = 0
+    out_ids = np.empty(ids.shape[0], dtype=np.int64)
+    out_w = np.empty(ids.shape[0])
+    for l in ids:
+        if scratch[l] != 0.0:
+            out_ids[keep] = l
+            out_w[keep] = scratch[l]
+            keep += 1
+        scratch[l] = 0.0
+    return out_ids[:keep], out_w[:keep]
+
+
+class _Tables:
+    """One routing graph (nodes in name order), the hosts' first hops into it, and per-destination tables.
+
+    ``final``: destinations are anchor sets (a host's switches), paths end with the anchor -> host link;
+    otherwise destinations are the host nodes themselves (the whole-graph tables).
+    """
+
+    def __init__(self, n_nodes, indptr, indices, edge_link, host_ptr, host_nbr, host_up, host_down, final):
+        self.n_nodes, self.indptr, self.indices, self.edge_link = n_nodes, indptr, indices, edge_link
+        self.host_ptr, self.host_nbr, self.host_up, self.host_down = host_ptr, host_nbr, host_up, host_down
+        self.final = final
+        self.dist = np.empty((0, n_nodes), dtype=np.int32)
+        self.cnt = np.empty((0, n_nodes), dtype=np.int64)
+        self.rows: dict[tuple, int] = {}
+
+    def table(self, key: tuple, anchors: np.ndarray) -> int:
+        """Row of the table for destination ``key`` (built from ``anchors`` on first use)."""
+        row = self.rows.get(key)
+        if row is not None:
+            return row
+        row = len(self.rows)
+        if row == len(self.dist):  # grow by doubling: amortised O(1) per table
+            grow = max(4, row)
+            self.dist = np.concatenate([self.dist, np.empty((grow, self.n_nodes), dtype=np.int32)])
+            self.cnt = np.concatenate([self.cnt, np.empty((grow, self.n_nodes), dtype=np.int64)])
+        if not _bfs(self.indptr, self.indices, anchors, self.dist[row], self.cnt[row]):
+            raise OverflowError(f"more than {MAX_PATHS} equal-cost paths")
+        self.rows[key] = row
+        return row
+
+    def nbytes(self) -> int:
+        return self.dist.nbytes + self.cnt.nbytes
+
+
+class Router:
+    """Equal-cost paths between hosts of one topology, from tables (module docstring).
+
+    Built from the topology's cables; tables appear as destinations are first asked for.
+    """
+
+    def __init__(self, topo):
+        self.topo = topo
+        n_hosts = topo.n_hosts
+        switch_names = sorted(topo.switches)
+        switch_id = {s: i for i, s in enumerate(switch_names)}
+        host_id = topo.host_index
+        a_sw, b_sw, l_ab, l_ba = [], [], [], []
+        h_host, h_sw, h_up, h_down = [], [], [], []
+        self._host_cables = False
+        for a, b, _gbps, _tier in topo.cables:
+            ab, ba = topo.link_id[(a, b)], topo.link_id[(b, a)]
+            if a in switch_id and b in switch_id:
+                a_sw.append(switch_id[a]), b_sw.append(switch_id[b]), l_ab.append(ab), l_ba.append(ba)
+            elif a in switch_id or b in switch_id:
+                h, s, up, down = (b, a, ba, ab) if a in switch_id else (a, b, ab, ba)
+                h_host.append(host_id[h]), h_sw.append(switch_id[s]), h_up.append(up), h_down.append(down)
+            else:
+                self._host_cables = True
+        self._whole: _Tables | None = None
+        self._mode = np.zeros(n_hosts, dtype=np.int8)  # 0: not yet asked, 1: switch tables, 2: whole-graph tables
+        self._row = np.full(n_hosts, -1, dtype=np.int64)
+        self.scratch = np.zeros(topo.n_links)
+        if self._host_cables:
+            self._switches = None
+            return
+        S = len(switch_names)
+        indptr, indices, edge_link = _csr(S, np.array(a_sw, dtype=np.int64), np.array(b_sw, dtype=np.int64),
+                                          np.array(l_ab, dtype=np.int64), np.array(l_ba, dtype=np.int64))
+        h_host, h_sw = np.array(h_host, dtype=np.int64), np.array(h_sw, dtype=np.int64)
+        order = np.lexsort((h_sw, h_host))
+        host_ptr = np.zeros(n_hosts + 1, dtype=np.int64)
+        np.cumsum(np.bincount(h_host, minlength=n_hosts), out=host_ptr[1:])
+        self._switches = _Tables(S, indptr, indices, edge_link, host_ptr, h_sw[order],
+                                 np.array(h_up, dtype=np.int64)[order], np.array(h_down, dtype=np.int64)[order],
+                                 final=True)
+        self._multi = np.flatnonzero(np.diff(host_ptr) > 1)  # hosts that could be transit nodes
+        self._exact: dict[int, bool] = {}  # table row -> no shortest path toward it passes through a host
+
+    # -- which tables route to a host -------------------------------------------------------------------------------
+    def _whole_graph(self) -> _Tables:
+        if self._whole is None:
+            topo = self.topo
+            names = [h.name for h in topo.hosts] + list(topo.switches)
+            rank = {name: i for i, name in enumerate(sorted(names))}
+            a = np.array([rank[c[0]] for c in topo.cables], dtype=np.int64)
+            b = np.array([rank[c[1]] for c in topo.cables], dtype=np.int64)
+            ab = np.array([topo.link_id[(c[0], c[1])] for c in topo.cables], dtype=np.int64)
+            ba = np.array([topo.link_id[(c[1], c[0])] for c in topo.cables], dtype=np.int64)
+            indptr, indices, edge_link = _csr(len(names), a, b, ab, ba)
+            node = np.array([rank[h.name] for h in topo.hosts], dtype=np.int64)
+            # a host's first hops are its node's adjacency row
+            lo, hi = indptr[node], indptr[node + 1]
+            host_ptr = np.concatenate(([0], np.cumsum(hi - lo)))
+            take = np.concatenate([np.arange(x, y) for x, y in zip(lo, hi)])
+            self._whole = _Tables(len(names), indptr, indices, edge_link, host_ptr, indices[take], edge_link[take],
+                                  np.zeros(len(take), dtype=np.int64), final=False)
+            self._whole_node = node
+        return self._whole
+
+    def _prepare(self, dst: np.ndarray) -> None:
+        """Make sure every destination host in ``dst`` has its table."""
+        for b in np.unique(dst[self._mode[dst] == 0]).tolist():
+            if self._switches is not None:
+                t = self._switches
+                anchors = t.host_nbr[t.host_ptr[b]:t.host_ptr[b + 1]]
+                row = t.table(tuple(anchors.tolist()), anchors)
+                exact = self._exact.get(row)
+                if exact is None:
+                    exact = self._exact[row] = _no_host_transit(t.dist[row], t.host_ptr, t.host_nbr, self._multi)
+                if exact:
+                    self._mode[b], self._row[b] = 1, row
+                    continue
+            t = self._whole_graph()
+            self._mode[b], self._row[b] = 2, t.table((b,), self._whole_node[b:b + 1])
+
+    def _tables(self, mode: int) -> _Tables:
+        return self._switches if mode == 1 else self._whole
+
+    # -- answers --------------------------------------------------------------------------------------------------
+    def count(self, src, dst) -> np.ndarray:
+        """Number of equal-cost paths of each flow src[f] -> dst[f] (host indices)."""
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        self._prepare(dst)
+        out = np.empty(len(src), dtype=np.int64)
+        for mode in (1, 2):
+            sel = np.flatnonzero(self._mode[dst] == mode)
+            if len(sel):
+                t = self._tables(mode)
+                out[sel] = _count(t.dist, t.cnt, self._row[dst[sel]], src[sel], t.host_ptr, t.host_nbr)
+        return out
+
+    def walk(self, src, dst, index) -> tuple[np.ndarray, np.ndarray]:
+        """Links of path ``index[f]`` (0 <= index < count) of each flow, concatenated in flow order, and the
+        offsets (flow f's links are ``links[ptr[f]:ptr[f + 1]]``)."""
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        index = np.asarray(index, dtype=np.int64)
+        self._prepare(dst)
+        modes = self._mode[dst]
+        if (modes == 1).all() or (modes == 2).all():
+            t = self._tables(int(modes[0])) if len(modes) else self._switches or self._whole_graph()
+            return _walk(t.indptr, t.indices, t.edge_link, t.dist, t.cnt, self._row[dst], src, dst, index,
+                         t.host_ptr, t.host_nbr, t.host_up, t.host_down, t.final)
+        pieces = [self.walk(src[f:f + 1], dst[f:f + 1], index[f:f + 1])[0] for f in range(len(src))]
+        ptr = np.concatenate(([0], np.cumsum([len(p) for p in pieces])))
+        return np.concatenate(pieces), ptr
+
+    def split(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """Every link on a shortest path a -> b, how many of the paths use it, and the number of paths."""
+        self._prepare(np.array([b], dtype=np.int64))
+        t = self._tables(int(self._mode[b]))
+        row = self._row[b]
+        return _split(t.indptr, t.indices, t.edge_link, t.dist[row], t.cnt[row], a, b, t.host_ptr, t.host_nbr,
+                      t.host_up, t.host_down, t.final)
+
+    def nbytes(self) -> int:
+        """Memory held by the tables."""
+        return sum(t.nbytes() for t in (self._switches, self._whole) if t is not None)
