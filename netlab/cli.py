@@ -92,6 +92,9 @@ def simulate(
                                               "avg_wait_s", "avg_start_delay_s", "gpu_util", "overload_gbit",
                                               "wall_s", "events")},
                           indent=2))
+    offered = result.config.get("offered_load")
+    typer.echo(f"GPU utilisation reached {s['gpu_util']:.3f}"
+               + (f" (the trace offers load {offered:.3f} of these GPUs)" if offered is not None else ""))
     typer.echo(f"wrote {out}/jobs.parquet, links.parquet, summary.json, config.json")
 
 

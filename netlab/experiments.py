@@ -9,6 +9,7 @@ seaborn.
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass
 
 import pandas as pd
@@ -28,9 +29,13 @@ def load_jobs(trace, topology, max_jobs: int | None = None, seed: int = 0, trace
     """Trace (name, spec, path or DataFrame) -> (Topology, jobs, trace DataFrame)."""
     from .traces import load_trace
 
+    from .traces.synthetic import fit_warning
+
     topo = load_topology(topology)
     df = trace if isinstance(trace, pd.DataFrame) else load_trace(trace, trace_dir=trace_dir, seed=seed,
-                                                                  max_jobs=max_jobs)
+                                                                  max_jobs=max_jobs, cluster_gpus=topo.total_gpus)
+    if (warning := fit_warning(df, topo.total_gpus)) is not None:
+        warnings.warn(warning, stacklevel=2)
     if max_jobs is not None:
         df = df.iloc[:max_jobs]
     return topo, jobs_from_frame(df, topo, zoo), df
@@ -39,11 +44,14 @@ def load_jobs(trace, topology, max_jobs: int | None = None, seed: int = 0, trace
 def run(trace="philly-sample", topology=DEMO_TOPOLOGY, policy="fifo", placement=None, network=DEFAULT_NETWORK,
         seed: int = 0, max_jobs: int | None = None, trace_dir=None, progress=False, **config) -> SimResult:
     """One simulation from names; ``config`` fills :class:`netlab.sim.SimConfig`."""
-    topo, jobs, _ = load_jobs(trace, topology, max_jobs=max_jobs, seed=seed, trace_dir=trace_dir)
+    from .traces.synthetic import offered_load
+
+    topo, jobs, df = load_jobs(trace, topology, max_jobs=max_jobs, seed=seed, trace_dir=trace_dir)
     cfg = SimConfig(network=network, seed=seed, progress=progress, **config)
     result = Simulator(topo, jobs, policy, placement, None, cfg).run()
     result.config["trace"] = trace if isinstance(trace, str) else "<DataFrame>"
     result.config["max_jobs"] = max_jobs
+    result.config["offered_load"] = offered_load(df, topo.total_gpus)  # what the trace asks of these GPUs
     return result
 
 

@@ -96,13 +96,15 @@ def resolve_trace(what) -> tuple[Path | None, object, dict]:
 
 
 def load_trace(what, trace_dir=None, seed: int = 0, max_jobs: int | None = None, skip_bad: bool = False,
-               **params) -> pd.DataFrame:
+               cluster_gpus: int | None = None, **params) -> pd.DataFrame:
     """A trace DataFrame from a registered name, a spec string (``"gavel,vc=b436b2"``) or a file path.
 
     ``seed`` drives model assignment for traces without models (and the
     synthetic generator); ``max_jobs`` keeps the first N jobs by submit time;
     ``skip_bad`` drops bad rows (recorded in ``attrs["skipped"]``, with a warning)
-    instead of raising :class:`TraceError`.
+    instead of raising :class:`TraceError`; ``cluster_gpus``, the GPUs of the
+    cluster the trace will run on, sizes a generated trace whose spec does not
+    (a loader with a ``cluster_gpus`` parameter).
     """
     if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or not 0 <= seed < 2**63:
         raise TraceError(f"seed {seed!r}: must be an integer >= 0")
@@ -115,6 +117,8 @@ def load_trace(what, trace_dir=None, seed: int = 0, max_jobs: int | None = None,
         df = _read_file(path, seed, skip_bad, trace_dir)
     else:
         merged = {**spec_params, **params}
+        if cluster_gpus is not None and "cluster_gpus" in inspect.signature(loader).parameters:
+            merged.setdefault("cluster_gpus", cluster_gpus)
         try:
             df = loader(trace_dir=trace_dir, seed=seed, skip_bad=skip_bad, **merged)
         except TraceError as exc:

@@ -6,7 +6,12 @@ Arrivals are a Poisson process; GPUs are drawn from powers of two (1, 2, 4,
 In a spec string both lists are ``+``-joined: ``gpus=0+0.3+0.4+0.3,models=vgg16+bert-base``.
 With ``load``, the arrival rate is chosen so that the mean offered work,
 ``rate * E[gpus] * E[duration_s]`` GPU-seconds per second, equals
-``load * cluster_gpus``. Each of arrivals, sizes, durations and models has its
+``load * cluster_gpus``; ``E[gpus]`` is over every job, LLM jobs included, so
+the load asked for is the load the trace offers (:func:`offered_load` measures
+it on the rows). ``cluster_gpus`` is the cluster the trace is sized for: a trace
+spec run on a topology (``netlab simulate --trace synthetic,...``) defaults it to
+the topology's GPUs (:func:`netlab.traces.load_trace`'s ``cluster_gpus``), else
+64; :func:`fit_warning` says when a trace meets a cluster far from its size. Each of arrivals, sizes, durations and models has its
 own stream from ``SeedSequence(seed).spawn(5)``, so changing one (say the
 model mix) leaves the others unchanged.
 
@@ -15,8 +20,7 @@ job (chosen by the fifth stream) takes an LLM from ``llm_models`` (default:
 every zoo model with an LLM shape), the ``3d`` pattern and ``tp x pp x dp``
 GPUs, ``dp`` a power of two up to the published run's, drawn evenly among the
 sizes that fit the cluster (:mod:`netlab.workload.llm`). Its arrival and
-duration are the ones the job would have had; ``load`` is computed from the
-non-LLM size mix, so LLM jobs add to it.
+duration are the ones the job would have had; its GPUs count in the load.
 
 :func:`poisson_chunks` yields the same trace in pieces of ``chunk_jobs`` rows
 (a million-job trace need never be one DataFrame); every stream is drawn in
@@ -121,19 +125,23 @@ def poisson_chunks(jobs: Int(ge=1, le=MAX_ROWS) = 200, load: Optional[Positive] 
         raise TraceError(f"synthetic: field 'gpus': no GPU size with positive weight fits cluster_gpus={cluster_gpus}")
     weights /= weights.sum()
     mu = np.log(duration_median_s)
+    llm_names, llm_sizes = _llm_mix(llm_models, cluster_gpus) if llm > 0 else ([], [])
     if rate_per_h is None:
         load = 0.8 if load is None else load
-        mean_work_gpu_s = (weights @ sizes) * np.exp(mu + duration_sigma ** 2 / 2)
+        mean_gpus = weights @ sizes
+        if llm > 0:  # an LLM job's model is drawn evenly, then its size evenly among those that fit (_make_llm)
+            mean_gpus = (1 - llm) * mean_gpus + llm * np.mean([np.mean(fit) for fit in llm_sizes])
+        mean_work_gpu_s = mean_gpus * np.exp(mu + duration_sigma ** 2 / 2)
         rate_per_s = load * cluster_gpus / mean_work_gpu_s
     else:
         rate_per_s = rate_per_h / 3600.0
     names, probs = _model_mix(models)
-    llm_names, llm_sizes = _llm_mix(llm_models, cluster_gpus) if llm > 0 else ([], [])
     return _chunks(jobs, chunk_jobs, rate_per_s, sizes, weights, mu, duration_sigma, names, probs, llm, llm_names,
-                   llm_sizes, seed)
+                   llm_sizes, seed, cluster_gpus)
 
 
-def _chunks(jobs, chunk_jobs, rate_per_s, sizes, weights, mu, sigma, names, probs, llm, llm_names, llm_sizes, seed):
+def _chunks(jobs, chunk_jobs, rate_per_s, sizes, weights, mu, sigma, names, probs, llm, llm_names, llm_sizes, seed,
+            cluster_gpus):
     streams = np.random.SeedSequence(seed).spawn(5)  # the first four are what spawn(4) gave before "llm" existed
     arrivals, size_rng, dur_rng, model_rng, llm_rng = (np.random.default_rng(s) for s in streams)
     clock, first_gap = 0.0, None
@@ -162,6 +170,7 @@ def _chunks(jobs, chunk_jobs, rate_per_s, sizes, weights, mu, sigma, names, prob
             raise TraceError(f"synthetic: arrivals overflow (rate {rate_per_s * 3600:g} per hour): raise load or "
                              "rate_per_h")
         df.attrs["rate_per_h"] = float(rate_per_s * 3600.0)
+        df.attrs["cluster_gpus"] = int(cluster_gpus)
         yield df
 
 
@@ -191,10 +200,36 @@ def poisson_trace(**params) -> pd.DataFrame:
     """
     chunks = list(poisson_chunks(**params))
     df = chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
-    rate_per_h = chunks[0].attrs["rate_per_h"]
+    attrs = dict(chunks[0].attrs)
     df = finish(df, "synthetic", "<generated>")
-    df.attrs["rate_per_h"] = rate_per_h
+    df.attrs.update(attrs)
     return df
+
+
+def offered_load(df: pd.DataFrame, cluster_gpus: int) -> float | None:
+    """The load a trace offers a cluster of ``cluster_gpus`` GPUs: its jobs' GPU-seconds (``gpus x duration_s``)
+    per second of its arrival window, per GPU. None if that is unknown (no durations, a single arrival time)."""
+    work = (df["gpus"] * df["duration_s"]).to_numpy(dtype=float)
+    span = float(df["submit_s"].max() - df["submit_s"].min()) if len(df) else 0.0
+    if not span > 0 or not np.isfinite(work).any():
+        return None
+    return float(np.nansum(work) / span / cluster_gpus)
+
+
+#: a trace sized for a cluster more than this many times smaller or larger than the topology draws a warning
+FIT_RATIO = 2.0
+
+
+def fit_warning(df: pd.DataFrame, cluster_gpus: int) -> str | None:
+    """A warning if ``df`` was generated for a cluster far from ``cluster_gpus`` GPUs (a trace that does not
+    record the cluster it was sized for gets none), else None."""
+    sized = df.attrs.get("cluster_gpus")
+    if not sized or 1 / FIT_RATIO <= cluster_gpus / sized <= FIT_RATIO:
+        return None
+    offered = offered_load(df, cluster_gpus)
+    there = f"; it offers load {offered:.3g} there" if offered is not None else ""
+    return (f"the trace was sized for a {sized:,}-GPU cluster and runs on {cluster_gpus:,} GPUs{there}: give "
+            f"cluster_gpus={cluster_gpus} in a synthetic spec (or leave it out: it defaults to the topology's GPUs)")
 
 
 @register("synthetic", "<generated>", needs_shared=False)
@@ -203,8 +238,11 @@ def poisson_trace(**params) -> pd.DataFrame:
                                         "llm", "llm_models"))
 def synthetic(trace_dir=None, *, seed: int = 0, skip_bad: bool = False, jobs: int = 200, load: float | None = None,
               rate_per_h: float | None = None, duration_median_s: float = 3600.0, duration_sigma: float = 1.5,
-              models=MODELS, cluster_gpus: int = 64, gpus=GPU_WEIGHTS, llm: float = 0.0, llm_models=()) -> pd.DataFrame:
-    """Poisson arrivals, power-of-two GPU counts, lognormal durations (load= or rate_per_h=); llm= share of LLM jobs."""
+              models=MODELS, cluster_gpus: int | None = None, gpus=GPU_WEIGHTS, llm: float = 0.0,
+              llm_models=()) -> pd.DataFrame:
+    """Poisson arrivals, power-of-two GPU counts, lognormal durations (load= or rate_per_h=); llm= share of LLM jobs.
+
+    ``cluster_gpus``: the cluster the load is for (default: the topology's GPUs when run on one, else 64)."""
     return poisson_trace(jobs=jobs, load=load, rate_per_h=rate_per_h, gpus=gpus, duration_median_s=duration_median_s,
-                         duration_sigma=duration_sigma, models=models, seed=seed, cluster_gpus=cluster_gpus, llm=llm,
-                         llm_models=llm_models)
+                         duration_sigma=duration_sigma, models=models, seed=seed,
+                         cluster_gpus=64 if cluster_gpus is None else cluster_gpus, llm=llm, llm_models=llm_models)
