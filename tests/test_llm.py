@@ -148,10 +148,13 @@ def test_synthetic_llm_option_assigns_published_configurations():
         shape = zoo[row.model].llm
         dp = row.gpus // shape.model_parallel
         assert row.gpus % shape.model_parallel == 0 and dp & (dp - 1) == 0 and dp <= shape.published_dp
-    # the other rows are what the trace would be without LLM jobs
+    # the other rows are what the trace would be without LLM jobs, arrivals slowed so the LLM jobs' GPUs fit the load
     plain = poisson_trace(jobs=400, load=0.9, cluster_gpus=4096, seed=2)
     rest = df.pattern != "3d"
-    pd.testing.assert_frame_equal(df[rest], plain[rest])
+    others = [c for c in df.columns if c != "submit_s"]
+    pd.testing.assert_frame_equal(df.loc[rest, others], plain.loc[rest, others])
+    slower = plain.attrs["rate_per_h"] / df.attrs["rate_per_h"]
+    assert slower > 1 and np.allclose(df.submit_s, plain.submit_s * slower)
     jobs = jobs_from_frame(df, load_topology("leafspine,racks=16,hosts_per_rack=32,gpus_per_host=8"))
     assert {j.pattern for j in jobs} == {"ring", "3d"}
 
@@ -216,27 +219,6 @@ def test_simulated_llm_job_runs_at_its_hand_computed_speed_and_slower_when_tp_sp
     spread = run(OnePerHost())
     # TP on the NICs: host 0 sends a TP hop, a DP hop and a PP hop, 271 MB, through 100 Gbit/s
     assert spread.run_s >= iters * (1.0 + (TP_PER_GPU + DP_PER_GPU + PP_PER_PEER) * 8 / 100e9) * (1 - 1e-9)
-
-
-def test_prefix_sum_consolidation_matches_consolidated_on_fragmented_clusters():
-    from netlab.policies.placement.consolidated import _consolidate
-    from netlab.policies.placement.tp_aware import consolidate_by_prefix
-
-    rng = np.random.default_rng(5)
-    checked = 0
-    for trial in range(400):
-        racks, per_rack, g = int(rng.integers(1, 7)), int(rng.integers(1, 6)), int(rng.choice([2, 4, 8]))
-        rack = np.repeat(np.arange(racks), per_rack)
-        free = rng.integers(0, g + 1, size=racks * per_rack) * int(rng.choice([1, 2]))
-        free = np.minimum(free, g)
-        rng.shuffle(rack)  # racks need not be contiguous in host order
-        rack_ids = np.unique(rack, return_inverse=True)[1]
-        for n in range(g + 1, int(free.sum()) + 2):
-            want = _consolidate(free.astype(np.int64), rack_ids.astype(np.int64), racks, n)
-            got = consolidate_by_prefix(free.astype(np.int64), rack_ids.astype(np.int64), racks, n)
-            assert got.tolist() == want.tolist(), (free.tolist(), rack_ids.tolist(), n)
-            checked += 1
-    assert checked > 1000
 
 
 def test_placement_traffic_counts_each_dimension_over_the_run():
