@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from netlab.network.demand import RoutedDemand, build_demand
 from netlab.topology import Host, Topology, TopologyError, load_topology
+from netlab.topology.routing import CRC_TABLE, flow_hashes
 from netlab.workload.zoo import ModelZoo
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -190,3 +191,9 @@ def test_a_demand_is_routed_only_when_its_links_are_read():
     assert isinstance(demand, RoutedDemand) and topo._router is None  # nothing routed yet
     assert len(demand.links) == 8 and topo._router is not None  # two flows, host-tor-spine-tor-host each
     assert demand.iso_rate_gbps == pytest.approx(100.0)
+
+
+@given(st.integers(0, 2**40), st.integers(0, 2**40), st.integers(-2**40, 2**40), st.integers(1, 4))
+def test_flow_hashes_are_zlib_crc32(src, dst, key, n):
+    got = flow_hashes(np.full(n, src), np.full(n, dst), key, CRC_TABLE)
+    assert got.tolist() == [zlib.crc32(f"{src}|{dst}|{key + f}".encode()) for f in range(n)]

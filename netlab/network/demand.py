@@ -25,7 +25,7 @@ class RoutedDemand(CommDemand):
     Pickles as the plain CommDemand it stands for.
     """
 
-    def __init__(self, topology, pairs: tuple, key: int, flow_weights, job_id: int, flow_bytes: float,
+    def __init__(self, topology, pairs: np.ndarray, key: int, flow_weights, job_id: int, flow_bytes: float,
                  compute_s: float, serial_intra_s: float, overlap: float, rate_cap_gbps: float, iso_iter_s: float,
                  phase: float):
         self.job_id, self.flow_bytes, self.compute_s = job_id, flow_bytes, compute_s
@@ -71,7 +71,7 @@ def build_demand(topology, model, pattern: str, job_id: int, hosts, gpus, iso_it
     intra_s = plan.serial_intra_bytes * 8 / (intra * 1e9)
     if not plan.flows:
         return None, intra_s
-    pairs = tuple((int(hosts[s]), int(hosts[d])) for s, d in plan.flows)
+    pairs = hosts[np.asarray(plan.flows, dtype=np.int64)]  # (src host, dst host) per flow
     cap = intra if plan.ring_intra_cap else math.inf
     demand = RoutedDemand(topology, pairs, job_id * 1024, plan.flow_weights, job_id, plan.flow_bytes,
                           model.compute_s, intra_s, model.overlap, cap, iso_iter_s, phase)

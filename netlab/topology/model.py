@@ -33,14 +33,13 @@ from __future__ import annotations
 import math
 import numbers
 import re
-import zlib
 from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
 
 from ..errors import InputError
-from .routing import Router, accumulate, shares
+from .routing import CRC_TABLE, Router, accumulate, flow_hashes, shares
 
 ECMP_MODES = ("split", "hash")
 
@@ -203,28 +202,24 @@ class Topology:
             self._router = Router(self)
         return self._router
 
-    def _counts(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        counts = self.router.count(src, dst)
-        if len(counts) and counts.min() == 0:
-            f = int(np.argmin(counts))
-            raise TopologyError(f"topology {self.name}: no path from {self.hosts[src[f]].name} to "
-                                f"{self.hosts[dst[f]].name}")
-        return counts
+    def _no_path(self, src: int, dst: int):
+        return TopologyError(f"topology {self.name}: no path from {self.hosts[src].name} to {self.hosts[dst].name}")
 
     def paths(self, src_host: int, dst_host: int) -> tuple[tuple[int, ...], ...]:
         """All equal-cost paths between two hosts (by index) as link-id tuples, in node-name order (the
         order the ``hash`` rule indexes). Enumerates them: for inspection; routing never needs the list."""
-        src, dst = np.array([src_host], dtype=np.int64), np.array([dst_host], dtype=np.int64)
-        n = int(self._counts(src, dst)[0])
-        links, ptr = self.router.walk(np.repeat(src, n), np.repeat(dst, n), np.arange(n))
+        n = int(self.router.count([src_host], [dst_host])[0])
+        if n == 0:
+            raise self._no_path(src_host, dst_host)
+        links, ptr, _ = self.router.walk(np.full(n, src_host), np.full(n, dst_host), np.arange(n))
         return tuple(tuple(links[ptr[i]:ptr[i + 1]].tolist()) for i in range(n))
 
-    def _hash_paths(self, src: np.ndarray, dst: np.ndarray, keys) -> tuple[np.ndarray, np.ndarray]:
-        """The ``hash`` rule for flows src[f] -> dst[f] with keys[f]: their links, concatenated, and offsets."""
-        counts = self._counts(src, dst)
-        index = [zlib.crc32(f"{s}|{d}|{k}".encode()) % p if p > 1 else 0
-                 for s, d, k, p in zip(src.tolist(), dst.tolist(), keys, counts.tolist())]
-        return self.router.walk(src, dst, np.array(index, dtype=np.int64))
+    def _hash_paths(self, src: np.ndarray, dst: np.ndarray, key: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``hash`` rule for flows src[f] -> dst[f] with keys key + f: their links, concatenated, and offsets."""
+        links, ptr, bad = self.router.walk(src, dst, flow_hashes(src, dst, key, CRC_TABLE), hashed=True)
+        if bad >= 0:
+            raise self._no_path(int(src[bad]), int(dst[bad]))
+        return links, ptr
 
     def flow_links(self, src_host: int, dst_host: int, key: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Links one flow loads and the fraction of the flow on each (see ``ecmp``).
@@ -237,30 +232,33 @@ class Topology:
             return memo
         if self.ecmp == "hash":
             links, _ = self._hash_paths(np.array([src_host], dtype=np.int64), np.array([dst_host], dtype=np.int64),
-                                        (key,))
+                                        key)
             return links, np.ones(len(links))
         links, paths, total = self.router.split(src_host, dst_host)
         if total == 0:
-            self._counts(np.array([src_host], dtype=np.int64), np.array([dst_host], dtype=np.int64))  # raises
+            raise self._no_path(src_host, dst_host)
         out = self._split_links[(src_host, dst_host)] = (links, shares(paths, total))
         return out
 
-    def route(self, pairs: tuple[tuple[int, int], ...], key: int = 0,
+    def route(self, pairs, key: int = 0,
               flow_weights: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Links a set of flows loads (sorted ids) and the flows on each, summed over the flows.
 
-        Flow ``n`` (``pairs[n]`` = (src host, dst host)) is hashed with key
-        ``key + n`` under ``hash`` ECMP and counts ``flow_weights[n]`` (default
-        1) on each of its links. Without weights, under ``split`` ECMP the answer
-        depends only on ``pairs`` and is memoised (a trace-scale run starts the
-        same host sets again and again); treat the returned arrays as read-only.
+        Flow ``n`` (``pairs[n]`` = (src host, dst host); ``pairs`` a tuple of pairs or an (n, 2) int array) is
+        hashed with key ``key + n`` under ``hash`` ECMP and counts ``flow_weights[n]`` (default 1) on each of
+        its links. Without weights, under ``split`` ECMP the answer depends only on ``pairs`` and is memoised (a
+        trace-scale run starts the same host sets again and again); treat the returned arrays as read-only.
         """
-        memo = self._routes.get(pairs) if self.ecmp == "split" and flow_weights is None else None
-        if memo is not None:
-            return memo
+        memo_key = None
+        if self.ecmp == "split":
+            pairs = tuple(map(tuple, pairs.tolist())) if isinstance(pairs, np.ndarray) else pairs
+            memo_key = pairs if flow_weights is None else None
+            memo = self._routes.get(memo_key) if memo_key is not None else None
+            if memo is not None:
+                return memo
         if self.ecmp == "hash":
-            flows = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-            links, ptr = self._hash_paths(flows[:, 0], flows[:, 1], range(key, key + len(pairs)))
+            flows = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+            links, ptr = self._hash_paths(np.ascontiguousarray(flows[:, 0]), np.ascontiguousarray(flows[:, 1]), key)
             weights = (np.ones(len(links)) if flow_weights is None
                        else np.repeat(np.asarray(flow_weights, dtype=float), np.diff(ptr)))
         else:
@@ -272,10 +270,10 @@ class Topology:
                 weights = np.concatenate([p[1] * w for p, w in zip(parts, flow_weights)])
         # the same sorted ids and sums (added in flow order) as np.bincount, without a pass over every link
         out = accumulate(links, weights, self.router.scratch)
-        if self.ecmp == "split" and flow_weights is None:
+        if memo_key is not None:
             if len(self._routes) >= 100_000:  # bounded: a trace has far fewer distinct host sets
                 self._routes.clear()
-            self._routes[pairs] = out
+            self._routes[memo_key] = out
         return out
 
     def host_uplink(self, host: int) -> int:

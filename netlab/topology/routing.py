@@ -117,35 +117,73 @@ def _first_hops(dist, cnt, nbr, lo, hi):  # pragma: no cover (compiled)
     return best, total
 
 
+def _crc_table() -> np.ndarray:
+    """The CRC-32 (IEEE, as zlib) byte table."""
+    table = np.zeros(256, dtype=np.int64)
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
+        table[i] = c
+    return table
+
+
+CRC_TABLE = _crc_table()
+
+
 @njit(cache=True)
-def _count(dist, cnt, rows, src, host_ptr, host_nbr):  # pragma: no cover (compiled)
-    """Number of equal-cost paths of each flow (0: no path)."""
+def _crc_decimal(crc, value, table):  # pragma: no cover (compiled)
+    """``crc`` (pre-inverted) fed the decimal text of ``value``."""
+    if value < 0:
+        crc = table[(crc ^ 45) & 0xFF] ^ (crc >> 8)  # "-"
+        value = -value
+    p = 1
+    while p <= value // 10:
+        p *= 10
+    while p > 0:
+        crc = table[(crc ^ (48 + (value // p) % 10)) & 0xFF] ^ (crc >> 8)
+        p //= 10
+    return crc
+
+
+@njit(cache=True)
+def flow_hashes(src, dst, key0, table):  # pragma: no cover (compiled)
+    """``zlib.crc32(f"{src[f]}|{dst[f]}|{key0 + f}".encode())`` for every flow f, without making the strings."""
     out = np.empty(src.shape[0], dtype=np.int64)
     for f in range(src.shape[0]):
-        a = src[f]
-        best, total = _first_hops(dist[rows[f]], cnt[rows[f]], host_nbr, host_ptr[a], host_ptr[a + 1])
-        out[f] = total
+        crc = 0xFFFFFFFF
+        crc = _crc_decimal(crc, src[f], table)
+        crc = table[(crc ^ 124) & 0xFF] ^ (crc >> 8)  # "|"
+        crc = _crc_decimal(crc, dst[f], table)
+        crc = table[(crc ^ 124) & 0xFF] ^ (crc >> 8)
+        crc = _crc_decimal(crc, key0 + f, table)
+        out[f] = crc ^ 0xFFFFFFFF
     return out
 
 
 @njit(cache=True)
-def _walk(indptr, indices, edge_link, dist, cnt, rows, src, dst, index, host_ptr, host_nbr, host_up, host_down,
-          final):  # pragma: no cover (compiled)
-    """Links of path ``index[f]`` (in node-name order) of each flow, concatenated, and each flow's offset.
+def _walk(indptr, indices, edge_link, dist, cnt, rows, src, dst, index, hashed, host_ptr, host_nbr, host_up,
+          host_down, final):  # pragma: no cover (compiled)
+    """Links of path ``index[f]`` (in node-name order) of each flow, concatenated, each flow's offset, and the
+    first flow without a path (-1 if none). ``hashed``: ``index`` holds hashes, the path is hash mod paths.
 
     ``final``: the table ends at the destination's anchors and one more hop (anchor -> host) closes the path;
     otherwise the table ends at the destination node itself.
     """
     n = src.shape[0]
     ptr = np.zeros(n + 1, dtype=np.int64)
+    pick = np.empty(n, dtype=np.int64)
     for f in range(n):
         a = src[f]
         best, total = _first_hops(dist[rows[f]], cnt[rows[f]], host_nbr, host_ptr[a], host_ptr[a + 1])
+        if total == 0:
+            return np.empty(0, dtype=np.int64), ptr, f
+        pick[f] = (index[f] % total if total > 1 else 0) if hashed else index[f]
         ptr[f + 1] = ptr[f] + best + 1 + (1 if final else 0)
     out = np.empty(ptr[n], dtype=np.int64)
     for f in range(n):
         d, c = dist[rows[f]], cnt[rows[f]]
-        a, b, i = src[f], dst[f], index[f]
+        a, b, i = src[f], dst[f], pick[f]
         best, total = _first_hops(d, c, host_nbr, host_ptr[a], host_ptr[a + 1])
         pos = ptr[f]
         u = -1
@@ -174,7 +212,18 @@ def _walk(indptr, indices, edge_link, dist, cnt, rows, src, dst, index, host_ptr
                     out[pos] = host_down[k]
                     pos += 1
                     break
-    return out, ptr
+    return out, ptr, -1
+
+
+@njit(cache=True)
+def _count(dist, cnt, rows, src, host_ptr, host_nbr):  # pragma: no cover (compiled)
+    """Number of equal-cost paths of each flow (0: no path)."""
+    out = np.empty(src.shape[0], dtype=np.int64)
+    for f in range(src.shape[0]):
+        a = src[f]
+        best, total = _first_hops(dist[rows[f]], cnt[rows[f]], host_nbr, host_ptr[a], host_ptr[a + 1])
+        out[f] = total
+    return out
 
 
 @njit(cache=True)
@@ -351,6 +400,8 @@ class Router:
 
     def _prepare(self, dst: np.ndarray) -> None:
         """Make sure every destination host in ``dst`` has its table."""
+        if self._mode[dst].all():
+            return
         for b in np.unique(dst[self._mode[dst] == 0]).tolist():
             if self._switches is not None:
                 t = self._switches
@@ -381,20 +432,27 @@ class Router:
                 out[sel] = _count(t.dist, t.cnt, self._row[dst[sel]], src[sel], t.host_ptr, t.host_nbr)
         return out
 
-    def walk(self, src, dst, index) -> tuple[np.ndarray, np.ndarray]:
-        """Links of path ``index[f]`` (0 <= index < count) of each flow, concatenated in flow order, and the
-        offsets (flow f's links are ``links[ptr[f]:ptr[f + 1]]``)."""
-        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
-        index = np.asarray(index, dtype=np.int64)
+    def walk(self, src, dst, index, hashed: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+        """Links of path ``index[f]`` (0 <= index < count; with ``hashed``, ``index`` mod count) of each flow,
+        concatenated in flow order, the offsets (flow f's links are ``links[ptr[f]:ptr[f + 1]]``), and the
+        first flow with no path (-1: none)."""
+        src = np.ascontiguousarray(src, dtype=np.int64)
+        dst = np.ascontiguousarray(dst, dtype=np.int64)
+        index = np.ascontiguousarray(index, dtype=np.int64)
         self._prepare(dst)
         modes = self._mode[dst]
-        if (modes == 1).all() or (modes == 2).all():
-            t = self._tables(int(modes[0])) if len(modes) else self._switches or self._whole_graph()
-            return _walk(t.indptr, t.indices, t.edge_link, t.dist, t.cnt, self._row[dst], src, dst, index,
+        if len(modes) and (modes == modes[0]).all():
+            t = self._tables(int(modes[0]))
+            return _walk(t.indptr, t.indices, t.edge_link, t.dist, t.cnt, self._row[dst], src, dst, index, hashed,
                          t.host_ptr, t.host_nbr, t.host_up, t.host_down, t.final)
-        pieces = [self.walk(src[f:f + 1], dst[f:f + 1], index[f:f + 1])[0] for f in range(len(src))]
-        ptr = np.concatenate(([0], np.cumsum([len(p) for p in pieces])))
-        return np.concatenate(pieces), ptr
+        pieces, ptr = [], [0]
+        for f in range(len(src)):  # destinations on both kinds of tables (a YAML fabric): one flow at a time
+            links, _, bad = self.walk(src[f:f + 1], dst[f:f + 1], index[f:f + 1], hashed)
+            if bad >= 0:
+                return links, np.zeros(len(src) + 1, dtype=np.int64), f
+            pieces.append(links)
+            ptr.append(ptr[-1] + len(links))
+        return (np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)), np.array(ptr), -1
 
     def split(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, int]:
         """Every link on a shortest path a -> b, how many of the paths use it, and the number of paths."""
