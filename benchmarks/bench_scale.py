@@ -1,28 +1,38 @@
-"""Scale benchmark (issue 16): writes benchmarks/results/scale.json.
+"""Scale benchmark (issues 16 and 28): writes benchmarks/results/scale.json.
 
-1. Trace scale: synthetic traces (the generator's default size mix, 55% 1-GPU jobs up to 32 GPUs, the Philly-like
-   mix; lognormal durations, median 1 h; load 0.9) on a 16,384-GPU 3-tier Clos (``clos3,gpus=16384``), fair-share
-   network, Tiresias + consolidated, per-link history aggregated per day. Each size runs in a fresh process (one
-   core) so its peak RSS is its own; the trace is generated in chunks of 100,000 jobs and never held whole.
-   Sizes 10k and 100k run ``--repeats`` times (median); 1M once (minutes). Reported: simulation wall time,
-   events, cost per job (wall / jobs) and its ratio from 10k and from 100k to 1M, peak RSS, and memory per job:
-   (peak RSS(1M) - peak RSS(10k)) / (1M - 10k), which cancels the fixed cost of imports and the topology.
-   Targets: 1M jobs <= 5 min and <= 4 GB peak RSS; <= 4 KB per job; cost per job 10k -> 1M <= 1.5x.
-2. Placement decision: a 512-GPU LLM job (GPT-3 175B split TP 8, PP 8, DP 8) on a 131,072-GPU rail-optimised
-   fabric (and the same on ``clos3``) with 5,000 running jobs scattered over it (``netlab.sim.fixtures.scatter``),
-   ``tp-aware`` over ``consolidated`` and over ``topo-bestfit``, and plain ``consolidated``: median of
-   ``--decisions`` decisions after one untimed warm-up. Target: <= 10 ms median.
-3. Small runs, whole process: ``netlab simulate`` on the 2,000-job Gavel VC trace 6214e9 on its 108-GPU
-   reference cluster (Tiresias, first-fit, ideal network: the cross-validation cell), ``--repeats`` times, and
-   start-up (``python -c "import netlab.cli"``, plus ``-X importtime``'s total for it). Target: start-up <= 0.3 s.
-4. (``--part history``, merged into the JSON) memory per job with each per-link history mode, full / aggregate /
-   none, at 10k and 50k jobs: the full history is what grew before.
-   The Tiresias reference simulator itself is not available here, so the ">= 3x faster" comparison is not made.
+1. Busy cluster (``--part busy``, issue 28): an LLM-era trace on a 16,384-GPU 3-tier Clos at 4:1 with hash ECMP
+   (``clos3,gpus=16384,oversub=4,ecmp=hash``) under the default network model (``tcp``), Tiresias + consolidated,
+   per-link history aggregated per day; 10k, 100k and 1M jobs, and 100k jobs on 131,072 GPUs (``rail`` and
+   ``clos3``, 4:1, hash ECMP). The mix (:data:`MIX`): non-LLM jobs of 1-256 GPUs and 20% LLM jobs (the zoo's
+   LLMs, TP x PP x DP up to the published run's DP), so that over 10% of jobs have 128+ GPUs (Crux's production
+   trace: "over 10% of jobs use 128 GPUs or more"); lognormal durations (median 1 h, sigma 1); the generator's
+   load 0.9 of the topology's GPUs, LLM GPU-seconds included. Each run is a fresh process (one core, its own peak
+   RSS); the trace is generated in chunks of 100,000 jobs. Reported per run: wall and CPU seconds of the
+   simulation, events, cost per job, peak RSS, GPU utilisation over the makespan, the share of jobs that waited
+   and their mean wait, contention (slowdown = progress time / isolated time > 1.05) as a share of jobs, of job
+   running time and of GPU time, and the tcp model's re-solves by path (``exact_solves``: the phase-aware exact
+   solver, components of at most 8 jobs; ``mean_field_solves``: the random-phase mean field).
+2. Route (``--part route``): one 512-GPU GPT-3 175B job (TP 8, PP 8, DP 8; 176 host-to-host flows) on 131,072
+   GPUs (``rail``, ``clos3``, hash ECMP), its 64 hosts scattered: the first route on a fresh topology (routing
+   tables built for its destinations), then the median over new placements and job ids with the tables built;
+   ``Topology.route`` alone and ``build_demand`` (plan + route).
+3. Placement decision (``--part placement``): that job on the same fabrics with 5,000 running jobs scattered over
+   them, ``tp-aware`` over ``consolidated`` and over ``topo-bestfit``, and plain ``consolidated``: median of
+   ``--decisions`` decisions after one timed first call.
+4. Full Philly (``--part philly``): 82,247 jobs, Tiresias + consolidated on the 512-GPU 4:1 leaf-spine, default
+   network: wall and CPU seconds, the tcp model's re-solves by path.
+5. Start-up (``--part startup``): ``python -c "import netlab.cli"`` and ``netlab simulate`` on the 2,000-job Gavel
+   VC trace 6214e9 (ideal network).
 
-The machine is shared: loadavg is recorded before and after each part, and ratios are quoted beside seconds.
+Idle-network rows (issue 16: the generator's small-job mix, at most 32 GPUs, ``fair``; consolidated placement
+keeps nearly every job under one leaf, so almost no byte crosses an oversubscribed tier) and the per-link history
+modes are kept in the JSON under ``idle_network`` as measured then, labelled; ``--part idle`` re-runs them.
 
-Usage: python benchmarks/bench_scale.py [--repeats 3] [--sizes 10000,100000,1000000] [--trace-dir ../shared/traces]
-       python benchmarks/bench_scale.py --part history|startup   (one part again, merged into --out)
+The machine is shared (2 cores): loadavg is recorded around every run, CPU seconds beside wall seconds (on a
+loaded machine CPU time is the better estimate of one quiet core), and ratios are quoted beside seconds.
+
+Usage: python benchmarks/bench_scale.py [--parts busy,route,placement,philly,startup] [--sizes 10000,100000,1000000]
+       [--big-jobs 100000] [--trace-dir ../shared/traces]   (each part merged into --out)
 """
 
 from __future__ import annotations
@@ -40,10 +50,19 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CLOS_16K = "clos3,gpus=16384"
-FABRICS_131K = ("rail,gpus=131072", "clos3,gpus=131072")
+sys.path.insert(0, str(Path(__file__).parent))
+CLOS_16K = "clos3,gpus=16384,oversub=4,ecmp=hash"
+FABRICS_131K = ("rail,gpus=131072,oversub=4,ecmp=hash", "clos3,gpus=131072,oversub=4,ecmp=hash")
 CHUNK_JOBS = 100_000
+#: the LLM-era mix: weights for 1, 2, ..., 256 GPUs (non-LLM jobs), the LLM share, durations, load
+MIX = dict(gpus=(0.35, 0.10, 0.15, 0.20, 0.10, 0.05, 0.03, 0.01, 0.01), llm=0.2, duration_median_s=3600.0,
+           duration_sigma=1.0, load=0.9)
+#: the idle-network rows of issue 16: the generator's default (small-job) mix at load 0.9 on clos3,gpus=16384
+IDLE = dict(topology="clos3,gpus=16384", network="fair", mix=dict(load=0.9))
+CONTENDED = 1.05  # slowdown above which a job counts as contended
 GAVEL_VC, GAVEL_TOPOLOGY = "6214e9", "leafspine,racks=1,hosts_per_rack=27,gpus_per_host=4,spines=1"
+TARGETS = {"busy_1M_wall_s": 300, "busy_1M_peak_rss_mb": 4096, "busy_131k_100k_wall_s": 300, "route_512_ms": 1.0,
+           "philly_tcp_wall_s": 15, "cost_per_job_ratio_10k_to_1M": 1.5, "placement_median_ms": 10, "startup_s": 0.3}
 
 
 def _loadavg() -> list[float]:
@@ -51,97 +70,160 @@ def _loadavg() -> list[float]:
 
 
 def _child(argv: list[str]) -> dict:
-    """Run this script's ``argv`` part in a fresh Python (its own peak RSS); its JSON answer."""
+    """Run this script's ``argv`` part in a fresh Python (its own peak RSS); its JSON answer, with the load."""
+    before = _loadavg()
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv], check=True, capture_output=True,
                          text=True, cwd=ROOT)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row.update(loadavg_before=before, loadavg_after=_loadavg())
+    return row
 
 
-# -- part 1: trace scale (child) ---------------------------------------------------------------------------------------
+# -- 1. busy cluster (child) -------------------------------------------------------------------------------------------
 
-def trace_run(jobs: int, seed: int, history: str = "aggregate") -> dict:
+def solver_counts(sim) -> dict:
+    """The network model's re-solves by path, if it counts them (tcp does)."""
+    model = sim.network
+    exact, mean = getattr(model, "exact_solves", None), getattr(model, "mean_field_solves", None)
+    if exact is None or mean is None:
+        return {}
+    total = exact + mean
+    return dict(exact_solves=exact, mean_field_solves=mean, exact_share=exact / total if total else None,
+                mean_field_share=mean / total if total else None)
+
+
+def contention(jobs) -> dict:
+    """Contended jobs (slowdown > CONTENDED) as a share of jobs, of running time and of GPU time."""
+    done = jobs[jobs.slowdown.notna()]
+    hit = done.slowdown > CONTENDED
+    run_s, gpu_s = done.run_s, done.run_s * done.gpus
+    return dict(contended_job_share=float(hit.mean()), contended_time_share=float(run_s[hit].sum() / run_s.sum()),
+                contended_gpu_time_share=float(gpu_s[hit].sum() / gpu_s.sum()),
+                avg_slowdown=float(done.slowdown.mean()), p99_slowdown=float(done.slowdown.quantile(0.99)),
+                max_slowdown=float(done.slowdown.max()))
+
+
+def busy_run(jobs: int, fabric: str, seed: int = 0, network: str | None = None, mix: dict | None = None,
+             policy: str = "tiresias", placement: str = "consolidated") -> dict:
     import resource
 
-    import psutil
+    import numpy as np
 
+    from netlab.network.model import DEFAULT_NETWORK
     from netlab.sim import SimConfig, Simulator
     from netlab.topology import load_topology
     from netlab.traces.synthetic import poisson_chunks
     from netlab.workload.job import jobs_from_frame
 
-    proc = psutil.Process()
-    topo = load_topology(CLOS_16K)
-    rss_start = proc.memory_info().rss
+    network = network or DEFAULT_NETWORK
+    mix = MIX if mix is None else mix
+    topo = load_topology(fabric)
     t0 = time.perf_counter()
-    job_list = []
-    for chunk in poisson_chunks(jobs=jobs, load=0.9, cluster_gpus=topo.total_gpus, seed=seed, chunk_jobs=CHUNK_JOBS):
+    job_list, work, first, last = [], 0.0, None, None
+    for chunk in poisson_chunks(jobs=jobs, cluster_gpus=topo.total_gpus, seed=seed, chunk_jobs=CHUNK_JOBS, **mix):
+        work += float((chunk.gpus * chunk.duration_s).sum())
+        first = chunk.submit_s.iloc[0] if first is None else first
+        last = chunk.submit_s.iloc[-1]
         job_list.extend(jobs_from_frame(chunk, topo, first_id=len(job_list)))
         del chunk
-    gen_s = time.perf_counter() - t0
-    rss_jobs = proc.memory_info().rss
-    config = SimConfig(network="fair", seed=seed, link_history=history, link_resolution_s=86400.0)
-    sim = Simulator(topo, job_list, "tiresias", "consolidated", None, config)
+    trace_s = time.perf_counter() - t0
+    sizes = np.fromiter((j.gpus for j in job_list), dtype=np.int64, count=len(job_list))
+    config = SimConfig(network=network, seed=seed, link_history="aggregate", link_resolution_s=86400.0)
+    sim = Simulator(topo, job_list, policy, placement, None, config)
     del job_list
-    t0 = time.perf_counter()
+    wall0, cpu0 = time.perf_counter(), time.process_time()
     res = sim.run()
-    wall_s = time.perf_counter() - t0
-    s = res.summary
-    return dict(jobs=jobs, seed=seed, link_history=history, trace_s=gen_s, sim_wall_s=wall_s, us_per_job=wall_s / jobs * 1e6,
-                events=s["events"], finished=s["finished"], avg_jct_s=s["avg_jct_s"], avg_wait_s=s["avg_wait_s"],
-                gpu_util=s["gpu_util"], link_rows=len(res.links), rss_start_mb=rss_start / 2**20,
-                rss_jobs_mb=rss_jobs / 2**20, rss_end_mb=proc.memory_info().rss / 2**20,
+    wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
+    s, table = res.summary, res.jobs
+    waited = (table.start_s - table.submit_s) > 1e-6
+    return dict(jobs=jobs, fabric=fabric, gpus=topo.total_gpus, network=network, policy=f"{policy}+{placement}",
+                seed=seed, trace_s=trace_s, sim_wall_s=wall_s, sim_cpu_s=cpu_s, us_per_job=wall_s / jobs * 1e6,
+                cpu_us_per_job=cpu_s / jobs * 1e6, events=s["events"], finished=s["finished"],
+                gpu_util=s["gpu_util"], offered_load=work / (last - first) / topo.total_gpus,
+                share_128plus=float((sizes >= 128).mean()), waited_share=float(waited.mean()),
+                avg_wait_s=s["avg_wait_s"], avg_jct_s=s["avg_jct_s"], preemptions=s["preemptions"],
+                **contention(table), **solver_counts(sim), routing_tables_mb=topo.router.nbytes() / 2**20,
                 peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
-def trace_part(sizes: list[int], repeats: int, max_once: int) -> dict:
-    out = {"topology": CLOS_16K, "trace": "synthetic (default size mix), load 0.9, chunks of 100,000",
-           "policy": "tiresias + consolidated", "network": "fair", "link_history": "aggregate, 86,400 s bins",
-           "runs": {}}
+def busy_part(sizes: list[int], big_jobs: int) -> dict:
+    out = {"fabric": CLOS_16K, "mix": MIX, "policy": "tiresias + consolidated", "network": "default (tcp)",
+           "link_history": "aggregate, 86,400 s bins", "contended": f"slowdown > {CONTENDED}", "runs": {}}
     for n in sizes:
-        reps = 1 if n > max_once else repeats
-        runs = []
-        for r in range(reps):
-            before = _loadavg()
-            row = _child(["--part", "trace", "--jobs", str(n), "--seed", "0"])
-            row.update(loadavg_before=before, loadavg_after=_loadavg())
-            runs.append(row)
-            print(f"trace {n:>9,} jobs: {row['sim_wall_s']:8.1f} s sim, {row['us_per_job']:6.1f} us/job, "
-                  f"peak {row['peak_rss_mb']:7.0f} MB, load {row['loadavg_after'][0]}", flush=True)
-        out["runs"][str(n)] = {"repeats": reps, "median_sim_wall_s": statistics.median(r["sim_wall_s"] for r in runs),
-                               "median_us_per_job": statistics.median(r["us_per_job"] for r in runs),
-                               "peak_rss_mb": max(r["peak_rss_mb"] for r in runs), "each": runs}
+        row = _child(["--part", "busy", "--jobs", str(n), "--fabric", CLOS_16K])
+        out["runs"][str(n)] = row
+        _say(f"busy {n:>9,} jobs on {CLOS_16K}", row)
     runs = out["runs"]
     lo, hi = str(min(sizes)), str(max(sizes))
     if lo != hi:
-        out["cost_per_job_ratio"] = {f"{lo}->{hi}": runs[hi]["median_us_per_job"] / runs[lo]["median_us_per_job"]}
-        mid = [str(n) for n in sizes if str(n) not in (lo, hi)]
-        for m in mid:
-            out["cost_per_job_ratio"][f"{m}->{hi}"] = runs[hi]["median_us_per_job"] / runs[m]["median_us_per_job"]
-        out["memory_per_job_kb"] = ((runs[hi]["peak_rss_mb"] - runs[lo]["peak_rss_mb"]) * 1024
-                                    / (int(hi) - int(lo)))
+        out["cost_per_job_ratio"] = {f"{m}->{hi}": {"wall": runs[hi]["us_per_job"] / runs[m]["us_per_job"],
+                                                   "cpu": runs[hi]["cpu_us_per_job"] / runs[m]["cpu_us_per_job"]}
+                                     for m in map(str, sizes) if m != hi}
+    out["fabrics_131k"] = {}
+    for fabric in FABRICS_131K if big_jobs else ():
+        row = _child(["--part", "busy", "--jobs", str(big_jobs), "--fabric", fabric])
+        out["fabrics_131k"][fabric] = row
+        _say(f"busy {big_jobs:>9,} jobs on {fabric}", row)
     return out
 
 
-def history_part(sizes: list[int]) -> dict:
-    """Memory per job with each per-link history mode (one run per size and mode): the full history is what
-    made memory grow before (issue 16: about 30 KB a job)."""
-    out = {}
-    for mode in ("full", "aggregate", "none"):
-        runs = {}
-        for n in sizes:
-            before = _loadavg()
-            row = _child(["--part", "trace", "--jobs", str(n), "--history", mode])
-            row.update(loadavg_before=before, loadavg_after=_loadavg())
-            runs[str(n)] = row
-            print(f"history {mode:9s} {n:>9,} jobs: {row['sim_wall_s']:7.1f} s, peak {row['peak_rss_mb']:7.0f} MB, "
-                  f"{row['link_rows']:,} link rows", flush=True)
-        lo, hi = str(min(sizes)), str(max(sizes))
-        out[mode] = {"memory_per_job_kb": (runs[hi]["peak_rss_mb"] - runs[lo]["peak_rss_mb"]) * 1024
-                     / (int(hi) - int(lo)), "runs": runs}
-    return out
+def _say(what: str, row: dict) -> None:
+    print(f"{what}: {row['sim_wall_s']:.1f} s wall, {row['sim_cpu_s']:.1f} s CPU ({row['cpu_us_per_job']:.0f} us/job), "
+          f"peak {row['peak_rss_mb']:.0f} MB, util {row['gpu_util']:.3f}, contended jobs "
+          f"{row['contended_job_share']:.3f}, mean-field re-solves {row.get('mean_field_share')}, "
+          f"load {row['loadavg_after'][0]}", flush=True)
 
 
-# -- part 2: placement decision (child) --------------------------------------------------------------------------------
+# -- 2. route one 512-GPU job (child) --------------------------------------------------------------------------------
+
+def _llm_512():
+    from netlab.workload.llm import variant
+    from netlab.workload.zoo import ModelZoo
+
+    model = variant(ModelZoo.default()["gpt3-175b"], tp=8, pp=8)
+    return model, ModelZoo.default().with_model(model)
+
+
+def route_run(fabric: str, placements: int, seed: int = 0) -> dict:
+    import numpy as np
+
+    from netlab.network.demand import build_demand
+    from netlab.topology import load_topology
+    from netlab.workload.patterns import PATTERNS
+
+    model, _ = _llm_512()
+    gpus = (8,) * 64
+    plan = PATTERNS.get("3d")().plan_for(gpus, model)
+    flows = np.asarray(plan.flows, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    warm = load_topology("clos3,gpus=64,ecmp=hash")  # compiled code loaded before anything is timed
+    warm.route(np.array([[0, 1], [1, 2]]), 0)
+    topo = load_topology(fabric)
+    hosts = np.sort(rng.choice(topo.n_hosts, 64, replace=False))
+    t0 = time.perf_counter()
+    topo.route(hosts[flows], key=0, flow_weights=plan.flow_weights)
+    first_ms = (time.perf_counter() - t0) * 1e3  # router built, tables for 64 destinations
+    cold, route_ms, demand_ms = [], [], []
+    for i in range(placements):
+        hosts = np.sort(rng.choice(topo.n_hosts, 64, replace=False))
+        t0 = time.perf_counter()
+        topo.route(hosts[flows], key=(i + 1) * 1024, flow_weights=plan.flow_weights)
+        cold.append((time.perf_counter() - t0) * 1e3)  # new destinations: some tables built
+        t0 = time.perf_counter()
+        topo.route(hosts[flows], key=(i + 1) * 1024 + 7, flow_weights=plan.flow_weights)
+        route_ms.append((time.perf_counter() - t0) * 1e3)
+        t0 = time.perf_counter()
+        demand, _ = build_demand(topo, model, "3d", i + 1, hosts, gpus)
+        demand.links
+        demand_ms.append((time.perf_counter() - t0) * 1e3)
+    return {"fabric": fabric, "hosts": topo.n_hosts, "job": f"{model.name}: 512 GPUs, TP 8, PP 8, DP 8",
+            "flows": len(flows), "first_route_ms": first_ms, "new_hosts_median_ms": statistics.median(cold),
+            "route_median_ms": statistics.median(route_ms), "route_max_ms": max(route_ms),
+            "build_demand_median_ms": statistics.median(demand_ms), "placements": placements,
+            "tables": len(topo.router._switches.rows), "tables_mb": topo.router.nbytes() / 2**20}
+
+
+# -- 3. placement decision (child) -------------------------------------------------------------------------------------
 
 def placement_run(fabric: str, decisions: int, n_running: int = 5000, seed: int = 0) -> dict:
     import numpy as np
@@ -152,14 +234,11 @@ def placement_run(fabric: str, decisions: int, n_running: int = 5000, seed: int 
     from netlab.sim.fixtures import scatter
     from netlab.topology import load_topology
     from netlab.workload.job import Job
-    from netlab.workload.llm import variant
-    from netlab.workload.zoo import ModelZoo
 
     t0 = time.perf_counter()
     topo = load_topology(fabric)
     build_s = time.perf_counter() - t0
-    model = variant(ModelZoo.default()["gpt3-175b"], tp=8, pp=8)
-    zoo = ModelZoo.default().with_model(model)
+    model, zoo = _llm_512()
     rng = np.random.default_rng(seed)
     free = topo.host_gpus.copy()
     running = {}
@@ -194,7 +273,29 @@ def placement_run(fabric: str, decisions: int, n_running: int = 5000, seed: int 
     return out
 
 
-# -- part 3: small runs, whole process ---------------------------------------------------------------------------------
+# -- 4. full Philly under the default network (child) --------------------------------------------------------------
+
+def philly_run(trace_dir: str | None) -> dict:
+    from bench_core import PHILLY_TOPOLOGY
+
+    from netlab.network.model import DEFAULT_NETWORK
+    from netlab.sim import SimConfig, Simulator
+    from netlab.topology import load_topology
+    from netlab.traces import load_trace
+    from netlab.workload.job import jobs_from_frame
+
+    topo = load_topology(PHILLY_TOPOLOGY)
+    jobs = jobs_from_frame(load_trace("philly", trace_dir=trace_dir, seed=0), topo)
+    sim = Simulator(topo, jobs, "tiresias", "consolidated", None, SimConfig(network=DEFAULT_NETWORK))
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    res = sim.run()
+    wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
+    return dict(jobs=len(jobs), topology=PHILLY_TOPOLOGY, network=DEFAULT_NETWORK, run_wall_s=wall_s, run_cpu_s=cpu_s,
+                sim_wall_s=res.summary["wall_s"], events=res.summary["events"], **solver_counts(sim),
+                **contention(res.jobs))
+
+
+# -- 5. start-up, whole process ----------------------------------------------------------------------------------------
 
 def startup_part(repeats: int, trace_dir: str | None) -> dict:
     py = sys.executable
@@ -236,59 +337,83 @@ def _gavel_run(cli: str, trace_dir: str, outdir: Path) -> dict:
     return {"process_wall_s": wall, "sim_wall_s": summary["wall_s"], "jobs": summary["jobs"]}
 
 
+# -- idle-network rows (issue 16), re-run on demand -------------------------------------------------------------------
+
+def idle_part(sizes: list[int]) -> dict:
+    out = {"label": "idle network: the generator's default small-job mix (55% 1-GPU, at most 32 GPUs), load 0.9, "
+                    "fair; consolidated placement keeps nearly every job under one leaf", **IDLE, "runs": {}}
+    for n in sizes:
+        row = _child(["--part", "idle", "--jobs", str(n)])
+        out["runs"][str(n)] = row
+        _say(f"idle {n:>9,} jobs", row)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", choices=["trace", "placement", "all", "history", "startup"], default="all",
-                    help="all: every part; history, startup: that part only, merged into --out; trace, placement: "
-                         "one child measurement (JSON on stdout)")
-    ap.add_argument("--history", default="aggregate", help="link history of a trace child run")
-    ap.add_argument("--history-sizes", default="10000,50000")
+    ap.add_argument("--parts", default="busy,route,placement,philly,startup",
+                    help="comma-separated: busy, route, placement, philly, startup, idle (each merged into --out)")
+    ap.add_argument("--part", default=None, help="one child measurement (JSON on stdout): busy, idle, route, "
+                                                 "placement, philly")
     ap.add_argument("--jobs", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--fabric", default=FABRICS_131K[0])
+    ap.add_argument("--fabric", default=CLOS_16K)
     ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--big-jobs", type=int, default=100_000, help="jobs on the 131,072-GPU fabrics (0: skip)")
+    ap.add_argument("--idle-sizes", default="10000,100000,1000000")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--max-repeated", type=int, default=100_000, help="sizes above this run once")
     ap.add_argument("--decisions", type=int, default=50)
+    ap.add_argument("--placements", type=int, default=50)
     ap.add_argument("--trace-dir", default=None)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "scale.json"))
     args = ap.parse_args(argv)
-    if args.part == "trace":
-        print(json.dumps(trace_run(args.jobs, args.seed, args.history)))
-        return 0
-    if args.part == "placement":
-        print(json.dumps(placement_run(args.fabric, args.decisions)))
+    child = {"busy": lambda: busy_run(args.jobs, args.fabric, args.seed),
+             "idle": lambda: busy_run(args.jobs, IDLE["topology"], args.seed, IDLE["network"], IDLE["mix"]),
+             "route": lambda: route_run(args.fabric, args.placements, args.seed),
+             "placement": lambda: placement_run(args.fabric, args.decisions),
+             "philly": lambda: philly_run(args.trace_dir)}
+    if args.part is not None:
+        print(json.dumps(child[args.part]()))
         return 0
     from netlab.sim.metrics import write_json
 
-    if args.part in ("history", "startup"):  # one part again, into the existing results
-        results = json.loads(Path(args.out).read_text())
-        key = "history_modes" if args.part == "history" else "startup"
+    out = Path(args.out)
+    results = json.loads(out.read_text()) if out.exists() else {}
+    results.update(machine={"python": sys.version.split()[0], "platform": platform.platform(),
+                            "cpus": os.cpu_count()}, targets=TARGETS)
+    for part in args.parts.split(","):
         before = _loadavg()
-        results[key] = (history_part([int(s) for s in args.history_sizes.split(",")]) if args.part == "history"
-                        else startup_part(args.repeats, args.trace_dir))
-        results[key].update(loadavg_before=before, loadavg_after=_loadavg())
-        write_json(args.out, results)
-        print(f"wrote {key} into {args.out}")
-        return 0
-    results = {"machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count()},
-               "loadavg_start": _loadavg(), "targets": {
-                   "1M_jobs_wall_s": 300, "1M_jobs_peak_rss_mb": 4096, "memory_per_job_kb": 4,
-                   "placement_median_ms": 10, "cost_per_job_ratio_10k_to_1M": 1.5, "startup_s": 0.3}}
-    results["placement"] = []
-    for fabric in FABRICS_131K:
-        before = _loadavg()
-        row = _child(["--part", "placement", "--fabric", fabric, "--decisions", str(args.decisions)])
-        row.update(loadavg_before=before, loadavg_after=_loadavg())
-        results["placement"].append(row)
-        print(f"placement on {fabric}: " + ", ".join(f"{k} {v:.2f} ms" for k, v in row["median_ms"].items()),
-              flush=True)
-    results["startup"] = startup_part(args.repeats, args.trace_dir)
-    print("startup:", json.dumps({k: v for k, v in results["startup"].items() if k != "gavel_simulate"}), flush=True)
-    results["trace_scale"] = trace_part([int(s) for s in args.sizes.split(",")], args.repeats, args.max_repeated)
-    results["loadavg_end"] = _loadavg()
-    write_json(args.out, results)
-    print(f"wrote {args.out}")
+        if part == "busy":
+            results["busy"] = busy_part([int(s) for s in args.sizes.split(",")], args.big_jobs)
+        elif part == "route":
+            results["route"] = [_child(["--part", "route", "--fabric", f, "--placements", str(args.placements)])
+                                for f in FABRICS_131K]
+            for row in results["route"]:
+                print(f"route on {row['fabric']}: first {row['first_route_ms']:.1f} ms, then "
+                      f"{row['route_median_ms']:.3f} ms median ({row['flows']} flows)", flush=True)
+        elif part == "placement":
+            results["placement"] = [_child(["--part", "placement", "--fabric", f, "--decisions", str(args.decisions)])
+                                    for f in FABRICS_131K]
+            for row in results["placement"]:
+                print(f"placement on {row['fabric']}: " + ", ".join(f"{k} {v:.2f} ms"
+                                                                    for k, v in row["median_ms"].items()), flush=True)
+        elif part == "philly":
+            argv_child = ["--part", "philly"] + (["--trace-dir", args.trace_dir] if args.trace_dir else [])
+            results["philly"] = _child(argv_child)
+            print(f"philly: {results['philly']['run_wall_s']:.1f} s wall, {results['philly']['run_cpu_s']:.1f} s CPU",
+                  flush=True)
+        elif part == "startup":
+            results["startup"] = startup_part(args.repeats, args.trace_dir)
+        elif part == "idle":
+            results.setdefault("idle_network", {})["trace_scale"] = idle_part(
+                [int(s) for s in args.idle_sizes.split(",")])
+        else:
+            ap.error(f"unknown part {part!r}")
+        target = results[{"idle": "idle_network"}.get(part, part)]
+        if isinstance(target, dict):
+            target.update(loadavg_before=before, loadavg_after=_loadavg())
+        write_json(out, results)
+        print(f"wrote {part} into {out}", flush=True)
     return 0
 
 

@@ -148,7 +148,7 @@ class Topology:
             if graph.has_edge(a, b):
                 raise TopologyError(f"topology {self.name}: cable {i} ({a}-{b}) given twice")
             graph.add_edge(a, b)
-            for u, v in ((a, b), (b, a)):
+            for u, v in ((a, b), (b, a)):  # cable i is links 2i and 2i + 1 (the router relies on it)
                 self.link_id[(u, v)] = len(src)
                 src.append(u)
                 dst.append(v)

@@ -343,20 +343,22 @@ class Router:
         self.topo = topo
         n_hosts = topo.n_hosts
         switch_names = sorted(topo.switches)
-        switch_id = {s: i for i, s in enumerate(switch_names)}
-        host_id = topo.host_index
-        a_sw, b_sw, l_ab, l_ba = [], [], [], []
-        h_host, h_sw, h_up, h_down = [], [], [], []
-        self._host_cables = False
-        for a, b, _gbps, _tier in topo.cables:
-            ab, ba = topo.link_id[(a, b)], topo.link_id[(b, a)]
-            if a in switch_id and b in switch_id:
-                a_sw.append(switch_id[a]), b_sw.append(switch_id[b]), l_ab.append(ab), l_ba.append(ba)
-            elif a in switch_id or b in switch_id:
-                h, s, up, down = (b, a, ba, ab) if a in switch_id else (a, b, ab, ba)
-                h_host.append(host_id[h]), h_sw.append(switch_id[s]), h_up.append(up), h_down.append(down)
-            else:
-                self._host_cables = True
+        S = len(switch_names)
+        node = {s: i for i, s in enumerate(switch_names)}  # switches 0..S-1 in name order, then hosts
+        node.update((h.name, S + i) for i, h in enumerate(topo.hosts))
+        a = np.fromiter(map(node.__getitem__, [c[0] for c in topo.cables]), dtype=np.int64, count=len(topo.cables))
+        b = np.fromiter(map(node.__getitem__, [c[1] for c in topo.cables]), dtype=np.int64, count=len(topo.cables))
+        ab = np.arange(len(a), dtype=np.int64) * 2  # cable i is links 2i (a -> b) and 2i + 1 (b -> a): the model's rule
+        ba = ab + 1
+        sw = (a < S) & (b < S)
+        a_is_host = (a >= S) & (b < S)
+        b_is_host = (b >= S) & (a < S)
+        self._host_cables = bool(np.any((a >= S) & (b >= S)))
+        h_host = np.concatenate([a[a_is_host], b[b_is_host]]) - S
+        h_sw = np.concatenate([b[a_is_host], a[b_is_host]])
+        h_up = np.concatenate([ab[a_is_host], ba[b_is_host]])
+        h_down = np.concatenate([ba[a_is_host], ab[b_is_host]])
+        a_sw, b_sw, l_ab, l_ba = a[sw], b[sw], ab[sw], ba[sw]
         self._whole: _Tables | None = None
         self._mode = np.zeros(n_hosts, dtype=np.int8)  # 0: not yet asked, 1: switch tables, 2: whole-graph tables
         self._row = np.full(n_hosts, -1, dtype=np.int64)
@@ -364,15 +366,11 @@ class Router:
         if self._host_cables:
             self._switches = None
             return
-        S = len(switch_names)
-        indptr, indices, edge_link = _csr(S, np.array(a_sw, dtype=np.int64), np.array(b_sw, dtype=np.int64),
-                                          np.array(l_ab, dtype=np.int64), np.array(l_ba, dtype=np.int64))
-        h_host, h_sw = np.array(h_host, dtype=np.int64), np.array(h_sw, dtype=np.int64)
+        indptr, indices, edge_link = _csr(S, a_sw, b_sw, l_ab, l_ba)
         order = np.lexsort((h_sw, h_host))
         host_ptr = np.zeros(n_hosts + 1, dtype=np.int64)
         np.cumsum(np.bincount(h_host, minlength=n_hosts), out=host_ptr[1:])
-        self._switches = _Tables(S, indptr, indices, edge_link, host_ptr, h_sw[order],
-                                 np.array(h_up, dtype=np.int64)[order], np.array(h_down, dtype=np.int64)[order],
+        self._switches = _Tables(S, indptr, indices, edge_link, host_ptr, h_sw[order], h_up[order], h_down[order],
                                  final=True)
         self._multi = np.flatnonzero(np.diff(host_ptr) > 1)  # hosts that could be transit nodes
         self._exact: dict[int, bool] = {}  # table row -> no shortest path toward it passes through a host
