@@ -197,3 +197,16 @@ def test_a_demand_is_routed_only_when_its_links_are_read():
 def test_flow_hashes_are_zlib_crc32(src, dst, key, n):
     got = flow_hashes(np.full(n, src), np.full(n, dst), key, CRC_TABLE)
     assert got.tolist() == [zlib.crc32(f"{src}|{dst}|{key + f}".encode()) for f in range(n)]
+
+
+def test_a_simulation_on_the_ideal_network_never_routes():
+    from netlab.sim import SimConfig, Simulator
+    from netlab.traces import poisson_trace
+    from netlab.workload.job import jobs_from_frame
+
+    topo = load_topology("clos3,gpus=512,oversub=4,ecmp=hash")
+    trace = poisson_trace(jobs=60, load=0.9, cluster_gpus=topo.total_gpus, llm=0.3, seed=1)
+    jobs = jobs_from_frame(trace, topo)
+    result = Simulator(topo, jobs, "tiresias", "consolidated", None, SimConfig(network="ideal")).run()
+    assert result.summary["finished"] == 60 and (result.jobs.gpus > 8).any()  # multi-host jobs ran
+    assert topo._router is None  # no route was ever computed
