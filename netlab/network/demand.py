@@ -11,6 +11,7 @@ them; until then this keeps the ideal network free of routing.)
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -71,7 +72,8 @@ def build_demand(topology, model, pattern: str, job_id: int, hosts, gpus, iso_it
     intra_s = plan.serial_intra_bytes * 8 / (intra * 1e9)
     if not plan.flows:
         return None, intra_s
-    pairs = hosts[np.asarray(plan.flows, dtype=np.int64)]  # (src host, dst host) per flow
+    flows = np.fromiter(itertools.chain.from_iterable(plan.flows), dtype=np.int64, count=2 * len(plan.flows))
+    pairs = hosts[flows.reshape(-1, 2)]  # (src host, dst host) per flow
     cap = intra if plan.ring_intra_cap else math.inf
     demand = RoutedDemand(topology, pairs, job_id * 1024, plan.flow_weights, job_id, plan.flow_bytes,
                           model.compute_s, intra_s, model.overlap, cap, iso_iter_s, phase)

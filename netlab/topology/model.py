@@ -39,9 +39,10 @@ import networkx as nx
 import numpy as np
 
 from ..errors import InputError
-from .routing import CRC_TABLE, Router, accumulate, flow_hashes, shares
+from .routing import Router, accumulate, shares
 
 ECMP_MODES = ("split", "hash")
+_NO_WEIGHTS = np.zeros(0)
 
 # Host and switch names become file names, sshd_config lines and command arguments on a testbed
 # (netlab/testbed), so they are held to one strict pattern here, where every topology is made: a letter
@@ -214,13 +215,6 @@ class Topology:
         links, ptr, _ = self.router.walk(np.full(n, src_host), np.full(n, dst_host), np.arange(n))
         return tuple(tuple(links[ptr[i]:ptr[i + 1]].tolist()) for i in range(n))
 
-    def _hash_paths(self, src: np.ndarray, dst: np.ndarray, key: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``hash`` rule for flows src[f] -> dst[f] with keys key + f: their links, concatenated, and offsets."""
-        links, ptr, bad = self.router.walk(src, dst, flow_hashes(src, dst, key, CRC_TABLE), hashed=True)
-        if bad >= 0:
-            raise self._no_path(int(src[bad]), int(dst[bad]))
-        return links, ptr
-
     def flow_links(self, src_host: int, dst_host: int, key: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Links one flow loads and the fraction of the flow on each (see ``ecmp``).
 
@@ -231,8 +225,9 @@ class Topology:
         if memo is not None:
             return memo
         if self.ecmp == "hash":
-            links, _ = self._hash_paths(np.array([src_host], dtype=np.int64), np.array([dst_host], dtype=np.int64),
-                                        key)
+            links, _, bad = self.router.hash_paths([src_host], [dst_host], key)
+            if bad >= 0:
+                raise self._no_path(src_host, dst_host)
             return links, np.ones(len(links))
         links, paths, total = self.router.split(src_host, dst_host)
         if total == 0:
@@ -249,25 +244,24 @@ class Topology:
         its links. Without weights, under ``split`` ECMP the answer depends only on ``pairs`` and is memoised (a
         trace-scale run starts the same host sets again and again); treat the returned arrays as read-only.
         """
-        memo_key = None
-        if self.ecmp == "split":
-            pairs = tuple(map(tuple, pairs.tolist())) if isinstance(pairs, np.ndarray) else pairs
-            memo_key = pairs if flow_weights is None else None
-            memo = self._routes.get(memo_key) if memo_key is not None else None
-            if memo is not None:
-                return memo
         if self.ecmp == "hash":
-            flows = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-            links, ptr = self._hash_paths(np.ascontiguousarray(flows[:, 0]), np.ascontiguousarray(flows[:, 1]), key)
-            weights = (np.ones(len(links)) if flow_weights is None
-                       else np.repeat(np.asarray(flow_weights, dtype=float), np.diff(ptr)))
+            flows = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
+            weights = _NO_WEIGHTS if flow_weights is None else np.asarray(flow_weights, dtype=float)
+            ids, sums, bad = self.router.hash_route(flows, key, weights)
+            if bad >= 0:
+                raise self._no_path(int(flows[bad, 0]), int(flows[bad, 1]))
+            return ids, sums
+        pairs = tuple(map(tuple, pairs.tolist())) if isinstance(pairs, np.ndarray) else pairs
+        memo_key = pairs if flow_weights is None else None
+        memo = self._routes.get(memo_key) if memo_key is not None else None
+        if memo is not None:
+            return memo
+        parts = [self.flow_links(s, d) for s, d in pairs]
+        links = np.concatenate([p[0] for p in parts])
+        if flow_weights is None:
+            weights = np.concatenate([p[1] for p in parts])
         else:
-            parts = [self.flow_links(s, d) for s, d in pairs]
-            links = np.concatenate([p[0] for p in parts])
-            if flow_weights is None:
-                weights = np.concatenate([p[1] for p in parts])
-            else:
-                weights = np.concatenate([p[1] * w for p, w in zip(parts, flow_weights)])
+            weights = np.concatenate([p[1] * w for p, w in zip(parts, flow_weights)])
         # the same sorted ids and sums (added in flow order) as np.bincount, without a pass over every link
         out = accumulate(links, weights, self.router.scratch)
         if memo_key is not None:

@@ -162,57 +162,91 @@ def flow_hashes(src, dst, key0, table):  # pragma: no cover (compiled)
 
 
 @njit(cache=True)
-def _walk(indptr, indices, edge_link, dist, cnt, rows, src, dst, index, hashed, host_ptr, host_nbr, host_up,
-          host_down, final):  # pragma: no cover (compiled)
-    """Links of path ``index[f]`` (in node-name order) of each flow, concatenated, each flow's offset, and the
-    first flow without a path (-1 if none). ``hashed``: ``index`` holds hashes, the path is hash mod paths.
+def _walk_one(indptr, indices, edge_link, d, c, a, b, i, best, host_ptr, host_nbr, host_up, host_down, final, out,
+              pos):  # pragma: no cover (compiled)
+    """Write the links of path ``i`` (node-name order) from host a to host b at ``out[pos:]``; the next position.
 
-    ``final``: the table ends at the destination's anchors and one more hop (anchor -> host) closes the path;
-    otherwise the table ends at the destination node itself.
+    ``final``: the table ends at b's anchors and one more hop (anchor -> b) closes the path; otherwise the table
+    ends at the node b itself.
     """
+    u = -1
+    for k in range(host_ptr[a], host_ptr[a + 1]):
+        x = host_nbr[k]
+        if d[x] == best:
+            if i < c[x]:
+                out[pos] = host_up[k]
+                pos += 1
+                u = x
+                break
+            i -= c[x]
+    while d[u] > 0:
+        for e in range(indptr[u], indptr[u + 1]):
+            v = indices[e]
+            if d[v] == d[u] - 1:
+                if i < c[v]:
+                    out[pos] = edge_link[e]
+                    pos += 1
+                    u = v
+                    break
+                i -= c[v]
+    if final:
+        for k in range(host_ptr[b], host_ptr[b + 1]):
+            if host_nbr[k] == u:
+                out[pos] = host_down[k]
+                pos += 1
+                break
+    return pos
+
+
+@njit(cache=True)
+def _walk(indptr, indices, edge_link, dist, cnt, rows, src, dst, index, host_ptr, host_nbr, host_up, host_down,
+          final):  # pragma: no cover (compiled)
+    """Links of path ``index[f]`` of each flow, concatenated, each flow's offset, and the first flow without a
+    path (-1 if none)."""
     n = src.shape[0]
     ptr = np.zeros(n + 1, dtype=np.int64)
-    pick = np.empty(n, dtype=np.int64)
+    best = np.empty(n, dtype=np.int64)
     for f in range(n):
         a = src[f]
-        best, total = _first_hops(dist[rows[f]], cnt[rows[f]], host_nbr, host_ptr[a], host_ptr[a + 1])
+        best[f], total = _first_hops(dist[rows[f]], cnt[rows[f]], host_nbr, host_ptr[a], host_ptr[a + 1])
         if total == 0:
             return np.empty(0, dtype=np.int64), ptr, f
-        pick[f] = (index[f] % total if total > 1 else 0) if hashed else index[f]
-        ptr[f + 1] = ptr[f] + best + 1 + (1 if final else 0)
+        ptr[f + 1] = ptr[f] + best[f] + 1 + (1 if final else 0)
     out = np.empty(ptr[n], dtype=np.int64)
     for f in range(n):
-        d, c = dist[rows[f]], cnt[rows[f]]
-        a, b, i = src[f], dst[f], pick[f]
-        best, total = _first_hops(d, c, host_nbr, host_ptr[a], host_ptr[a + 1])
-        pos = ptr[f]
-        u = -1
-        for k in range(host_ptr[a], host_ptr[a + 1]):
-            x = host_nbr[k]
-            if d[x] == best:
-                if i < c[x]:
-                    out[pos] = host_up[k]
-                    pos += 1
-                    u = x
-                    break
-                i -= c[x]
-        while d[u] > 0:
-            for e in range(indptr[u], indptr[u + 1]):
-                v = indices[e]
-                if d[v] == d[u] - 1:
-                    if i < c[v]:
-                        out[pos] = edge_link[e]
-                        pos += 1
-                        u = v
-                        break
-                    i -= c[v]
-        if final:
-            for k in range(host_ptr[b], host_ptr[b + 1]):
-                if host_nbr[k] == u:
-                    out[pos] = host_down[k]
-                    pos += 1
-                    break
+        _walk_one(indptr, indices, edge_link, dist[rows[f]], cnt[rows[f]], src[f], dst[f], index[f], best[f],
+                  host_ptr, host_nbr, host_up, host_down, final, out, ptr[f])
     return out, ptr, -1
+
+
+@njit(cache=True)
+def _hash_route(indptr, indices, edge_link, dist, cnt, rows, flows, key0, table, flow_weights, host_ptr, host_nbr,
+                host_up, host_down, final, scratch):  # pragma: no cover (compiled)
+    """The ``hash`` rule for every flow (flow f keyed ``key0 + f``) and the sum over the flows: sorted link ids,
+    the flows (times ``flow_weights[f]``, if given) on each, added in flow order, and the first flow without a
+    path (-1 if none). ``scratch`` (one float per link, all 0) is left all 0."""
+    n = flows.shape[0]
+    hashes = flow_hashes(flows[:, 0], flows[:, 1], key0, table)
+    best = np.empty(n, dtype=np.int64)
+    pick = np.empty(n, dtype=np.int64)
+    size = 0
+    for f in range(n):
+        a = flows[f, 0]
+        best[f], total = _first_hops(dist[rows[f]], cnt[rows[f]], host_nbr, host_ptr[a], host_ptr[a + 1])
+        if total == 0:
+            return np.empty(0, dtype=np.int64), np.empty(0), f
+        pick[f] = hashes[f] % total if total > 1 else 0
+        size += best[f] + 1 + (1 if final else 0)
+    links = np.empty(size, dtype=np.int64)
+    pos = 0
+    for f in range(n):
+        end = _walk_one(indptr, indices, edge_link, dist[rows[f]], cnt[rows[f]], flows[f, 0], flows[f, 1], pick[f],
+                        best[f], host_ptr, host_nbr, host_up, host_down, final, links, pos)
+        w = flow_weights[f] if flow_weights.shape[0] else 1.0
+        for k in range(pos, end):
+            scratch[links[k]] += w
+        pos = end
+    return _collect(links, scratch) + (-1,)
 
 
 @njit(cache=True)
@@ -281,11 +315,9 @@ def shares(paths, total):  # pragma: no cover (compiled)
 
 
 @njit(cache=True)
-def accumulate(links, weights, scratch):  # pragma: no cover (compiled)
-    """Sorted distinct ``links`` and the sum of ``weights`` on each, added in input order (np.bincount's sums),
-    zero sums dropped; ``scratch`` (one float per link, all 0) is left all 0."""
-    for i in range(links.shape[0]):
-        scratch[links[i]] += weights[i]
+def _collect(links, scratch):  # pragma: no cover (compiled)
+    """Sorted distinct ``links`` and their sums in ``scratch`` (zero sums dropped, as np.flatnonzero would);
+    ``scratch`` is reset to 0 there."""
     ids = np.unique(links)
     keep = 0
     out_ids = np.empty(ids.shape[0], dtype=np.int64)
@@ -297,6 +329,15 @@ def accumulate(links, weights, scratch):  # pragma: no cover (compiled)
             keep += 1
         scratch[l] = 0.0
     return out_ids[:keep], out_w[:keep]
+
+
+@njit(cache=True)
+def accumulate(links, weights, scratch):  # pragma: no cover (compiled)
+    """Sorted distinct ``links`` and the sum of ``weights`` on each, added in input order (np.bincount's sums),
+    zero sums dropped; ``scratch`` (one float per link, all 0) is left all 0."""
+    for i in range(links.shape[0]):
+        scratch[links[i]] += weights[i]
+    return _collect(links, scratch)
 
 
 class _Tables:
@@ -430,27 +471,58 @@ class Router:
                 out[sel] = _count(t.dist, t.cnt, self._row[dst[sel]], src[sel], t.host_ptr, t.host_nbr)
         return out
 
-    def walk(self, src, dst, index, hashed: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
-        """Links of path ``index[f]`` (0 <= index < count; with ``hashed``, ``index`` mod count) of each flow,
-        concatenated in flow order, the offsets (flow f's links are ``links[ptr[f]:ptr[f + 1]]``), and the
-        first flow with no path (-1: none)."""
+    def _one_kind(self, dst: np.ndarray) -> _Tables | None:
+        """The tables every destination in ``dst`` is routed on, if they share one kind (after ``_prepare``)."""
+        modes = self._mode[dst]
+        if len(modes) and (modes == modes[0]).all():
+            return self._tables(int(modes[0]))
+        return None
+
+    def walk(self, src, dst, index) -> tuple[np.ndarray, np.ndarray, int]:
+        """Links of path ``index[f]`` (0 <= index < count) of each flow, concatenated in flow order, the offsets
+        (flow f's links are ``links[ptr[f]:ptr[f + 1]]``), and the first flow with no path (-1: none)."""
         src = np.ascontiguousarray(src, dtype=np.int64)
         dst = np.ascontiguousarray(dst, dtype=np.int64)
         index = np.ascontiguousarray(index, dtype=np.int64)
         self._prepare(dst)
-        modes = self._mode[dst]
-        if len(modes) and (modes == modes[0]).all():
-            t = self._tables(int(modes[0]))
-            return _walk(t.indptr, t.indices, t.edge_link, t.dist, t.cnt, self._row[dst], src, dst, index, hashed,
-                         t.host_ptr, t.host_nbr, t.host_up, t.host_down, t.final)
+        t = self._one_kind(dst)
+        if t is not None:
+            return _walk(t.indptr, t.indices, t.edge_link, t.dist, t.cnt, self._row[dst], src, dst, index, t.host_ptr,
+                         t.host_nbr, t.host_up, t.host_down, t.final)
         pieces, ptr = [], [0]
         for f in range(len(src)):  # destinations on both kinds of tables (a YAML fabric): one flow at a time
-            links, _, bad = self.walk(src[f:f + 1], dst[f:f + 1], index[f:f + 1], hashed)
+            links, _, bad = self.walk(src[f:f + 1], dst[f:f + 1], index[f:f + 1])
             if bad >= 0:
                 return links, np.zeros(len(src) + 1, dtype=np.int64), f
             pieces.append(links)
             ptr.append(ptr[-1] + len(links))
         return (np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)), np.array(ptr), -1
+
+    def hash_paths(self, src, dst, key: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """The ``hash`` rule's path of each flow (flow f keyed ``key + f``), as :meth:`walk` answers."""
+        src = np.ascontiguousarray(src, dtype=np.int64)
+        dst = np.ascontiguousarray(dst, dtype=np.int64)
+        counts = self.count(src, dst)
+        if len(counts) and counts.min() == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(len(src) + 1, dtype=np.int64), int(np.argmin(counts))
+        return self.walk(src, dst, flow_hashes(src, dst, key, CRC_TABLE) % counts)
+
+    def hash_route(self, flows: np.ndarray, key: int, flow_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """The ``hash`` rule for flows (rows of (src host, dst host); flow f keyed ``key + f``) summed over the
+        flows: sorted link ids, the flows on each (times ``flow_weights[f]``, if not empty), and the first flow
+        with no path (-1: none)."""
+        dst = flows[:, 1]
+        self._prepare(dst)
+        t = self._one_kind(dst)
+        if t is None:  # destinations on both kinds of tables (a YAML fabric): the paths, then their sum
+            links, ptr, bad = self.hash_paths(flows[:, 0], dst, key)
+            if bad >= 0:
+                return links, np.zeros(0), bad
+            per_flow = np.ones(len(flows)) if not len(flow_weights) else flow_weights
+            ids, sums = accumulate(links, np.repeat(per_flow, np.diff(ptr)), self.scratch)
+            return ids, sums, -1
+        return _hash_route(t.indptr, t.indices, t.edge_link, t.dist, t.cnt, self._row[dst], flows, key, CRC_TABLE,
+                           flow_weights, t.host_ptr, t.host_nbr, t.host_up, t.host_down, t.final, self.scratch)
 
     def split(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, int]:
         """Every link on a shortest path a -> b, how many of the paths use it, and the number of paths."""
