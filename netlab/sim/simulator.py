@@ -149,6 +149,7 @@ class Simulator(KernelLoop):
         js.remaining = 0.0
         self.scheduler.stopped(js)
         self._release(js)
+        js.demand = None  # a finished job's links are no one's business: a million-job run would keep them all
         js.status = "done"
         js.end_s = now
         if self._bar is not None:

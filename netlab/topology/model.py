@@ -124,6 +124,8 @@ class Topology:
                 raise TopologyError(f"topology {self.name}: host {h.name}: intra_gbps must be a finite number > 0, "
                                     f"got {h.intra_gbps!r}")
         self.host_index = {h.name: i for i, h in enumerate(self.hosts)}
+        # host indices as Python ints made once: a million placements share them instead of each holding its own
+        self.host_ids = tuple(range(len(self.hosts)))
         self.host_gpus = np.array([h.gpus for h in self.hosts], dtype=np.int64)
         self.host_intra_gbps = np.array([h.intra_gbps for h in self.hosts], dtype=float)
         self.rack_names = list(dict.fromkeys(h.rack for h in self.hosts))

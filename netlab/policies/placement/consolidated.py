@@ -176,12 +176,12 @@ def consolidate(free: np.ndarray, topology, n: int) -> Placement | None:
     cannot hold the job."""
     h = _best_fit(free, n)  # 1. one host
     if h >= 0:
-        return Placement((int(h),), (n,))
+        return Placement((topology.host_ids[h],), (n,))
     counts = _consolidate(free, topology.host_rack, topology.n_racks, n)  # 2. several
     hosts = np.flatnonzero(counts)
     if len(hosts) == 0:
         return None
-    return Placement(tuple(hosts.tolist()), tuple(counts[hosts].tolist()))
+    return Placement(tuple(map(topology.host_ids.__getitem__, hosts.tolist())), tuple(counts[hosts].tolist()))
 
 
 @PLACEMENT.register("consolidated")
