@@ -162,6 +162,19 @@ def flow_hashes(src, dst, key0, table):  # pragma: no cover (compiled)
 
 
 @njit(cache=True)
+def _choose(nodes, links, lo, hi, want, d, c, i):  # pragma: no cover (compiled)
+    """The next hop of path ``i``: among nodes[lo:hi] (name order) those at distance ``want`` each head a block of
+    c[node] paths; the one whose block holds ``i``, the link to it, and ``i`` within that block."""
+    for k in range(lo, hi):
+        x = nodes[k]
+        if d[x] == want:
+            if i < c[x]:
+                return x, links[k], i
+            i -= c[x]
+    return -1, -1, i
+
+
+@njit(cache=True)
 def _walk_one(indptr, indices, edge_link, d, c, a, b, i, best, host_ptr, host_nbr, host_up, host_down, final, out,
               pos):  # pragma: no cover (compiled)
     """Write the links of path ``i`` (node-name order) from host a to host b at ``out[pos:]``; the next position.
@@ -169,26 +182,11 @@ def _walk_one(indptr, indices, edge_link, d, c, a, b, i, best, host_ptr, host_nb
     ``final``: the table ends at b's anchors and one more hop (anchor -> b) closes the path; otherwise the table
     ends at the node b itself.
     """
-    u = -1
-    for k in range(host_ptr[a], host_ptr[a + 1]):
-        x = host_nbr[k]
-        if d[x] == best:
-            if i < c[x]:
-                out[pos] = host_up[k]
-                pos += 1
-                u = x
-                break
-            i -= c[x]
+    u, out[pos], i = _choose(host_nbr, host_up, host_ptr[a], host_ptr[a + 1], best, d, c, i)
+    pos += 1
     while d[u] > 0:
-        for e in range(indptr[u], indptr[u + 1]):
-            v = indices[e]
-            if d[v] == d[u] - 1:
-                if i < c[v]:
-                    out[pos] = edge_link[e]
-                    pos += 1
-                    u = v
-                    break
-                i -= c[v]
+        u, out[pos], i = _choose(indices, edge_link, indptr[u], indptr[u + 1], d[u] - 1, d, c, i)
+        pos += 1
     if final:
         for k in range(host_ptr[b], host_ptr[b + 1]):
             if host_nbr[k] == u:
@@ -389,7 +387,7 @@ class Router:
         node.update((h.name, S + i) for i, h in enumerate(topo.hosts))
         a = np.fromiter(map(node.__getitem__, [c[0] for c in topo.cables]), dtype=np.int64, count=len(topo.cables))
         b = np.fromiter(map(node.__getitem__, [c[1] for c in topo.cables]), dtype=np.int64, count=len(topo.cables))
-        ab = np.arange(len(a), dtype=np.int64) * 2  # cable i is links 2i (a -> b) and 2i + 1 (b -> a): the model's rule
+        ab = np.arange(len(a), dtype=np.int64) * 2  # cable i is links 2i (a -> b) and 2i + 1 (b -> a)
         ba = ab + 1
         sw = (a < S) & (b < S)
         a_is_host = (a >= S) & (b < S)
@@ -424,9 +422,8 @@ class Router:
             rank = {name: i for i, name in enumerate(sorted(names))}
             a = np.array([rank[c[0]] for c in topo.cables], dtype=np.int64)
             b = np.array([rank[c[1]] for c in topo.cables], dtype=np.int64)
-            ab = np.array([topo.link_id[(c[0], c[1])] for c in topo.cables], dtype=np.int64)
-            ba = np.array([topo.link_id[(c[1], c[0])] for c in topo.cables], dtype=np.int64)
-            indptr, indices, edge_link = _csr(len(names), a, b, ab, ba)
+            ab = np.arange(len(a), dtype=np.int64) * 2  # cable i is links 2i (a -> b) and 2i + 1 (b -> a)
+            indptr, indices, edge_link = _csr(len(names), a, b, ab, ab + 1)
             node = np.array([rank[h.name] for h in topo.hosts], dtype=np.int64)
             # a host's first hops are its node's adjacency row
             lo, hi = indptr[node], indptr[node + 1]

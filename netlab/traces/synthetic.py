@@ -11,9 +11,10 @@ the load asked for is the load the trace offers (:func:`offered_load` measures
 it on the rows). ``cluster_gpus`` is the cluster the trace is sized for: a trace
 spec run on a topology (``netlab simulate --trace synthetic,...``) defaults it to
 the topology's GPUs (:func:`netlab.traces.load_trace`'s ``cluster_gpus``), else
-64; :func:`fit_warning` says when a trace meets a cluster far from its size. Each of arrivals, sizes, durations and models has its
-own stream from ``SeedSequence(seed).spawn(5)``, so changing one (say the
-model mix) leaves the others unchanged.
+64; :func:`fit_warning` says when a trace meets a cluster far from its size.
+Each of arrivals, sizes, durations and models has its own stream from
+``SeedSequence(seed).spawn(5)``, so changing one (say the model mix) leaves
+the others unchanged.
 
 ``llm`` (0..1) makes that share of jobs large-model training runs: each such
 job (chosen by the fifth stream) takes an LLM from ``llm_models`` (default:
