@@ -8,10 +8,12 @@
    trace: "over 10% of jobs use 128 GPUs or more"); lognormal durations (median 1 h, sigma 1); the generator's
    load 0.9 of the topology's GPUs, LLM GPU-seconds included. Each run is a fresh process (one core, its own peak
    RSS); the trace is generated in chunks of 100,000 jobs. Reported per run: wall and CPU seconds of the
-   simulation, events, cost per job, peak RSS, GPU utilisation over the makespan, the share of jobs that waited
-   and their mean wait, contention (slowdown = progress time / isolated time > 1.05) as a share of jobs, of job
-   running time and of GPU time, and the tcp model's re-solves by path (``exact_solves``: the phase-aware exact
-   solver, components of at most 8 jobs; ``mean_field_solves``: the random-phase mean field).
+   simulation, events, cost per job, peak RSS, GPU utilisation over the makespan, the share of jobs that started
+   after their submission and the share that waited at all (Tiresias starts a new job by preempting others, so
+   jobs wait after preemptions), the mean wait, contention (slowdown = progress time / isolated time > 1.05) as a
+   share of jobs, of job running time and of GPU time, and the tcp model's re-solves by path (``exact_solves``:
+   the phase-aware exact solver, components of at most 8 jobs; ``mean_field_solves``: the random-phase mean
+   field).
 2. Route (``--part route``): one 512-GPU GPT-3 175B job (TP 8, PP 8, DP 8; 176 host-to-host flows) on 131,072
    GPUs (``rail``, ``clos3``, hash ECMP), its 64 hosts scattered: the first route on a fresh topology (routing
    tables built for its destinations), then the median over new placements and job ids with the tables built;
@@ -135,12 +137,14 @@ def busy_run(jobs: int, fabric: str, seed: int = 0, network: str | None = None, 
     res = sim.run()
     wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
     s, table = res.summary, res.jobs
-    waited = (table.start_s - table.submit_s) > 1e-6
+    delayed = (table.start_s - table.submit_s) > 1e-6  # started after its submission
+    waited = table.wait_s > 1e-6  # spent time not running: before its first start or after a preemption
     return dict(jobs=jobs, fabric=fabric, gpus=topo.total_gpus, network=network, policy=f"{policy}+{placement}",
                 seed=seed, trace_s=trace_s, sim_wall_s=wall_s, sim_cpu_s=cpu_s, us_per_job=wall_s / jobs * 1e6,
                 cpu_us_per_job=cpu_s / jobs * 1e6, events=s["events"], finished=s["finished"],
                 gpu_util=s["gpu_util"], offered_load=work / (last - first) / topo.total_gpus,
-                share_128plus=float((sizes >= 128).mean()), waited_share=float(waited.mean()),
+                share_128plus=float((sizes >= 128).mean()), start_delay_share=float(delayed.mean()),
+                waited_share=float(waited.mean()),
                 avg_wait_s=s["avg_wait_s"], avg_jct_s=s["avg_jct_s"], preemptions=s["preemptions"],
                 **contention(table), **solver_counts(sim), routing_tables_mb=topo.router.nbytes() / 2**20,
                 peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
