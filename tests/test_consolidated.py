@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from netlab.policies.placement.consolidated import _consolidate, consolidate
+from netlab.policies.placement.consolidated import _best_fit, _consolidate, consolidate
 from netlab.topology import load_topology
 
 
@@ -66,6 +66,16 @@ def test_counts_rule_matches_the_oracle_on_fragmented_clusters():
             assert got.tolist() == oracle(free, rack, racks, n), (free.tolist(), rack.tolist(), n)
             checked += 1
     assert checked > 3000
+
+
+def test_best_fit_is_the_fewest_free_that_fits_lowest_index_on_ties():
+    rng = np.random.default_rng(2)
+    for _ in range(2000):
+        free = rng.integers(0, 9, size=int(rng.integers(1, 12))).astype(np.int64)
+        n = int(rng.integers(1, 9))
+        fits = [h for h in range(len(free)) if free[h] >= n]
+        want = min(fits, key=lambda h: (free[h], h)) if fits else -1
+        assert _best_fit(free, n) == want, (free.tolist(), n)
 
 
 @pytest.mark.parametrize("spec, n", [("clos3,gpus=4096", 256), ("rail,gpus=4096", 512), ("clos3,gpus=131072", 512)])

@@ -51,7 +51,9 @@ def _best_fit(free, n):  # pragma: no cover  (compiled; tested through place)
     """The host with the fewest free GPUs that still holds n (lowest index on ties); -1 if none."""
     best = -1
     for h in range(free.shape[0]):
-        if free[h] >= n and (best < 0 or free[h] < free[best]):
+        if free[h] == n:  # nothing fits tighter, and no earlier host fits as tight
+            return h
+        if free[h] > n and (best < 0 or free[h] < free[best]):
             best = h
     return best
 
