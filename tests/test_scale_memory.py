@@ -129,3 +129,10 @@ def test_cli_simulate_aggregates_link_history(tmp_path):
     result = CliRunner().invoke(app, args + ["--link-history", "sometimes", "--out", str(bad)])
     assert result.exit_code == 2 and "aggregate, full, none" in result.output
     assert not bad.exists()  # refused before anything was written
+
+
+def test_a_finished_job_keeps_no_network_demand(jobs):
+    sim = Simulator(TOPO, jobs, "tiresias", "consolidated", None, SimConfig(network="fair"))
+    result = sim.run()
+    assert (result.jobs.gpus > TOPO.host_gpus.max()).any()  # multi-host jobs ran, each with a demand while it ran
+    assert all(js.status == "done" and js.demand is None for js in sim.states.values())
