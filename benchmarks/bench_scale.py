@@ -34,7 +34,8 @@ The machine is shared (2 cores): loadavg is recorded around every run, CPU secon
 loaded machine CPU time is the better estimate of one quiet core), and ratios are quoted beside seconds.
 
 Usage: python benchmarks/bench_scale.py [--parts busy,route,placement,philly,startup] [--sizes 10000,100000,1000000]
-       [--big-jobs 100000] [--trace-dir ../shared/traces]   (each part merged into --out)
+       [--big-jobs 100000] [--trace-dir ../shared/traces]   (each part merged into --out; each busy run is written
+       as it finishes, beside the runs of other sizes already there, so 10k and 100k land before a long 1M run)
 """
 
 from __future__ import annotations
@@ -150,24 +151,34 @@ def busy_run(jobs: int, fabric: str, seed: int = 0, network: str | None = None, 
                 peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
-def busy_part(sizes: list[int], big_jobs: int) -> dict:
+def busy_part(sizes: list[int], big_jobs: int, previous: dict | None, save) -> dict:
+    """The busy-cluster runs, each merged into ``previous`` (runs of other sizes kept) and saved as it finishes."""
     out = {"fabric": CLOS_16K, "mix": MIX, "policy": "tiresias + consolidated", "network": "default (tcp)",
-           "link_history": "aggregate, 86,400 s bins", "contended": f"slowdown > {CONTENDED}", "runs": {}}
+           "link_history": "aggregate, 86,400 s bins", "contended": f"slowdown > {CONTENDED}", "runs": {},
+           "fabrics_131k": {}}
+    if previous and previous.get("mix") == MIX and previous.get("fabric") == CLOS_16K:
+        out["runs"].update(previous.get("runs", {}))
+        out["fabrics_131k"].update(previous.get("fabrics_131k", {}))
     for n in sizes:
         row = _child(["--part", "busy", "--jobs", str(n), "--fabric", CLOS_16K])
         out["runs"][str(n)] = row
         _say(f"busy {n:>9,} jobs on {CLOS_16K}", row)
-    runs = out["runs"]
-    lo, hi = str(min(sizes)), str(max(sizes))
-    if lo != hi:
-        out["cost_per_job_ratio"] = {f"{m}->{hi}": {"wall": runs[hi]["us_per_job"] / runs[m]["us_per_job"],
-                                                   "cpu": runs[hi]["cpu_us_per_job"] / runs[m]["cpu_us_per_job"]}
-                                     for m in map(str, sizes) if m != hi}
-    out["fabrics_131k"] = {}
+        save(_cost_ratios(out))
     for fabric in FABRICS_131K if big_jobs else ():
         row = _child(["--part", "busy", "--jobs", str(big_jobs), "--fabric", fabric])
         out["fabrics_131k"][fabric] = row
         _say(f"busy {big_jobs:>9,} jobs on {fabric}", row)
+        save(out)
+    return out
+
+
+def _cost_ratios(out: dict) -> dict:
+    """Cost per job of the largest measured size over each smaller one (wall and CPU)."""
+    runs = out["runs"]
+    hi = str(max(map(int, runs)))
+    out["cost_per_job_ratio"] = {f"{m}->{hi}": {"wall": runs[hi]["us_per_job"] / runs[m]["us_per_job"],
+                                               "cpu": runs[hi]["cpu_us_per_job"] / runs[m]["cpu_us_per_job"]}
+                                 for m in sorted(runs, key=int) if m != hi}
     return out
 
 
@@ -388,7 +399,12 @@ def main(argv=None) -> int:
     for part in args.parts.split(","):
         before = _loadavg()
         if part == "busy":
-            results["busy"] = busy_part([int(s) for s in args.sizes.split(",")], args.big_jobs)
+            def save(busy: dict) -> None:
+                results["busy"] = busy
+                write_json(out, results)
+
+            results["busy"] = busy_part([int(s) for s in args.sizes.split(",") if s], args.big_jobs,
+                                        results.get("busy"), save)
         elif part == "route":
             results["route"] = [_child(["--part", "route", "--fabric", f, "--placements", str(args.placements)])
                                 for f in FABRICS_131K]
