@@ -152,11 +152,12 @@ def busy_run(jobs: int, fabric: str, seed: int = 0, network: str | None = None, 
 
 
 def busy_part(sizes: list[int], big_jobs: int, previous: dict | None, save) -> dict:
-    """The busy-cluster runs, each merged into ``previous`` (runs of other sizes kept) and saved as it finishes."""
+    """The busy-cluster runs, each merged into ``previous`` (its runs of other sizes kept if it ran this mix, compared
+    as JSON reads it back) and saved as it finishes."""
     out = {"fabric": CLOS_16K, "mix": MIX, "policy": "tiresias + consolidated", "network": "default (tcp)",
            "link_history": "aggregate, 86,400 s bins", "contended": f"slowdown > {CONTENDED}", "runs": {},
            "fabrics_131k": {}}
-    if previous and previous.get("mix") == MIX and previous.get("fabric") == CLOS_16K:
+    if previous and previous.get("mix") == json.loads(json.dumps(MIX)) and previous.get("fabric") == CLOS_16K:
         out["runs"].update(previous.get("runs", {}))
         out["fabrics_131k"].update(previous.get("fabrics_131k", {}))
     for n in sizes:
