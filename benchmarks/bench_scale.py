@@ -78,7 +78,10 @@ def _child(argv: list[str]) -> dict:
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv], check=True, capture_output=True,
                          text=True, cwd=ROOT)
     row = json.loads(out.stdout.strip().splitlines()[-1])
-    row.update(loadavg_before=before, loadavg_after=_loadavg())
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "netlab"], capture_output=True, text=True, cwd=ROOT)
+    row.update(loadavg_before=before, loadavg_after=_loadavg(),
+               commit=commit.stdout.strip() + ("+changes" if dirty.stdout.strip() else ""))
     return row
 
 
