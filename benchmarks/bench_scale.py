@@ -75,13 +75,13 @@ def _loadavg() -> list[float]:
 def _child(argv: list[str]) -> dict:
     """Run this script's ``argv`` part in a fresh Python (its own peak RSS); its JSON answer, with the load."""
     before = _loadavg()
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "netlab"], capture_output=True, text=True, cwd=ROOT)
+    commit = head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")  # the code the child imports
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv], check=True, capture_output=True,
                          text=True, cwd=ROOT)
     row = json.loads(out.stdout.strip().splitlines()[-1])
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "netlab"], capture_output=True, text=True, cwd=ROOT)
-    row.update(loadavg_before=before, loadavg_after=_loadavg(),
-               commit=commit.stdout.strip() + ("+changes" if dirty.stdout.strip() else ""))
+    row.update(loadavg_before=before, loadavg_after=_loadavg(), commit=commit)
     return row
 
 
