@@ -2,6 +2,7 @@
 the path the hash rule picks, the split weights (to the last bit) and the summed route of a set of flows, on
 small instances of every builder, on hand-wired fabrics where hosts are transit nodes, and on random graphs."""
 
+import dataclasses
 import tempfile
 import zlib
 from pathlib import Path
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from netlab.network.demand import RoutedDemand, build_demand
+from netlab.network.model import CommDemand
 from netlab.topology import Host, Topology, TopologyError, load_topology
 from netlab.topology.routing import CRC_TABLE, flow_hashes
 from netlab.workload.zoo import ModelZoo
@@ -191,6 +193,9 @@ def test_a_demand_is_routed_only_when_its_links_are_read():
     assert isinstance(demand, RoutedDemand) and topo._router is None  # nothing routed yet
     assert len(demand.links) == 8 and topo._router is not None  # two flows, host-tor-spine-tor-host each
     assert demand.iso_rate_gbps == pytest.approx(100.0)
+    moved = dataclasses.replace(demand, phase=0.25)  # a plain CommDemand, routed, with the change
+    assert type(moved) is CommDemand and moved.phase == 0.25 and demand.phase == 0.0
+    assert moved.links.tolist() == demand.links.tolist() and moved.iso_rate_gbps == demand.iso_rate_gbps
 
 
 @given(st.integers(0, 2**40), st.integers(0, 2**40), st.integers(-2**40, 2**40), st.integers(1, 4))

@@ -23,8 +23,14 @@ from .model import CommDemand, iteration_time
 class RoutedDemand(CommDemand):
     """A :class:`CommDemand` whose route (``links``, ``weights``, ``iso_rate_gbps``) is found when first read.
 
-    Pickles as the plain CommDemand it stands for.
+    Pickles as the plain CommDemand it stands for, and ``dataclasses.replace`` (which calls the class with every
+    field) makes that plain CommDemand too, routed, with the changes.
     """
+
+    def __new__(cls, *args, **kwargs):
+        if "links" in kwargs:  # dataclasses.replace: the fields of a routed demand
+            return CommDemand(**kwargs)
+        return super().__new__(cls)
 
     def __init__(self, topology, pairs: np.ndarray, key: int, flow_weights, job_id: int, flow_bytes: float,
                  compute_s: float, serial_intra_s: float, overlap: float, rate_cap_gbps: float, iso_iter_s: float,
