@@ -220,12 +220,19 @@ class Topology:
             return ((up, down),)
         return tuple((up, *p, down) for p in self._paths(sa, sb))
 
-    def flow_links(self, src_host: int, dst_host: int, key: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def flow_links(self, src_host: int, dst_host: int, key: int = 0, path: int | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
         """Links one flow loads and the fraction of the flow on each (see ``ecmp``).
 
+        ``path``: take equal-cost path ``path`` (an index into :meth:`paths`, modulo their number, so a
+        flow with one path takes it) instead of the ECMP rule: a network allocation's path choice.
         Split-ECMP answers depend only on the host pair and are memoised (every
         multi-host start asks); treat the returned arrays as read-only.
         """
+        if path is not None:
+            chosen = self.paths(src_host, dst_host)
+            p = chosen[path % len(chosen)]
+            return np.array(p, dtype=np.int64), np.ones(len(p))
         memo = self._split_links.get((src_host, dst_host))
         if memo is not None:
             return memo
@@ -244,27 +251,34 @@ class Topology:
                                                                              count=len(weight)))
         return out
 
-    def route(self, pairs: tuple[tuple[int, int], ...], key: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def route(self, pairs: tuple[tuple[int, int], ...], key: int = 0, paths: tuple[int, ...] | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
         """Links a set of flows loads (sorted ids) and the flows on each, summed over the flows.
 
         Flow ``n`` (``pairs[n]`` = (src host, dst host)) is hashed with key
         ``key + n`` under ``hash`` ECMP. Under ``split`` ECMP the answer depends
         only on ``pairs`` and is memoised (a trace-scale run starts the same
         host sets again and again); treat the returned arrays as read-only.
+        ``paths`` (a network allocation's path choice): flow ``n`` takes path
+        ``paths[n]`` (one entry: every flow), see :meth:`flow_links`.
         """
-        memo = self._routes.get(pairs) if self.ecmp == "split" else None
+        memo = self._routes.get(pairs) if self.ecmp == "split" and paths is None else None
         if memo is not None:
             return memo
+        if paths is not None and len(paths) not in (1, len(pairs)):
+            raise TopologyError(f"topology {self.name}: {len(paths)} path choices for {len(pairs)} flows "
+                                "(give one per flow, or one for all)")
         links, weights = [], []
         for n, (s, d) in enumerate(pairs):
-            link, weight = self.flow_links(s, d, key=key + n)
+            path = None if paths is None else paths[n if len(paths) > 1 else 0]
+            link, weight = self.flow_links(s, d, key=key + n, path=path)
             links.append(link)
             weights.append(weight)
         # bincount over link ids: the same sorted ids and sums as np.unique, for a fraction of the cost.
         per_link = np.bincount(np.concatenate(links), weights=np.concatenate(weights), minlength=self.n_links)
         ids = np.flatnonzero(per_link)
         out = ids, per_link[ids]
-        if self.ecmp == "split":
+        if self.ecmp == "split" and paths is None:
             if len(self._routes) >= 100_000:  # bounded: a trace has far fewer distinct host sets
                 self._routes.clear()
             self._routes[pairs] = out
