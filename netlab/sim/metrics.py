@@ -171,11 +171,12 @@ def build_result(sim, wall_s: float) -> SimResult:
     links = _links_frame(sim)
     summary = summarise(jobs, links, topo.total_gpus, wall_s, sim.kernel.events)
     summary.update(ordering=sim.ordering.name, placement=sim.placement.name, preemption=sim.preemption.name,
-                   network=sim.network.name, topology=topo.name, seed=sim.config.seed,
+                   netpolicy=sim.netpolicy.name, network=sim.network.name, topology=topo.name, seed=sim.config.seed,
                    tier_bytes=tier_bytes(links))
     config = dict(
         ordering=sim.ordering.describe(), placement=sim.placement.describe(), preemption=sim.preemption.describe(),
-        network=sim.network.name, seed=sim.config.seed, checkpoint_s=sim.config.checkpoint_s,
+        netpolicy=sim.netpolicy.describe(), network=sim.network.name, seed=sim.config.seed,
+        checkpoint_s=sim.config.checkpoint_s,
         restore_s=sim.config.restore_s, topology=topo.params | {"name": topo.name}, jobs=len(jobs),
         # the backfill rule in force: SimConfig's override, else the ordering policy's own
         backfill=sim.ordering.backfill if sim.config.backfill is None else sim.config.backfill,
