@@ -1,3 +1,3 @@
 """Network policies (the fourth decision: per-job network allocations); importing this package registers them."""
 
-from . import none  # noqa: F401
+from . import crux, none  # noqa: F401
