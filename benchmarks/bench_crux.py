@@ -11,7 +11,7 @@ Setup (what was assumed is said here and in the JSON):
 * **Workload**: Crux's job trace is not public. A synthetic one matching what the paper reports: job sizes
   1-8 GPUs (one host) for 55% of jobs, 16-64 for 33%, 128-256 for 12% (the paper: over 10% of jobs use 128
   GPUs or more); models from the zoo weighted towards LLM-era ones (gpt2-xl stands for Crux's GPT-3 variant);
-  isolated run times log-normal (median 30 min); Poisson arrivals offering about 80% of the cluster. The share of
+  isolated run times log-normal (median 30 min); Poisson arrivals offering about 90% of the cluster. The share of
   jobs at risk of contention (the paper: 36.3%) is measured here as the jobs whose traffic leaves their ToR and
   reported beside it.
 * **Arms** (FIFO ordering with backfill, the default ``tcp`` network): ``consolidated`` (placement alone, no
@@ -47,7 +47,7 @@ SIZES = [(1, 0.10), (2, 0.10), (4, 0.15), (8, 0.20), (16, 0.13), (32, 0.11), (64
 MODELS = [("gpt2-xl", 0.25), ("bert-large", 0.20), ("bert-base", 0.15), ("roberta-base", 0.10),
           ("resnet50", 0.10), ("vgg16", 0.10), ("xlm", 0.10)]
 MEDIAN_RUN_S = 1800.0
-OFFERED_LOAD = 0.8
+OFFERED_LOAD = 0.9
 TOPOLOGY = "crux,path={path},aggs=4,ecmp=hash"
 ARMS = {
     "consolidated": dict(placement="consolidated", netpolicy="none"),

@@ -132,3 +132,36 @@ def test_the_family_is_registered_and_none_allocates_nothing():
     assert none.allocates is False and none.allocate(None) == {}
     res = run("none")
     assert res.summary["netpolicy"] == "none" and res.config["netpolicy"]["name"] == "none"
+
+
+def test_the_command_line_lists_the_family_and_simulates_with_one(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from netlab.cli import app
+
+    runner = CliRunner()
+    listed = runner.invoke(app, ["policies"])
+    assert listed.exit_code == 0 and "network policy (--netpolicy):" in listed.output
+    lines = {line.split()[0] for line in listed.output.splitlines() if line.startswith("  ")}
+    assert {"none", "crux", "crux-paths"} <= lines
+    out = tmp_path / "run"
+    ran = runner.invoke(app, ["simulate", "--max-jobs", "20", "--topology",
+                              "leafspine,racks=2,hosts_per_rack=2,gpus_per_host=8,oversub=2,ecmp=hash",
+                              "--netpolicy", "crux-paths", "--network", "fair", "--out", str(out), "--quiet"])
+    assert ran.exit_code == 0, ran.output
+    assert json.loads((out / "config.json").read_text())["netpolicy"]["name"] == "crux-paths"
+    bad = runner.invoke(app, ["simulate", "--max-jobs", "5", "--netpolicy", "nope", "--out", str(tmp_path / "b")])
+    assert bad.exit_code != 0 and "unknown network policy 'nope'" in bad.output
+
+
+def test_a_sweep_grid_takes_netpolicy_as_an_optional_key():
+    from netlab.sweep.grid import GridError, expand
+
+    plain = expand(dict(grid=dict(policy=["fifo"])))
+    assert "netpolicy" not in plain[0].params  # grids without it keep their cell ids
+    cells = expand(dict(grid=dict(policy=["fifo"], netpolicy=["none", "crux-paths"])))
+    assert sorted(c.label for c in cells) == ["fifo+default", "fifo+default+crux-paths"]
+    with pytest.raises(GridError, match="'netpolicy': 'nope' is not a registered network policy"):
+        expand(dict(grid=dict(netpolicy=["nope"])))

@@ -16,12 +16,18 @@ import dataclasses
 
 import numpy as np
 
+from ..errors import InputError
 from ..network.demand import build_demand
 from ..sched import JobState, NetAllocation, PolicyError
 from ..sched.routes import job_flows, route_paths
 
 #: kinds the simulator honours itself, whatever the model (path choice is routing)
 ROUTED_KINDS = frozenset({"path"})
+
+
+class AllocationRefused(PolicyError, InputError):
+    """The network model cannot honour a network policy's allocation: the policy and the model do not fit
+    together (a choice of the run, reported as bad input naming the model, the job and the kind)."""
 
 
 def model_allocations(model) -> frozenset:
@@ -36,7 +42,7 @@ def check_allocation(model, js: JobState, alloc: NetAllocation) -> None:
     missing = asked - model_allocations(model)
     if missing:
         have = ", ".join(sorted(model_allocations(model) | ROUTED_KINDS))
-        raise PolicyError(f"network model {model.name!r} cannot honour a per-job {', '.join(sorted(missing))} "
+        raise AllocationRefused(f"network model {model.name!r} cannot honour a per-job {', '.join(sorted(missing))} "
                           f"allocation for job {js.job_id} ({alloc}); it honours: {have}")
 
 
