@@ -165,3 +165,17 @@ def test_a_sweep_grid_takes_netpolicy_as_an_optional_key():
     assert sorted(c.label for c in cells) == ["fifo+default", "fifo+default+crux-paths"]
     with pytest.raises(GridError, match="'netpolicy': 'nope' is not a registered network policy"):
         expand(dict(grid=dict(netpolicy=["nope"])))
+
+
+def test_a_mechanism_that_cannot_enforce_allocations_refuses_them_naming_itself_the_job_and_the_kind():
+    from netlab.integrations.slurm_advisor import SbatchMechanism
+    from netlab.sched import DEFAULT_ALLOCATION, JobState
+
+    mech = SbatchMechanism.__new__(SbatchMechanism)  # the refusal reads nothing else of it
+    js = JobState(JOBS[0], 1.0)
+    mech.running = {0: js}
+    mech.allocate({0: DEFAULT_ALLOCATION}, 0.0)  # the default changes nothing: accepted
+    assert js.allocation is DEFAULT_ALLOCATION
+    with pytest.raises(PolicyError, match=r"SbatchMechanism cannot enforce a per-job network allocation: job 0 "
+                                          r"asks for priority, rate_cap"):
+        mech.allocate({0: NetAllocation(priority=2, rate_cap_gbps=5.0)}, 0.0)
