@@ -4,10 +4,11 @@ Path choice is routing, done here before any model sees the flows: the job's
 flows are routed on the paths chosen (:func:`netlab.sched.routes.route_paths`)
 and its demand re-joins the fabric, so every contended model honours it.
 Priority classes, weights and rate caps are the network model's to honour: a
-model declares the kinds it honours (``Capabilities.allocations``) and
-refuses the others (``check_allocation``); a model that declares nothing
-honours none of them, and the refusal names the model, the job and the kind.
-A model without contention (``ideal``) ignores every allocation.
+model declares the kinds it honours (``Capabilities.allocations``), receives
+them through ``NetworkModel.change(job, now, allocation=...)`` and refuses
+the others (``check_allocation``); a model that declares nothing honours none
+of them, and the refusal names the model, the job and the kind. A model
+without contention (``ideal``) ignores every allocation.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..network.demand import build_demand
+from ..network.model import UnsupportedAllocation
 from ..sched import JobState, NetAllocation, PolicyError
 from ..sched.routes import job_flows, route_paths
 
@@ -25,25 +27,20 @@ from ..sched.routes import job_flows, route_paths
 ROUTED_KINDS = frozenset({"path"})
 
 
-class AllocationRefused(PolicyError, InputError):
+class AllocationRefused(UnsupportedAllocation, PolicyError, InputError):
     """The network model cannot honour a network policy's allocation: the policy and the model do not fit
     together (a choice of the run, reported as bad input naming the model, the job and the kind)."""
 
 
-def model_allocations(model) -> frozenset:
-    """The allocation kinds ``model`` honours (its ``Capabilities.allocations``; none if it declares nothing)."""
-    caps = getattr(model, "capabilities", None)
-    return frozenset(getattr(caps, "allocations", ()))
-
-
-def check_allocation(model, js: JobState, alloc: NetAllocation) -> None:
-    """Refuse, naming the model, the job and the kind, an allocation the model cannot honour."""
+def check_allocation(model, js: JobState, alloc: NetAllocation) -> frozenset:
+    """The kinds of ``alloc`` the model must honour (path choice is the simulator's own); refuse, naming the
+    model, the job and the kind (``NetworkModel.check_allocation``), those it cannot."""
     asked = alloc.kinds() - ROUTED_KINDS
-    missing = asked - model_allocations(model)
-    if missing:
-        have = ", ".join(sorted(model_allocations(model) | ROUTED_KINDS))
-        raise AllocationRefused(f"network model {model.name!r} cannot honour a per-job {', '.join(sorted(missing))} "
-                          f"allocation for job {js.job_id} ({alloc}); it honours: {have}")
+    try:
+        model.check_allocation(asked)
+    except UnsupportedAllocation as exc:
+        raise AllocationRefused(f"{exc}; asked for job {js.job_id} ({alloc})") from None
+    return asked
 
 
 def rerouted(topology, zoo, js: JobState, alloc: NetAllocation):

@@ -43,7 +43,7 @@ from .history import HISTORIES, make_history
 from .kernel import Kernel
 from .loop import KernelLoop
 from .metrics import SimResult, build_result
-from .netalloc import check_allocation, rerouted
+from .netalloc import ROUTED_KINDS, check_allocation, rerouted
 
 @dataclass
 class SimConfig:
@@ -229,13 +229,15 @@ class Simulator(KernelLoop):
             if alloc == js.allocation:
                 continue
             if contended:
-                check_allocation(self.network, js, alloc)
+                asked = check_allocation(self.network, js, alloc)
                 if js.demand is not None and alloc.paths != js.allocation.paths:
                     demand = rerouted(self.topology, self.zoo, js, alloc)
                     self.advance(js, now)  # progress so far at the old speed
                     if self.fabric.leave(jid, now):
                         self.net_done.pop(jid, None)
                     self._join(js, demand, now)
+                if js.demand is not None and (asked or js.allocation.kinds() - ROUTED_KINDS):
+                    self.network.change(jid, now, allocation=alloc)  # only models that declare these kinds
             js.allocation = alloc
 
     def _demand(self, model, js: JobState, hosts: tuple, gpus: tuple, phase: float):
