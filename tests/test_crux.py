@@ -85,20 +85,34 @@ def test_path_selection_puts_the_lower_intensity_job_off_the_higher_ones_spine()
 
 
 def test_jobs_that_must_share_get_two_classes_the_more_intensive_first():
-    # One spine: the two jobs cannot be separated and share the ToR-spine links. Job 1 (2 s of compute) is the
-    # more intensive: class 0; job 0 class 1. fair honours no priority, so the allocation is refused, naming the
-    # model, job 0 (the one asked a class other than 0) and the kind.
+    # One spine: the two jobs cannot be separated and share the ToR-spine links (2 x 100 / 2 = 100 Gbit/s). Job 1
+    # (2 s of compute) is the more intensive: class 0; job 0 class 1. Under fair, class 0 is filled first: job 1
+    # alone at 100 Gbit/s, 0.5 s of communication, 2.5 s an iteration, so it loads the link 100 x 0.5 / 2.5 = 20
+    # Gbit/s on average; class 1 gets the other 80: job 0 communicates 0.625 s, 1.625 s an iteration. Ten
+    # iterations: 16.25 s and 25 s. Without classes (crux-paths) they share 50 Gbit/s each: job 0 2 s an
+    # iteration, ends at 20 s; job 1 3 s, 20/3 iterations by then, 10/3 more alone at 2.5 s: 28 1/3 s.
     one_spine = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=1,oversub=2,spines=1,ecmp=hash")
-    policy = NETWORK_POLICIES.create("crux")
     jobs = [Job(0, 0.0, 2, "m0", 10.0), Job(1, 0.0, 2, "m1", 10.0)]
     zoo = ModelZoo({"m0": JobModel("m0", 1.0, 6.25e9), "m1": JobModel("m1", 2.0, 6.25e9)})
-    seen = []
-    inner = policy.allocate
-    policy.allocate = lambda view: seen.append(inner(view)) or seen[-1]
-    with pytest.raises(PolicyError, match=r"network model .fair. cannot honour a per-job priority allocation .*"
-                                          r"for job 0"):
-        Simulator(one_spine, jobs, "fifo", Fixed(), None, SimConfig(network="fair"), zoo=zoo, netpolicy=policy).run()
-    assert seen[0][1].priority == 0 and seen[0][0].priority == 1
+    out = {}
+    for name in ("crux", "crux-paths"):
+        policy = NETWORK_POLICIES.create(name)
+        seen = []
+        inner = policy.allocate
+        policy.allocate = lambda view, inner=inner, seen=seen: seen.append(inner(view)) or seen[-1]
+        res = Simulator(one_spine, jobs, "fifo", Fixed(), None, SimConfig(network="fair"), zoo=zoo,
+                        netpolicy=policy).run()
+        out[name] = (seen[0], res.jobs.sort_values("job_id").jct_s.tolist())
+    first, jct = out["crux"]
+    assert first[1].priority == 0 and first[0].priority == 1
+    assert jct == pytest.approx([16.25, 25.0], rel=1e-9)
+    first, jct = out["crux-paths"]
+    assert first[1].priority == first[0].priority == 0
+    assert jct == pytest.approx([20.0, 20.0 + 10 / 3 * 2.5], rel=1e-9)
+    # phase honours no class: crux is refused there, naming the model, the job and the kind
+    with pytest.raises(PolicyError, match=r"network model 'phase' cannot honour a per-job priority allocation "
+                                          r"\(job 0\)"):
+        Simulator(one_spine, jobs, "fifo", Fixed(), None, SimConfig(network="phase"), zoo=zoo, netpolicy="crux").run()
 
 
 def test_crux_on_the_ideal_network_has_nothing_to_allocate():

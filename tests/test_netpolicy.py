@@ -13,7 +13,7 @@ import pytest
 
 from netlab.policies import NETWORK_POLICIES, NetworkPolicy, PlacementPolicy
 from netlab.sched import NetAllocation, Placement, PolicyError
-from netlab.sched.routes import job_flows, route_paths
+from netlab.sched.routes import job_flows
 from netlab.sim import SimConfig, Simulator
 from netlab.topology import load_topology
 from netlab.workload.job import Job
@@ -79,22 +79,21 @@ def test_a_path_choice_removes_a_hash_collision():
     assert jct(run(Paths({0: 0, 1: 1}))) == pytest.approx([20.0, 20.0], rel=1e-9)
 
 
-def test_route_paths_puts_each_flow_on_its_chosen_path():
+def test_a_path_choice_routes_each_flow_on_its_chosen_path():
+    from netlab.network.demand import build_demand
+
     pairs, weights = job_flows(ZOO["m"], "ring", (0, 2), (1, 1))
     assert pairs == ((0, 2), (2, 0)) and weights == (1.0, 1.0)
-    links, per_link = route_paths(TOPO, pairs, weights, (0, 1), job_id=7)
+    demand, _ = build_demand(TOPO, ZOO["m"], "ring", 7, (0, 2), (1, 1), allocation=NetAllocation(paths=(0, 1)))
     expect = sorted(TOPO.paths(0, 2)[0] + TOPO.paths(2, 0)[1])
-    assert links.tolist() == expect and per_link.tolist() == [1.0] * len(expect)
-    with pytest.raises(PolicyError, match=r"job 7: path choice 2 for flow 0 .*\(indices 0\.\.1\)"):
-        route_paths(TOPO, pairs, weights, (2, 0), job_id=7)
-    with pytest.raises(PolicyError, match="one index per flow \\(2\\) or one for all, got 3"):
-        route_paths(TOPO, pairs, weights, (0, 1, 0), job_id=7)
+    assert demand.links.tolist() == expect and demand.weights.tolist() == [1.0] * len(expect)
 
 
 def test_a_model_that_cannot_honour_a_priority_refuses_it_naming_model_job_and_kind():
-    with pytest.raises(PolicyError, match=r"network model .fair. cannot honour a per-job priority allocation .*"
-                                          r"for job 0"):
-        run(Paths({0: 0, 1: 1}, priority=3))
+    # phase honours weights, caps and paths but not classes (its fixed windows would starve a lower class)
+    with pytest.raises(PolicyError, match=r"network model 'phase' cannot honour a per-job priority allocation "
+                                          r"\(job 0\)"):
+        run(Paths({0: 0, 1: 1}, priority=3), network="phase")
 
 
 def test_ideal_ignores_allocations():

@@ -1,30 +1,21 @@
 """How the simulator carries out a network policy's allocations.
 
-Path choice is routing, done here before any model sees the flows: the job's
-flows are routed on the paths chosen (:func:`netlab.sched.routes.route_paths`)
-and its demand re-joins the fabric, so every contended model honours it.
-Priority classes, weights and rate caps are the network model's to honour: a
-model declares the kinds it honours (``Capabilities.allocations``), receives
-them through ``NetworkModel.change(job, now, allocation=...)`` and refuses
-the others (``check_allocation``); a model that declares nothing honours none
-of them, and the refusal names the model, the job and the kind. A model
-without contention (``ideal``) ignores every allocation.
+The network model honours them (``netlab.network.model``'s module doc): it
+declares the kinds it honours (``Capabilities.allocations``) and refuses the
+others (``NetworkModel.check_allocation``), naming the model, the job and the
+kind, before anything changes; a model without contention (``ideal``)
+ignores them. A new class, weight or cap is changed in place
+(``Fabric.reallocate``); a new path choice changes which links the job's
+flows load, so its demand is built again with the allocation
+(``build_demand(..., allocation=...)``) and re-joins the fabric.
 """
 
 from __future__ import annotations
-
-import dataclasses
-
-import numpy as np
 
 from ..errors import InputError
 from ..network.demand import build_demand
 from ..network.model import UnsupportedAllocation
 from ..sched import JobState, NetAllocation, PolicyError
-from ..sched.routes import job_flows, route_paths
-
-#: kinds the simulator honours itself, whatever the model (path choice is routing)
-ROUTED_KINDS = frozenset({"path"})
 
 
 class AllocationRefused(UnsupportedAllocation, PolicyError, InputError):
@@ -32,24 +23,16 @@ class AllocationRefused(UnsupportedAllocation, PolicyError, InputError):
     together (a choice of the run, reported as bad input naming the model, the job and the kind)."""
 
 
-def check_allocation(model, js: JobState, alloc: NetAllocation) -> frozenset:
-    """The kinds of ``alloc`` the model must honour (path choice is the simulator's own); refuse, naming the
-    model, the job and the kind (``NetworkModel.check_allocation``), those it cannot."""
-    asked = alloc.kinds() - ROUTED_KINDS
+def check_allocation(model, job_id: int, alloc: NetAllocation) -> None:
+    """Refuse what ``model`` cannot honour of ``alloc`` (:class:`AllocationRefused`, naming model, job, kind)."""
     try:
-        model.check_allocation(asked)
+        model.check_allocation(alloc, job_id)
     except UnsupportedAllocation as exc:
-        raise AllocationRefused(f"{exc}; asked for job {js.job_id} ({alloc})") from None
-    return asked
+        raise AllocationRefused(str(exc)) from None
 
 
 def rerouted(topology, zoo, js: JobState, alloc: NetAllocation):
-    """``js``'s demand with its flows on the paths ``alloc`` chooses (the fabric's ECMP if ``paths`` is None)."""
-    p, model = js.placement, zoo[js.job.model]
-    if alloc.paths is None:
-        return build_demand(topology, model, js.job.pattern, js.job_id, p.hosts, p.gpus, js.iso_iter_s,
-                            js.demand.phase)[0]
-    pairs, weights = job_flows(model, js.job.pattern, p.hosts, p.gpus)
-    links, per_link = route_paths(topology, pairs, weights, alloc.paths, js.job_id)
-    iso = min(float(np.min(topology.link_capacity_gbps[links] / per_link)), js.demand.rate_cap_gbps)
-    return dataclasses.replace(js.demand, links=links, weights=per_link, iso_rate_gbps=iso)
+    """``js``'s demand built again with ``alloc`` (its paths; the fabric's ECMP where ``paths`` is None)."""
+    p = js.placement
+    return build_demand(topology, zoo[js.job.model], js.job.pattern, js.job_id, p.hosts, p.gpus, js.iso_iter_s,
+                        js.demand.phase, allocation=alloc)[0]

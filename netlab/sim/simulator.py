@@ -43,7 +43,7 @@ from .history import HISTORIES, make_history
 from .kernel import Kernel
 from .loop import KernelLoop
 from .metrics import SimResult, build_result
-from .netalloc import ROUTED_KINDS, check_allocation, rerouted
+from .netalloc import check_allocation, rerouted
 
 @dataclass
 class SimConfig:
@@ -208,9 +208,12 @@ class Simulator(KernelLoop):
                 self.set_phase(jid, phase)
 
     def _join(self, js: JobState, demand, now: float) -> None:
-        """A running job's flows join the fabric (at its start, or re-routed)."""
+        """A starting job's flows join the fabric."""
+        self._joined(js, demand, self.fabric.join(js.job_id, demand, now))
+
+    def _joined(self, js: JobState, demand, rate: float | None) -> None:
+        """``js``'s flows joined the fabric (at its start, or re-routed); ``rate``: its per-flow rate if known."""
         js.demand = demand
-        rate = self.fabric.join(js.job_id, demand, now)
         if rate is None:  # provisional: the network settles later this instant
             js.iter_s = demand.iter_s(demand.iso_rate_gbps)
             js.comm_s = js.iter_s - demand.compute_s
@@ -221,23 +224,22 @@ class Simulator(KernelLoop):
             self._arm_network_completions()
 
     def allocate(self, allocations: dict[int, NetAllocation], now: float) -> None:
-        """Carry out a network policy's allocations (``netlab.sim.netalloc``): paths are re-routed here, the
-        other kinds go to the network model, which refuses what it cannot honour; ``ideal`` ignores them."""
+        """Carry out a network policy's allocations (``netlab.sim.netalloc``): the network model takes them or
+        refuses what it cannot honour; a job without flows (one host) and the ``ideal`` model ignore them."""
         contended = self.network.capabilities.contention
         for jid, alloc in allocations.items():
             js = self.running[jid]
             if alloc == js.allocation:
                 continue
-            if contended:
-                asked = check_allocation(self.network, js, alloc)
-                if js.demand is not None and alloc.paths != js.allocation.paths:
+            if contended and js.demand is not None:
+                check_allocation(self.network, jid, alloc)
+                if alloc.paths != js.allocation.paths:
                     demand = rerouted(self.topology, self.zoo, js, alloc)
                     self.advance(js, now)  # progress so far at the old speed
-                    if self.fabric.leave(jid, now):
-                        self.net_done.pop(jid, None)
-                    self._join(js, demand, now)
-                if js.demand is not None and (asked or js.allocation.kinds() - ROUTED_KINDS):
-                    self.network.change(jid, now, allocation=alloc)  # only models that declare these kinds
+                    self.net_done.pop(jid, None)
+                    self._joined(js, demand, self.fabric.reallocate(jid, alloc, now, demand=demand))
+                else:
+                    self.fabric.reallocate(jid, alloc, now)
             js.allocation = alloc
 
     def _demand(self, model, js: JobState, hosts: tuple, gpus: tuple, phase: float):
