@@ -58,6 +58,8 @@ def simulate(
                                  help="Topology spec string, YAML file or Crux topo.csv."),
     policy: str = typer.Option("fifo", help="Ordering policy (see `netlab policies`)."),
     placement: str = typer.Option(None, help="Placement policy; default: the policy's own, else consolidated."),
+    netpolicy: str = typer.Option("none", help="Network policy: per-job priority class, weight, rate cap and "
+                                  "paths (see `netlab policies`); none: every job alike."),
     network: str = typer.Option("tcp", help="Network model (see `netlab policies`): tcp (the default, "
                                 "netlab.network.DEFAULT_NETWORK), fair, phase, ideal."),
     seed: int = typer.Option(0, min=0, help="Seed for every random stream of the run."),
@@ -80,7 +82,8 @@ def simulate(
 
     _check_out_dir(out)
     try:
-        result = run(trace=trace, topology=topology, policy=policy, placement=placement, network=network, seed=seed,
+        result = run(trace=trace, topology=topology, policy=policy, placement=placement, netpolicy=netpolicy,
+                     network=network, seed=seed,
                      max_jobs=max_jobs, trace_dir=trace_dir, progress=None if not quiet else False,
                      checkpoint_s=checkpoint_s, restore_s=restore_s, link_history=link_history,
                      link_resolution_s=link_resolution_s)
@@ -100,12 +103,13 @@ def simulate(
 
 @app.command()
 def policies():
-    """List the registered ordering, placement and preemption policies and network models."""
+    """List the registered ordering, placement, preemption and network policies and network models."""
     from .network import NETWORKS
-    from .policies import ORDERING, PLACEMENT, PREEMPTION
+    from .policies import NETWORK_POLICIES, ORDERING, PLACEMENT, PREEMPTION
 
     for title, reg in (("ordering (--policy)", ORDERING), ("placement (--placement)", PLACEMENT),
-                       ("preemption", PREEMPTION), ("network (--network)", NETWORKS)):
+                       ("preemption", PREEMPTION), ("network policy (--netpolicy)", NETWORK_POLICIES),
+                       ("network (--network)", NETWORKS)):
         typer.echo(f"{title}:")
         for name, doc in reg.describe().items():
             typer.echo(f"  {name:18s} {doc}")

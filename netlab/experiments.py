@@ -42,13 +42,14 @@ def load_jobs(trace, topology, max_jobs: int | None = None, seed: int = 0, trace
 
 
 def run(trace="philly-sample", topology=DEMO_TOPOLOGY, policy="fifo", placement=None, network=DEFAULT_NETWORK,
-        seed: int = 0, max_jobs: int | None = None, trace_dir=None, progress=False, **config) -> SimResult:
+        seed: int = 0, max_jobs: int | None = None, trace_dir=None, progress=False, netpolicy: str = "none",
+        **config) -> SimResult:
     """One simulation from names; ``config`` fills :class:`netlab.sim.SimConfig`."""
     from .traces.synthetic import offered_load
 
     topo, jobs, df = load_jobs(trace, topology, max_jobs=max_jobs, seed=seed, trace_dir=trace_dir)
     cfg = SimConfig(network=network, seed=seed, progress=progress, **config)
-    result = Simulator(topo, jobs, policy, placement, None, cfg).run()
+    result = Simulator(topo, jobs, policy, placement, None, cfg, netpolicy=netpolicy).run()
     result.config["trace"] = trace if isinstance(trace, str) else "<DataFrame>"
     result.config["max_jobs"] = max_jobs
     result.config["offered_load"] = offered_load(df, topo.total_gpus)  # what the trace asks of these GPUs

@@ -36,7 +36,8 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "netlab"
-REGISTRY_FRONT = {"ORDERING", "PLACEMENT", "PREEMPTION", "OrderingPolicy", "PlacementPolicy", "PreemptionPolicy"}
+REGISTRY_FRONT = {"ORDERING", "PLACEMENT", "PREEMPTION", "NETWORK_POLICIES", "OrderingPolicy", "PlacementPolicy",
+                  "PreemptionPolicy", "NetworkPolicy"}
 
 
 def _module(path: Path) -> tuple[str, bool]:

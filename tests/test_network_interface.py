@@ -44,14 +44,23 @@ def test_the_models_say_what_they_are():
 
 
 @pytest.mark.parametrize("name", NETWORKS.names())
-def test_every_model_refuses_an_allocation_it_cannot_honour_with_one_clear_error(name):
+def test_every_model_honours_what_it_declares_and_refuses_the_rest_with_one_clear_error(name):
     model = NETWORKS.create(name)
     model.check_allocation([])  # nothing asked: nothing refused
     for kind in ALLOCATION_KINDS:
-        with pytest.raises(UnsupportedAllocation, match=f"{name}.*cannot honour a per-job {kind}"):
+        if kind in model.capabilities.allocations or not model.capabilities.contention:  # ideal: ignored
             model.check_allocation([kind])
+        else:
+            with pytest.raises(UnsupportedAllocation, match=f"{name}.*cannot honour a per-job {kind}"):
+                model.check_allocation([kind])
     with pytest.raises(UnsupportedAllocation, match="unknown"):
         model.check_allocation(["bandwidth"])
+
+
+def test_what_the_models_honour():
+    caps = {n: NETWORKS.get(n).capabilities.allocations for n in ("fair", "tcp", "phase")}
+    assert caps["fair"] == caps["tcp"] == set(ALLOCATION_KINDS)
+    assert caps["phase"] == {"weight", "rate_cap", "path"}  # priority refused (see PhaseNetwork's doc)
 
 
 def test_a_model_that_declares_an_allocation_accepts_it():

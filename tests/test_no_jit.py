@@ -22,6 +22,7 @@ NO_JIT_TESTS = [
     "tests/test_network.py",
     "tests/test_cluster_view.py",
     "tests/test_network_interface.py",
+    "tests/test_net_allocation.py",
     "tests/test_simulator.py::test_incremental_fair_network_matches_a_full_resolve",
 ]
 

@@ -235,7 +235,7 @@ def _grid_file(folder: Path, doc: dict) -> Path:
 
 
 BAD_GRIDS = {
-    "policy-number": (dict(grid=dict(policy=[5])), "'policy'", "fifo, fjf, sjf"),
+    "policy-number": (dict(grid=dict(policy=[5])), "'policy'", "fifo, fjf, priority, sjf"),
     "policy-misspelt": (dict(grid=dict(policy=["fifo", "tiresas"])), "'policy'", "tiresias"),
     "placement": (dict(grid=dict(placement=["consolidatd"])), "'placement'", "consolidated"),
     "preemption": (dict(grid=dict(preemption=["nope"])), "'preemption'", "or null"),

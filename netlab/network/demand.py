@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ..errors import InputError
 from ..workload.patterns import PATTERNS
 from .model import CommDemand, iteration_time
 
@@ -34,17 +35,17 @@ class RoutedDemand(CommDemand):
 
     def __init__(self, topology, pairs: np.ndarray, key: int, flow_weights, job_id: int, flow_bytes: float,
                  compute_s: float, serial_intra_s: float, overlap: float, rate_cap_gbps: float, iso_iter_s: float,
-                 phase: float):
+                 phase: float, allocation=None, paths=None):
         self.job_id, self.flow_bytes, self.compute_s = job_id, flow_bytes, compute_s
         self.serial_intra_s, self.overlap, self.rate_cap_gbps = serial_intra_s, overlap, rate_cap_gbps
-        self.iso_iter_s, self.phase = iso_iter_s, phase
-        self._pending = (topology, pairs, key, flow_weights)
+        self.iso_iter_s, self.phase, self.allocation = iso_iter_s, phase, allocation
+        self._pending = (topology, pairs, key, flow_weights, paths)
         self._route = None
 
     def _routed(self) -> tuple[np.ndarray, np.ndarray, float]:
         if self._route is None:
-            topology, pairs, key, flow_weights = self._pending
-            links, weights = topology.route(pairs, key=key, flow_weights=flow_weights)
+            topology, pairs, key, flow_weights, paths = self._pending
+            links, weights = topology.route(pairs, key=key, flow_weights=flow_weights, paths=paths)
             iso = min(float(np.min(topology.link_capacity_gbps[links] / weights)), self.rate_cap_gbps)
             self._route, self._pending = (links, weights, iso), None
         return self._route
@@ -66,12 +67,15 @@ class RoutedDemand(CommDemand):
 
 
 def build_demand(topology, model, pattern: str, job_id: int, hosts, gpus, iso_iter_s: float = 0.0,
-                 phase: float = 0.0) -> tuple[CommDemand | None, float]:
+                 phase: float = 0.0, allocation=None) -> tuple[CommDemand | None, float]:
     """(demand, serial intra-host seconds). The demand is None for a job inside one host.
 
     Flow ``n`` of job ``j`` is hashed with key ``j * 1024 + n`` under hash ECMP,
-    so a job keeps its paths for as long as it keeps its placement.
+    so a job keeps its paths for as long as it keeps its placement. ``allocation``
+    (a ``NetAllocation``) goes with the demand; its ``paths``, if set, choose each
+    flow's equal-cost path instead (``Topology.route``).
     """
+    paths = None if allocation is None else allocation.paths
     hosts = np.asarray(hosts, dtype=np.int64)
     plan = PATTERNS.get(pattern)().plan_for(tuple(int(g) for g in gpus), model)
     intra = float(topology.host_intra_gbps[hosts].min())
@@ -80,9 +84,12 @@ def build_demand(topology, model, pattern: str, job_id: int, hosts, gpus, iso_it
         return None, intra_s
     flows = np.fromiter(itertools.chain.from_iterable(plan.flows), dtype=np.int64, count=2 * len(plan.flows))
     pairs = hosts[flows.reshape(-1, 2)]  # (src host, dst host) per flow
+    if paths is not None and len(paths) not in (1, len(pairs)):
+        raise InputError(f"job {job_id}: its allocation gives {len(paths)} path choices for its {len(pairs)} flows "
+                         "(give one per flow, or one for all)")
     cap = intra if plan.ring_intra_cap else math.inf
     demand = RoutedDemand(topology, pairs, job_id * 1024, plan.flow_weights, job_id, plan.flow_bytes,
-                          model.compute_s, intra_s, model.overlap, cap, iso_iter_s, phase)
+                          model.compute_s, intra_s, model.overlap, cap, iso_iter_s, phase, allocation, paths)
     return demand, intra_s
 
 

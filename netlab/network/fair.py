@@ -4,6 +4,17 @@ Their communication phases are taken to coincide: the worst case, and the
 classic flow-level model. Rates come from progressive filling
 (:mod:`netlab.network.maxmin`); a job's iteration time follows from its rate.
 
+Per-job network allocations (:mod:`netlab.network.model`'s doc) are honoured:
+inside a class, rates grow in proportion to the jobs' weights; a cap bounds a
+job's per-flow rate; classes are filled one after the other from class 0,
+each on what the classes before it leave of every link *on average*: a job of
+a higher class takes its rate only while it communicates (its duty, the
+communication share of its iteration), so the next class gets the capacity
+less the higher classes' time-averaged load. (Taking the coinciding phases
+literally, a lower class would get nothing while a higher one communicates and
+never finish; a work-conserving strict-priority link lets it send in the
+gaps.)
+
 Incrementally, three rules keep the simulator's re-solves cheap and exact:
 
 * only the connected component of the links a change touched is re-solved:
@@ -27,7 +38,8 @@ from numba import njit
 from .jit import JIT
 from .links import LinkArrays, LinkState
 from .maxmin import _filling
-from .model import GBIT, NETWORKS, Capabilities, CommDemand, Moved, NetSolution, NetworkModel, incidence
+from .model import (ALLOCATION_KINDS, GBIT, NETWORKS, Capabilities, CommDemand, Moved, NetSolution, NetworkModel,
+                    _same_paths, _treatment, incidence)
 from .slots import Entries, Jobs, Rows, SlotTable, component, jobs_at, jobs_of
 
 
@@ -43,17 +55,52 @@ class FairTimes(NamedTuple):
 
 
 @njit(**JIT)
+def _times(jobs: Jobs, rate, j):
+    """Job ``j``'s (iteration s, communication s, duty) at per-flow ``rate``."""
+    net = jobs.flow_bytes[j] * 8 / (rate * GBIT)
+    comm = net + jobs.intra_s[j]
+    compute, overlap = jobs.compute_s[j], jobs.overlap[j]
+    it = compute + comm - overlap * min(compute, comm)  # iteration_time, compiled
+    return it, comm, net / it
+
+
+@njit(**JIT)
+def _classes(capacity, e: Entries, jobs: Jobs):
+    """Weighted max-min rates class by class (0 first), each class on the capacity the classes before it
+    leave on average (see the module doc): (rate, bottleneck per entry, sum of flow rates per link)."""
+    n_jobs, nnz = jobs.flow_bytes.shape[0], e.job.shape[0]
+    rate, bottleneck, rate_load = np.zeros(n_jobs), np.zeros(nnz, np.bool_), np.zeros(capacity.shape[0])
+    left = capacity.copy()
+    local = np.full(n_jobs, -1, np.int64)
+    for c in np.unique(jobs.priority):
+        members = np.flatnonzero(jobs.priority == c)
+        local[members] = np.arange(members.shape[0])
+        sel = np.flatnonzero(jobs.priority[e.job] == c)
+        r, b, rl = _filling(left, local[e.job[sel]], e.link[sel], e.weight[sel], members.shape[0],
+                            jobs.rate_cap_gbps[members], jobs.share[members])
+        rate[members] = r
+        bottleneck[sel] = b
+        rate_load += rl
+        for x in sel:
+            j = e.job[x]
+            duty = _times(jobs, rate[j], j)[2]
+            left[e.link[x]] = max(left[e.link[x]] - e.weight[x] * rate[j] * duty, 0.0)
+    return rate, bottleneck, rate_load
+
+
+@njit(**JIT)
 def fair_times(capacity, e: Entries, jobs: Jobs) -> FairTimes:
-    """Max-min rates, then per job iteration/communication times and per link loads."""
+    """Max-min rates (weighted, class by class: the module doc), then per job iteration/communication times
+    and per link loads."""
     n_jobs = jobs.flow_bytes.shape[0]
-    rate, bottleneck, rate_load = _filling(capacity, e.job, e.link, e.weight, n_jobs, jobs.rate_cap_gbps)
+    if n_jobs > 0 and jobs.priority.min() != jobs.priority.max():
+        rate, bottleneck, rate_load = _classes(capacity, e, jobs)
+    else:
+        rate, bottleneck, rate_load = _filling(capacity, e.job, e.link, e.weight, n_jobs, jobs.rate_cap_gbps,
+                                               jobs.share)
     it, comm, duty = np.empty(n_jobs), np.empty(n_jobs), np.empty(n_jobs)
     for j in range(n_jobs):
-        net = jobs.flow_bytes[j] * 8 / (rate[j] * GBIT)
-        comm[j] = net + jobs.intra_s[j]
-        compute, overlap = jobs.compute_s[j], jobs.overlap[j]
-        it[j] = compute + comm[j] - overlap * min(compute, comm[j])  # iteration_time, compiled
-        duty[j] = net / it[j]
+        it[j], comm[j], duty[j] = _times(jobs, rate[j], j)
     load, overload = np.zeros(capacity.shape[0]), np.zeros(capacity.shape[0])
     for x in range(e.job.shape[0]):
         j = e.job[x]
@@ -68,11 +115,13 @@ class FairShareNetwork(NetworkModel):
     """Max-min fair sharing of every link by all running jobs' flows at once."""
 
     name = "fair"
-    capabilities = Capabilities(incremental=True)
+    capabilities = Capabilities(incremental=True, allocations=frozenset(ALLOCATION_KINDS))
 
     def solve(self, demands, capacity_gbps):
         if not demands:
             return NetSolution({}, {})
+        for d in demands:
+            self.check_allocation(d.allocation, d.job_id)
         job, link, weight, links = incidence(demands)
         sol = fair_times(np.ascontiguousarray(capacity_gbps[links], dtype=np.float64),
                          Entries(job, link, weight.astype(np.float64)), jobs_of(demands))
@@ -94,11 +143,11 @@ class FairShareNetwork(NetworkModel):
         self.pending = False
 
     def join(self, job_id, demand, now_s):
+        self.check_allocation(demand.allocation, job_id)
         row = self._slots.add(job_id, demand)
         self._demands[job_id] = demand
-        if _joins_unsaturated(self._links.capacity_gbps, self._rate_load, demand.links, demand.weights,
-                              demand.iso_rate_gbps):
-            rate = demand.iso_rate_gbps
+        rate = min(demand.iso_rate_gbps, demand.allocation_cap_gbps)  # its rate alone (the pattern's cap is in iso)
+        if _joins_unsaturated(self._links.capacity_gbps, self._rate_load, demand.links, demand.weights, rate):
             t = self._slots.rows
             t.rate_gbps[row], t.iter_s[row] = rate, demand.iter_s(rate)
             self._apply(demand, rate, +1)
@@ -117,8 +166,18 @@ class FairShareNetwork(NetworkModel):
             self._await_resolve(demand)
         self._new.discard(job_id)
 
-    def change(self, job_id, now_s, *, phase=None):
-        """Max-min ignores phases: nothing moves."""
+    def change(self, job_id, now_s, *, phase=None, allocation=None):
+        """Max-min ignores phases; a new allocation (class, weight, cap) re-solves the job's component."""
+        if allocation is None:
+            return
+        demand = self._demands[job_id]
+        self.check_allocation(allocation, job_id)
+        _same_paths(demand, allocation, job_id)
+        before = _treatment(demand.allocation)
+        demand.allocation = allocation
+        if _treatment(allocation) != before:
+            self._slots.rewrite(job_id, demand)
+            self._await_resolve(demand)
 
     def resolve(self, now_s):
         self.pending = False

@@ -3,9 +3,10 @@
 Each job is a set of lock-step flows that all move at one per-flow rate r_j
 (Gbit/s). Job j loads link l with ``w[j, l] * r_j``, where ``w`` counts j's
 flows on l (fractional under split ECMP). Progressive filling raises every
-unfrozen r_j together until a link saturates (or a job reaches its own cap),
-freezes the jobs on that link, and repeats, once per distinct bottleneck
-level.
+unfrozen r_j together, in proportion to the job's share ``s_j`` (1 for
+plain max-min; a network allocation's weight), until a link saturates (or a
+job reaches its own cap), freezes the jobs on that link, and repeats, once per
+distinct bottleneck level.
 
 Why compiled: the simulator re-solves a component of ~30 jobs x ~120 links
 every time a multi-host job starts or stops (about 60,000 times on the full
@@ -41,18 +42,20 @@ class MaxMinResult:
 
 
 def max_min(capacity: np.ndarray, job: np.ndarray, link: np.ndarray, weight: np.ndarray, n_jobs: int,
-            rate_cap: np.ndarray | None = None) -> MaxMinResult:
+            rate_cap: np.ndarray | None = None, share: np.ndarray | None = None) -> MaxMinResult:
     """Progressive filling over ``len(capacity)`` links and ``n_jobs`` jobs.
 
     ``job``, ``link`` and ``weight`` list the non-zeros of the job x link
     incidence (one entry per job and link). ``rate_cap`` bounds each job's
-    rate (inf: none). A job with no links and no cap gets rate inf.
+    rate (inf: none); ``share`` weights the jobs (rates grow in proportion to
+    it; default 1 each). A job with no links and no cap gets rate inf.
     """
     capacity = np.ascontiguousarray(capacity, dtype=np.float64)
     cap = np.full(n_jobs, np.inf) if rate_cap is None else np.ascontiguousarray(rate_cap, dtype=np.float64)
+    share = np.ones(n_jobs) if share is None else np.ascontiguousarray(share, dtype=np.float64)
     rate, bottleneck, load = _filling(capacity, np.ascontiguousarray(job, dtype=np.int64),
                                       np.ascontiguousarray(link, dtype=np.int64),
-                                      np.ascontiguousarray(weight, dtype=np.float64), int(n_jobs), cap)
+                                      np.ascontiguousarray(weight, dtype=np.float64), int(n_jobs), cap, share)
     return MaxMinResult(rate, bottleneck, load)
 
 
@@ -87,8 +90,9 @@ def _freeze_on(l, lptr, lidx, job, live, bottleneck, newly, frozen_now, n_new):
 
 
 @njit(cache=True, nogil=True)
-def _filling(capacity, job, link, weight, n_jobs, cap):
-    """One pass per bottleneck level: O(links + jobs) per level, each entry visited O(1) times in all."""
+def _filling(capacity, job, link, weight, n_jobs, cap, share):
+    """One pass per bottleneck level: O(links + jobs) per level, each entry visited O(1) times in all.
+    ``share`` 1 everywhere gives plain max-min, bit for bit (products and quotients by 1.0 are exact)."""
     n_links, nnz = capacity.shape[0], job.shape[0]
     lptr, lidx = _csr(link, n_links)
     jptr, jidx = _csr(job, n_jobs)
@@ -104,15 +108,15 @@ def _filling(capacity, job, link, weight, n_jobs, cap):
     for l in range(n_links):
         tol[l] = REL_EPS * max(capacity[l], 1.0)
     for e in range(nnz):
-        w_live[link[e]] += weight[e]
+        w_live[link[e]] += weight[e] * share[job[e]]
     while n_live > 0:
         step = np.inf
         for l in range(n_links):
             if w_live[l] > 0 and remaining[l] / w_live[l] < step:
                 step = remaining[l] / w_live[l]
         for j in range(n_jobs):
-            if live[j] and cap[j] - rate[j] < step:
-                step = cap[j] - rate[j]
+            if live[j] and (cap[j] - rate[j]) / share[j] < step:
+                step = (cap[j] - rate[j]) / share[j]
         if step == np.inf:
             for j in range(n_jobs):
                 if live[j]:
@@ -122,7 +126,7 @@ def _filling(capacity, job, link, weight, n_jobs, cap):
         n_new = 0
         for j in range(n_jobs):
             if live[j]:
-                rate[j] += step
+                rate[j] += step * share[j]
                 if rate[j] >= cap[j] * (1 - REL_EPS):
                     newly[j] = True
                     frozen_now[n_new] = j
@@ -148,7 +152,7 @@ def _filling(capacity, job, link, weight, n_jobs, cap):
             n_live -= 1
             for i in range(jptr[j], jptr[j + 1]):
                 l = link[jidx[i]]
-                w_live[l] -= weight[jidx[i]]
+                w_live[l] -= weight[jidx[i]] * share[j]
                 if w_live[l] < 1e-12:
                     w_live[l] = 0.0
     load = np.zeros(n_links)

@@ -29,6 +29,37 @@ What a model is, the simulator and the policies learn from its
   this by re-solving every running job through :meth:`solve` (right for any
   model, cheap for small ones); a model that can do better (``fair``, ``tcp``)
   overrides the five methods.
+
+**Per-job network allocation** (issue 27): a running job's share of the
+network, a :class:`netlab.sched.allocation.NetAllocation` (``priority`` 0-7,
+0 served first; ``weight`` > 0, its share inside its class; ``rate_cap_gbps``,
+a ceiling per flow, or None; ``paths``, the equal-cost path index per flow, or
+None for the fabric's ECMP). The network package does not import it (it sits
+below ``netlab.sched``): a model reads those four fields and ``kinds()``.
+It reaches a model three ways, all through :class:`CommDemand.allocation`
+(None: the default, which changes nothing, bit for bit):
+
+* batch: each demand passed to :meth:`NetworkModel.solve` carries its own;
+* incremental: the demand a job joins with (:meth:`join`) carries it, and
+  :meth:`change` ``(job_id, now_s, allocation=...)`` replaces it while the job
+  runs; :meth:`resolve` then re-solves what that touched;
+* paths: a path index changes which links a flow loads, so it is applied
+  where the demand is built (``build_demand(..., paths=...)``); a new path
+  choice for a running job is a new demand, passed to
+  :meth:`netlab.sim.fabric.Fabric.reallocate` (the job leaves and joins again).
+
+What a model honours it declares in ``Capabilities.allocations`` (kinds of
+:data:`ALLOCATION_KINDS`); :meth:`NetworkModel.check_allocation` refuses the
+rest with :class:`UnsupportedAllocation`, naming the model, the job and the
+kind, before anything changes. A model without contention (``ideal``) ignores
+allocations: every job runs at its isolated speed whatever its share. The
+semantics every contended model follows: a class is served strictly before
+the classes below it, each class getting what the higher ones leave (the
+models that average over time, ``fair`` and ``tcp``'s mean field, leave the
+lower classes the capacity minus the higher classes' time-averaged load: a
+higher class communicates only part of each iteration); inside a class the
+shares follow the weights (2:1 weights give 2/3 and 1/3 of a link both
+saturate); a cap bounds each flow's rate, as a narrower path would.
 """
 
 from __future__ import annotations
@@ -73,6 +104,30 @@ class CommDemand:
     iso_rate_gbps: float = math.inf  # per-flow rate alone on this placement
     iso_iter_s: float = 0.0  # iteration time on the ideal network
     phase: float = 0.0  # offset of the iteration start, as a fraction of the period
+    #: the job's network allocation (a ``NetAllocation``: ``priority``, ``weight``, ``rate_cap_gbps``, ``paths``;
+    #: see the module doc); None: the default (class 0, weight 1, no cap, ECMP)
+    allocation: object | None = None
+
+    @property
+    def priority(self) -> int:
+        """Its class, 0 (served first) to 7."""
+        return 0 if self.allocation is None else int(self.allocation.priority)
+
+    @property
+    def share(self) -> float:
+        """Its weight inside its class."""
+        return 1.0 if self.allocation is None else float(self.allocation.weight)
+
+    @property
+    def allocation_cap_gbps(self) -> float:
+        """The allocation's per-flow cap (inf: none)."""
+        cap = None if self.allocation is None else self.allocation.rate_cap_gbps
+        return math.inf if cap is None else float(cap)
+
+    @property
+    def flow_cap_gbps(self) -> float:
+        """The per-flow cap in force: the pattern's and the allocation's, the smaller."""
+        return min(self.rate_cap_gbps, self.allocation_cap_gbps)
 
     def net_s(self, rate_gbps: float) -> float:
         return self.flow_bytes * 8 / (rate_gbps * GBIT) if self.flow_bytes else 0.0
@@ -82,8 +137,8 @@ class CommDemand:
 
     @property
     def alone_rate_gbps(self) -> float:
-        """Its per-flow rate alone: the isolated rate, at most the pattern's cap."""
-        return min(self.iso_rate_gbps, self.rate_cap_gbps)
+        """Its per-flow rate alone: the isolated rate, at most the pattern's cap and the allocation's."""
+        return min(self.iso_rate_gbps, self.flow_cap_gbps)
 
 
 @dataclass
@@ -118,7 +173,8 @@ class Capabilities:
     moves_phase: bool = False
     #: a change re-solves only the jobs it reaches (else every running job, through ``solve``)
     incremental: bool = False
-    #: the per-job allocation kinds (of :data:`ALLOCATION_KINDS`) the model honours
+    #: the per-job allocation kinds (of :data:`ALLOCATION_KINDS`) the model honours; the others it refuses
+    #: (:meth:`NetworkModel.check_allocation`). Ignored without ``contention``.
     allocations: frozenset = frozenset()
 
 
@@ -149,18 +205,25 @@ class NetworkModel:
         the simulation's own model untouched."""
         return type(self)()
 
-    def check_allocation(self, kinds: Iterable[str]) -> None:
-        """Refuse, with one clear error, a per-job allocation the model cannot honour."""
-        kinds = set(kinds)
+    def check_allocation(self, allocation, job_id: int | None = None) -> None:
+        """Refuse, with one clear error naming the model, the job and the kind, a per-job allocation (a
+        ``NetAllocation``, or an iterable of kinds) the model cannot honour. A model without contention
+        ignores allocations: nothing to refuse."""
+        if allocation is None:
+            return
+        kinds = set(allocation.kinds() if hasattr(allocation, "kinds") else allocation)
         unknown = kinds - set(ALLOCATION_KINDS)
         if unknown:
             raise UnsupportedAllocation(f"network allocation kind(s) {sorted(unknown)} unknown; "
                                         f"known: {', '.join(ALLOCATION_KINDS)}")
+        if not self.capabilities.contention:
+            return
         missing = kinds - self.capabilities.allocations
         if missing:
             have = ", ".join(sorted(self.capabilities.allocations)) or "none"
+            job = "" if job_id is None else f" (job {job_id})"
             raise UnsupportedAllocation(f"network model {self.name!r} cannot honour a per-job "
-                                        f"{', '.join(sorted(missing))} allocation (it honours: {have})")
+                                        f"{', '.join(sorted(missing))} allocation{job}; it honours: {have}")
 
     # ---------------------------------------------------------- incremental
     # The generic way: keep the running demands, re-solve them all through ``solve`` after any change.
@@ -183,8 +246,9 @@ class NetworkModel:
         self.pending = True
 
     def join(self, job_id: int, demand: CommDemand, now_s: float) -> float | None:
-        """A job's flows join (the fabric has counted them on ``links.jobs``). Its per-flow rate if known at
-        once (nobody else moves), else None: :meth:`resolve` gives its time."""
+        """A job's flows join (the fabric has counted them on ``links.jobs``), with ``demand.allocation``. Its
+        per-flow rate if known at once (nobody else moves), else None: :meth:`resolve` gives its time."""
+        self.check_allocation(demand.allocation, job_id)
         self._demands[job_id] = demand
         self._await_resolve(demand, job_id)
         return None
@@ -197,9 +261,19 @@ class NetworkModel:
         self.forget(job_id)
         self._await_resolve(demand)
 
-    def change(self, job_id: int, now_s: float, *, phase: float | None = None) -> None:
-        """Something about a running job changed: ``phase``, a policy's shift. Other kinds of change (a per-job
-        allocation) come as further keywords, each refused by :meth:`check_allocation` where not honoured."""
+    def change(self, job_id: int, now_s: float, *, phase: float | None = None, allocation=None) -> None:
+        """Something about a running job changed: ``phase`` (a policy's shift), ``allocation`` (its new
+        ``NetAllocation``; refused by :meth:`check_allocation` if not honoured, before anything changes; its
+        ``paths`` must be those the demand was built with: a new path choice is a new demand, see the module
+        doc). None: that part did not change."""
+        if allocation is not None:
+            demand = self._demands[job_id]
+            self.check_allocation(allocation, job_id)
+            _same_paths(demand, allocation, job_id)
+            moved = _treatment(demand.allocation) != _treatment(allocation)
+            demand.allocation = allocation
+            if moved:
+                self._await_resolve(demand)
         if phase is not None and self.capabilities.uses_phase:
             demand = self._demands[job_id]
             demand.phase = phase
@@ -231,6 +305,22 @@ class NetworkModel:
         self._new.clear()
         self._touched[:] = False
         return moved
+
+
+def _treatment(allocation) -> tuple:
+    """What of an allocation a solve reads once the paths are in the demand: (class, weight, cap)."""
+    if allocation is None:
+        return 0, 1.0, None
+    return int(allocation.priority), float(allocation.weight), allocation.rate_cap_gbps
+
+
+def _same_paths(demand: CommDemand, allocation, job_id: int) -> None:
+    """A change of allocation may not change the paths: the demand's links were routed with the old ones."""
+    old = None if demand.allocation is None else demand.allocation.paths
+    if allocation.paths != old:
+        raise UnsupportedAllocation(f"job {job_id}: a new path choice ({allocation.paths!r}, was {old!r}) is a new "
+                                    "demand (build_demand(..., paths=...)), passed to Fabric.reallocate; "
+                                    "change() takes class, weight and cap only")
 
 
 class LiveNetwork(NetworkModel):

@@ -35,10 +35,17 @@ class PhaseNetwork(NetworkModel):
     A job's window starts ``phase * period`` after the circle's origin plus
     its compute time (less the overlapped part). Policies such as CASSINI
     set ``phase`` to interleave jobs.
+
+    Network allocations: weights (shares inside every bin), caps and path
+    choice are honoured; priority classes are refused. Its windows are fixed
+    on the circle, so a lower class whose window lies under a higher class's
+    would get nothing in every bin it communicates in and never finish; the
+    model cannot push its transfer into the gaps as a strict-priority link
+    does (``tcp``'s fluid does).
     """
 
     name = "phase"
-    capabilities = Capabilities(uses_phase=True)
+    capabilities = Capabilities(uses_phase=True, allocations=frozenset({"weight", "rate_cap", "path"}))
 
     def __init__(self, bins: int = BINS, max_periods: int = MAX_PERIODS, max_iter: int = 30, tol: float = 1e-3):
         self.bins, self.max_periods, self.max_iter, self.tol = bins, max_periods, max_iter, tol
@@ -49,6 +56,8 @@ class PhaseNetwork(NetworkModel):
     def solve(self, demands, capacity_gbps):
         if not demands:
             return NetSolution({}, {})
+        for d in demands:
+            self.check_allocation(d.allocation, d.job_id)
         job, link, weight, links = incidence(demands)
         cap = capacity_gbps[links]
         # Groups of jobs connected through shared links.
@@ -77,7 +86,8 @@ class PhaseNetwork(NetworkModel):
 
     def _solve_group(self, ds, cap, job, link, weight):
         n = len(ds)
-        caps = np.array([d.rate_cap_gbps for d in ds])
+        caps = np.array([d.flow_cap_gbps for d in ds])
+        share = np.array([d.share for d in ds])
         iso = np.array([d.iso_rate_gbps for d in ds])
         bytes_ = np.array([d.flow_bytes for d in ds])
         compute = np.array([d.compute_s for d in ds])
@@ -93,7 +103,7 @@ class PhaseNetwork(NetworkModel):
                 sub_jobs = np.flatnonzero(active)
                 local = -np.ones(n, dtype=np.int64)
                 local[sub_jobs] = np.arange(len(sub_jobs))
-                res = max_min(cap, local[job[on]], link[on], weight[on], len(sub_jobs), caps[sub_jobs])
+                res = max_min(cap, local[job[on]], link[on], weight[on], len(sub_jobs), caps[sub_jobs], share[sub_jobs])
                 rate = np.zeros(n)
                 rate[sub_jobs] = res.rate
                 lost = np.zeros(len(job))

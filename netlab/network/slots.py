@@ -36,9 +36,11 @@ class Rows(NamedTuple):
     compute_s: np.ndarray
     intra_s: np.ndarray  # serial intra-host phase
     overlap: np.ndarray
-    rate_cap_gbps: np.ndarray  # the pattern's per-flow cap
+    rate_cap_gbps: np.ndarray  # the per-flow cap in force, the pattern's and the allocation's (flow_cap_gbps)
     iso_rate_gbps: np.ndarray  # per-flow rate alone on its placement
     phase: np.ndarray  # as a policy set it (fraction of the period)
+    share: np.ndarray  # its allocation's weight inside its class (1: default)
+    priority: np.ndarray  # int64: its allocation's class, 0 served first (0: default)
     iter_s: np.ndarray  # last iteration time reported (NaN: none yet); tcp's warm start
     rate_gbps: np.ndarray  # last per-flow rate (fair)
     anchor_s: np.ndarray  # tcp: one of its iterations started then (NaN: no phase state)
@@ -54,9 +56,11 @@ class Jobs(NamedTuple):
     compute_s: np.ndarray
     intra_s: np.ndarray
     overlap: np.ndarray
-    rate_cap_gbps: np.ndarray
+    rate_cap_gbps: np.ndarray  # the per-flow cap in force (pattern and allocation)
     iso_rate_gbps: np.ndarray
     phase: np.ndarray
+    share: np.ndarray  # allocation weight inside its class
+    priority: np.ndarray  # int64: allocation class, 0 served first
     last_iter_s: np.ndarray  # NaN: none (no warm start)
 
 
@@ -76,9 +80,9 @@ class Component(NamedTuple):
     entries: Entries
 
 
-_FILL = dict(job_id=-1, joined=False, n_links=0, links=0, weights=0.0, link_load=0.0, iter_s=np.nan,
+_FILL = dict(job_id=-1, joined=False, n_links=0, links=0, weights=0.0, link_load=0.0, share=1.0, iter_s=np.nan,
              rate_gbps=np.nan, anchor_s=np.nan, period_s=np.nan, anchor_phase=np.nan)
-_DTYPE = dict(job_id=np.int64, joined=np.bool_, n_links=np.int64, links=np.int64)
+_DTYPE = dict(job_id=np.int64, joined=np.bool_, n_links=np.int64, links=np.int64, priority=np.int64)
 _WIDE = ("links", "weights", "link_load")  # one column per link of the row
 
 
@@ -130,6 +134,10 @@ class SlotTable:
             self.rows.iter_s[r] = np.nan
         return rows
 
+    def rewrite(self, job_id: int, demand) -> None:
+        """A joined job's demand changed in place (its allocation: class, weight, cap): write it again."""
+        self._write(self._row[job_id], demand)
+
     def remove(self, job_id: int) -> int | None:
         """Free the job's row (its phase state goes with it); the row, None if it had none."""
         r = self._row.pop(job_id, None)
@@ -158,7 +166,8 @@ class SlotTable:
         t = self.rows
         t.flow_bytes[r], t.compute_s[r], t.intra_s[r], t.overlap[r] = d.flow_bytes, d.compute_s, d.serial_intra_s, \
             d.overlap
-        t.rate_cap_gbps[r], t.iso_rate_gbps[r], t.phase[r] = d.rate_cap_gbps, d.iso_rate_gbps, d.phase
+        t.rate_cap_gbps[r], t.iso_rate_gbps[r], t.phase[r] = d.flow_cap_gbps, d.iso_rate_gbps, d.phase
+        t.share[r], t.priority[r] = d.share, d.priority
 
     def _grow_rows(self) -> None:
         n = len(self.rows.job_id)
@@ -181,17 +190,18 @@ class SlotTable:
 def jobs_of(demands) -> Jobs:
     """The :class:`Jobs` of a list of demands (no warm start)."""
     n = len(demands)
-    cols = np.array([(d.flow_bytes, d.compute_s, d.serial_intra_s, d.overlap, d.rate_cap_gbps, d.iso_rate_gbps,
-                      d.phase) for d in demands], dtype=np.float64).reshape(n, 7)
-    return Jobs(np.array([d.job_id for d in demands], dtype=np.int64), *(cols[:, c].copy() for c in range(7)),
-                np.full(n, np.nan))
+    cols = np.array([(d.flow_bytes, d.compute_s, d.serial_intra_s, d.overlap, d.flow_cap_gbps, d.iso_rate_gbps,
+                      d.phase, d.share) for d in demands], dtype=np.float64).reshape(n, 8)
+    return Jobs(np.array([d.job_id for d in demands], dtype=np.int64), *(cols[:, c].copy() for c in range(8)),
+                np.array([d.priority for d in demands], dtype=np.int64), np.full(n, np.nan))
 
 
 @njit(**JIT)
 def jobs_at(t: Rows, rows) -> Jobs:
     """The :class:`Jobs` of these rows; their last reported iteration time is the warm start."""
     return Jobs(t.job_id[rows], t.flow_bytes[rows], t.compute_s[rows], t.intra_s[rows], t.overlap[rows],
-                t.rate_cap_gbps[rows], t.iso_rate_gbps[rows], t.phase[rows], t.iter_s[rows])
+                t.rate_cap_gbps[rows], t.iso_rate_gbps[rows], t.phase[rows], t.share[rows], t.priority[rows],
+                t.iter_s[rows])
 
 
 @njit(**JIT)

@@ -1,4 +1,4 @@
-"""Scheduling policies: ordering, placement and preemption, each in its own module and registry.
+"""Scheduling policies: ordering, placement, preemption and network allocation, each in its own module and registry.
 
 This package is the policies' front: importing it registers every policy, and
 the simulator and the testbed reach policies only through the registries and
@@ -6,8 +6,10 @@ interfaces it exports. The decision and state types policies exchange with
 them are in :mod:`netlab.sched`.
 """
 
-from . import ordering, placement, preemption  # noqa: F401  (registers every policy)
+from . import network, ordering, placement, preemption  # noqa: F401  (registers every policy)
 from . import dally  # noqa: F401  (Dally: ordering, placement and preemption)
-from .base import ORDERING, PLACEMENT, PREEMPTION, OrderingPolicy, PlacementPolicy, PreemptionPolicy
+from .base import (NETWORK_POLICIES, ORDERING, PLACEMENT, PREEMPTION, NetworkPolicy, OrderingPolicy,
+                   PlacementPolicy, PreemptionPolicy)
 
-__all__ = ["ORDERING", "PLACEMENT", "PREEMPTION", "OrderingPolicy", "PlacementPolicy", "PreemptionPolicy"]
+__all__ = ["ORDERING", "PLACEMENT", "PREEMPTION", "NETWORK_POLICIES", "OrderingPolicy", "PlacementPolicy",
+           "PreemptionPolicy", "NetworkPolicy"]

@@ -19,6 +19,11 @@ sides, so this layer never imports the simulator.
   :class:`~netlab.sched.Placement` or None (not now: wait).
 * :class:`PreemptionPolicy`: which running jobs to displace for a waiting
   one, given the candidates worst-first.
+* :class:`NetworkPolicy`: how much of the network each running job gets.
+  ``allocate(view)`` returns a :class:`~netlab.sched.NetAllocation` per
+  running job (priority class, weight, rate cap, paths); the scheduling pass
+  asks after every pass that started or stopped a job, and every
+  ``period_s`` while jobs run if the policy asks for it.
 
 Policies that need randomness get a seeded ``numpy.random.Generator`` through
 ``reset(rng)`` at the start of every run.
@@ -31,11 +36,12 @@ from typing import Iterable
 import numpy as np
 
 from ..registry import Registry
-from ..sched import ClusterView, JobState, Placement
+from ..sched import ClusterView, JobState, NetAllocation, Placement
 
 ORDERING: Registry["OrderingPolicy"] = Registry("ordering policy")
 PLACEMENT: Registry["PlacementPolicy"] = Registry("placement policy")
 PREEMPTION: Registry["PreemptionPolicy"] = Registry("preemption policy")
+NETWORK_POLICIES: Registry["NetworkPolicy"] = Registry("network policy")
 
 
 class Policy:
@@ -89,3 +95,21 @@ class PreemptionPolicy(Policy):
         ``job``, worst first: consume only as many as needed.
         """
         return []
+
+
+class NetworkPolicy(Policy):
+    """Per-job network allocations for the running jobs (the fourth decision).
+
+    ``allocate`` returns the allocation of every running job it wants
+    treated other than by default; a running job it leaves out gets the
+    default (class 0, weight 1, no cap, the fabric's ECMP). The mechanism
+    carries the decisions out, or refuses one its network cannot honour.
+    """
+
+    #: ask again every ``period_s`` seconds while jobs run (None: only after passes that start or stop jobs)
+    period_s: float | None = None
+    #: False: the policy never allocates anything, so the pass need not ask it (results as without one)
+    allocates: bool = True
+
+    def allocate(self, view: ClusterView) -> dict[int, NetAllocation]:  # pragma: no cover
+        raise NotImplementedError

@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from .allocation import NetAllocation
 from .decision import Placement, PolicyError
 from .state import ClusterView, JobState
 
@@ -49,6 +50,18 @@ class Mechanism:
     def preempt(self, job: JobState, now: float) -> None:
         """Stop running ``job`` and return its GPUs; it waits again (only called if :attr:`can_preempt`)."""
         raise PolicyError(f"{type(self).__name__} cannot preempt job {job.job_id}")
+
+    def allocate(self, allocations: Mapping[int, NetAllocation], now: float) -> None:
+        """Give every running job (by id) its network allocation; the default one changes nothing.
+
+        A mechanism that cannot enforce an allocation refuses it, naming itself, the job and the kind. This
+        one enforces none (its network is not shaped per job).
+        """
+        for jid, alloc in allocations.items():
+            if alloc.kinds():
+                raise PolicyError(f"{type(self).__name__} cannot enforce a per-job network allocation: job {jid} "
+                                  f"asks for {', '.join(sorted(alloc.kinds()))} ({alloc})")
+            self.running[jid].allocation = alloc
 
     def advance(self, job: JobState, now: float) -> None:
         """Bring a running job's accounting (attained service, progress) up to ``now``, before its key is read."""

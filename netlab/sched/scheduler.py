@@ -18,6 +18,11 @@ placement accepts the GPUs they would free. Otherwise, with ``backfill`` the
 walk goes on past it (no reservations); without it the pass stops there
 (strict order, head-of-line blocking).
 
+After a pass that started or stopped a job (and every ``period_s`` of the
+network policy while jobs run), the network policy, if any, allocates the
+network to the running jobs and the mechanism applies its decisions
+(:meth:`Scheduler.allocate`).
+
 The walk is hot in the simulator (full Philly: tens of thousands of passes
 over queues of thousands), so waiting jobs are kept by size, each size a
 sorted list of ``(key, job id)``, and the pass merges only the sizes that can
@@ -32,6 +37,7 @@ import math
 import numpy as np
 from sortedcontainers import SortedList
 
+from .allocation import DEFAULT_ALLOCATION, NetAllocation
 from .decision import PolicyError
 from .mechanism import Mechanism, check_placement
 from .state import JobState
@@ -46,8 +52,13 @@ class Scheduler:
     mechanism that can preempt.
     """
 
-    def __init__(self, ordering, placement, preemption, mechanism: Mechanism, backfill: bool | None = None):
+    def __init__(self, ordering, placement, preemption, mechanism: Mechanism, backfill: bool | None = None,
+                 network=None):
         self.ordering, self.placement, self.preemption = ordering, placement, preemption
+        # The network policy; one that never allocates (``none``) is not asked at all.
+        self.network = network if network is not None and network.allocates else None
+        self.net_dirty = False  # the running set changed since the network policy last allocated
+        self._net_tick_armed = False
         self.mechanism = mechanism
         self.backfill = ordering.backfill if backfill is None else backfill
         self.jobs: dict[int, JobState] = {}  # every job added, by id
@@ -60,8 +71,8 @@ class Scheduler:
 
     def reset(self, seed: int) -> None:
         """Give each policy its own random stream for a run (ordering, placement, preemption, in that order)."""
-        seeds = np.random.SeedSequence(seed).spawn(3)
-        for policy, s in zip((self.ordering, self.placement, self.preemption), seeds):
+        seeds = np.random.SeedSequence(seed).spawn(4)
+        for policy, s in zip((self.ordering, self.placement, self.preemption, self.network), seeds):
             if policy is not None:
                 policy.reset(np.random.default_rng(s))
 
@@ -84,6 +95,8 @@ class Scheduler:
         """``js`` no longer runs (it ended, or is being preempted): out of the running order, its key timer void."""
         self.run_order.remove((js.key, js.job_id))
         js.key_version += 1
+        js.allocation = DEFAULT_ALLOCATION
+        self.net_dirty = True
 
     def waiting_order(self):
         """Waiting jobs' (key, id) in priority order."""
@@ -138,6 +151,7 @@ class Scheduler:
         js.key = self.ordering.key(js, now)
         self.run_order.add((js.key, js.job_id))
         self._arm_key_change(js, now)
+        self.net_dirty = True
 
     def _preempt(self, js: JobState, now: float) -> None:
         self.stopped(js)
@@ -151,6 +165,39 @@ class Scheduler:
 
     def _wake(self, t: float) -> bool:
         self._retries.discard(t)
+        return True
+
+    # ------------------------------------------------------------ network
+    def allocate(self, now: float) -> None:
+        """The network policy's allocations for the running jobs, applied by the mechanism.
+
+        Called by the mechanism after a pass (the event loop does it when the
+        running set changed, :attr:`net_dirty`). Every running job the policy
+        leaves out gets the default allocation. With a ``period_s`` the policy
+        is asked again that often while jobs run.
+        """
+        self.net_dirty = False
+        policy, mech = self.network, self.mechanism
+        if policy is None:
+            return
+        decisions = policy.allocate(mech.view(now))
+        running = mech.running
+        for jid, alloc in decisions.items():
+            if jid not in running:
+                raise PolicyError(f"{policy.name}: allocation for job {jid}, which is not running")
+            if not isinstance(alloc, NetAllocation):
+                raise PolicyError(f"{policy.name}: allocation for job {jid} is a {type(alloc).__name__}, "
+                                  f"not a NetAllocation")
+        mech.allocate({jid: decisions.get(jid, DEFAULT_ALLOCATION) for jid in running}, now)
+        period = policy.period_s
+        if period is not None and running and not self._net_tick_armed:
+            self._net_tick_armed = True
+            mech.wake_at(now + period, self._net_tick)
+
+    def _net_tick(self, now: float) -> bool:
+        """The network policy's period ended: allocate again (through a pass at this instant)."""
+        self._net_tick_armed = False
+        self.net_dirty = True
         return True
 
     # -------------------------------------------------------------- pass

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..network.model import DEFAULT_NETWORK, NETWORKS, NetworkModel
 from ..workload.job import Job
+from .allocation import DEFAULT_ALLOCATION
 from .decision import Placement
 
 
@@ -22,7 +23,7 @@ class JobState:
     __slots__ = ("job", "status", "placement", "first_start_s", "end_s", "remaining", "iter_s", "comm_s",
                  "last_update_s", "progress_from_s", "attained_gpu_s", "run_s", "progress_s", "comm_time_s",
                  "preemptions", "iso_iter_s", "key", "version", "key_version", "phase", "demand", "last_start_s",
-                 "extra", "runs")
+                 "allocation", "extra", "runs")
 
     def __init__(self, job: Job, iso_iter_s: float):
         self.job = job
@@ -47,6 +48,7 @@ class JobState:
         self.key_version = 0
         self.phase = None
         self.demand = None
+        self.allocation = DEFAULT_ALLOCATION  # its share of the network (a network policy's decision)
         self.extra: dict = {}  # scratch space for policies (e.g. Dally timers)
         self.runs: list = []  # (start_s, end_s, placement) of each run a preemption ended (the timeline draws them)
 

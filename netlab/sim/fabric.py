@@ -60,6 +60,22 @@ class Fabric:
         """A policy shifted a running job's phase."""
         self.model.change(job_id, now, phase=phase)
 
+    def reallocate(self, job_id: int, allocation, now: float, demand: CommDemand | None = None) -> float | None:
+        """A network policy gave a running job a new ``NetAllocation``. Without ``demand`` the model takes its
+        class, weight and cap in place (:meth:`NetworkModel.change`; the paths must be those the job's demand
+        was built with); with ``demand`` (the job's demand built again with the new paths: ``build_demand(...,
+        allocation=allocation)``) the job's flows leave their old links and join the new ones. Either way the
+        model refuses, before anything changes, what it cannot honour; :meth:`solve` then gives the times (with
+        ``demand``, the rejoined job's per-flow rate if known at once, as :meth:`join`)."""
+        if demand is None:
+            self.model.change(job_id, now, allocation=allocation)
+            return None
+        demand.allocation = allocation
+        self.model.check_allocation(allocation, job_id)
+        if not self.leave(job_id, now):
+            raise KeyError(f"job {job_id} has no flows in the fabric")
+        return self.join(job_id, demand, now)
+
     @property
     def dirty(self) -> bool:
         """A change waits for :meth:`solve`."""

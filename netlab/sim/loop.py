@@ -7,8 +7,9 @@ instant, :class:`~netlab.sim.kernel.Kernel`'s priorities):
 2. ``complete``: the mechanism releases a finished job and calls :meth:`KernelLoop._finished`;
 3. timers the pass asked for (a placement's retry, a running job's key change) and lease rounds;
 4. ``settle``, once per instant at which anything happened: the scheduling pass
-   (:meth:`Scheduler.schedule <netlab.sched.Scheduler.schedule>`), then the mechanism's own
-   follow-up (:meth:`KernelLoop._after_pass`: the simulator re-solves the network).
+   (:meth:`Scheduler.schedule <netlab.sched.Scheduler.schedule>`); if the running set changed, the
+   network policy's allocations (:meth:`Scheduler.allocate <netlab.sched.Scheduler.allocate>`); then the
+   mechanism's own follow-up (:meth:`KernelLoop._after_pass`: the simulator re-solves the network).
 
 The simulator runs this loop on simulated time; the testbed on wall time
 (:class:`~netlab.sim.kernel.RealtimeClock`), where completions arrive from
@@ -73,6 +74,8 @@ class KernelLoop(Mechanism):
             round_pass, self._round_due = self._round_due, False
             if sched.schedule(now, round_pass):
                 self._want_pass()
+        if sched.net_dirty and sched.network is not None:
+            sched.allocate(now)
         self._after_pass(now)
 
     def _after_pass(self, now: float) -> None:

@@ -5,8 +5,10 @@ submit_s, start_s, end_s, jct_s, queue_s (first start - submit), wait_s (all
 time not holding GPUs), run_s, hosts, racks, placement, preemptions,
 comm_fraction (share of progress time spent communicating), iterations,
 iso_iter_s, isolated_s (iterations at isolated speed), slowdown (progress time
-/ isolated time: the network's cost), jct_slowdown (JCT / isolated time) and
-runs (a preempted job's run intervals and hosts; empty for a job that ran once).
+/ isolated time: the network's cost), jct_slowdown (JCT / isolated time),
+runs (a preempted job's run intervals and hosts; empty for a job that ran once);
+then the job's goals as the trace gave them: priority, tenant, deadline_s (NaN:
+none) and deadline_met (None without a deadline; an unfinished job missed it).
 
 Per-link columns (``links.parquet``): one row per link per interval between
 network recomputations (``SimConfig.link_history="full"``; per resolution bin
@@ -136,6 +138,7 @@ def job_table(states, topo) -> pd.DataFrame:
         iterations[i], iso[i], isolated[i] = j.iterations, js.iso_iter_s, js.isolated_s
         slowdown[i] = js.progress_s / js.isolated_s if js.isolated_s > 0 else np.nan
         jct_slowdown[i] = jct / js.isolated_s if js.isolated_s > 0 else np.nan
+    cols.update(_goal_columns(states, end_col))
     return pd.DataFrame(cols).sort_values("job_id", kind="stable").reset_index(drop=True)
 
 
@@ -150,17 +153,30 @@ def _runs(js, last_placement: str, host_names) -> str:
     return ";".join(parts)
 
 
+def _goal_columns(states, end_s: np.ndarray) -> dict:
+    """priority, tenant, deadline_s (NaN: none) and deadline_met (None without a deadline)."""
+    n = len(states)
+    deadline = np.fromiter((js.job.deadline_s for js in states), float, n)
+    has = np.isfinite(deadline)
+    met = np.full(n, None, dtype=object)
+    met[has] = end_s[has] <= deadline[has]  # NaN end (never finished) compares False: missed
+    return {"priority": np.fromiter((js.job.priority for js in states), np.int64, n),
+            "tenant": np.array([js.job.tenant for js in states], dtype=object),
+            "deadline_s": np.where(has, deadline, np.nan), "deadline_met": met}
+
+
 def build_result(sim, wall_s: float) -> SimResult:
     topo = sim.topology
     jobs = job_table(sim.states.values(), topo)
     links = _links_frame(sim)
     summary = summarise(jobs, links, topo.total_gpus, wall_s, sim.kernel.events)
     summary.update(ordering=sim.ordering.name, placement=sim.placement.name, preemption=sim.preemption.name,
-                   network=sim.network.name, topology=topo.name, seed=sim.config.seed,
+                   netpolicy=sim.netpolicy.name, network=sim.network.name, topology=topo.name, seed=sim.config.seed,
                    tier_bytes=tier_bytes(links))
     config = dict(
         ordering=sim.ordering.describe(), placement=sim.placement.describe(), preemption=sim.preemption.describe(),
-        network=sim.network.name, seed=sim.config.seed, checkpoint_s=sim.config.checkpoint_s,
+        netpolicy=sim.netpolicy.describe(), network=sim.network.name, seed=sim.config.seed,
+        checkpoint_s=sim.config.checkpoint_s,
         restore_s=sim.config.restore_s, topology=topo.params | {"name": topo.name}, jobs=len(jobs),
         # the backfill rule in force: SimConfig's override, else the ordering policy's own
         backfill=sim.ordering.backfill if sim.config.backfill is None else sim.config.backfill,
@@ -195,5 +211,14 @@ def summarise(jobs: pd.DataFrame, links: pd.DataFrame, total_gpus: int, wall_s: 
         overload_gbit=overload,
         avg_slowdown=float(done.slowdown.mean()) if len(done) else np.nan,
         preemptions=int(jobs.preemptions.sum()),
+        **deadline_summary(jobs),
         wall_s=float(wall_s), events=int(events),
     )
+
+
+def deadline_summary(jobs: pd.DataFrame) -> dict:
+    """Jobs with a deadline, how many missed it (finished late or never), and the share missed (NaN: none)."""
+    met = jobs["deadline_met"].dropna() if "deadline_met" in jobs else pd.Series([], dtype=object)
+    misses = int((~met.astype(bool)).sum())
+    return dict(deadline_jobs=int(len(met)), deadline_misses=misses,
+                deadline_miss_share=misses / len(met) if len(met) else np.nan)

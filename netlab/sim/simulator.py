@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..network.model import NetworkModel, iteration_time, make_network
-from ..policies import ORDERING, PLACEMENT, PREEMPTION, OrderingPolicy, PlacementPolicy, PreemptionPolicy
-from ..sched import ClusterView, JobState, Placement, Scheduler
+from ..policies import (NETWORK_POLICIES, ORDERING, PLACEMENT, PREEMPTION, NetworkPolicy, OrderingPolicy,
+                        PlacementPolicy, PreemptionPolicy)
+from ..sched import ClusterView, JobState, NetAllocation, Placement, Scheduler
 from ..workload.job import Job, isolated_iter_s
 from ..workload.patterns import PATTERNS
 from ..network.demand import build_demand
@@ -42,6 +43,7 @@ from .history import HISTORIES, make_history
 from .kernel import Kernel
 from .loop import KernelLoop
 from .metrics import SimResult, build_result
+from .netalloc import check_allocation, rerouted
 
 @dataclass
 class SimConfig:
@@ -70,13 +72,14 @@ def _make(registry, what):
 
 
 class Simulator(KernelLoop):
-    """Run ``jobs`` on ``topology`` under an ordering, placement and preemption policy."""
+    """Run ``jobs`` on ``topology`` under an ordering, placement, preemption and network policy."""
 
     can_preempt = True  # a preempted job checkpoints and later restores (checkpoint_s + restore_s)
 
     def __init__(self, topology, jobs: list[Job], ordering: OrderingPolicy | str = "fifo",
                  placement: PlacementPolicy | str | None = None, preemption: PreemptionPolicy | str | None = None,
-                 config: SimConfig | None = None, zoo: ModelZoo | None = None, network: NetworkModel | None = None):
+                 config: SimConfig | None = None, zoo: ModelZoo | None = None, network: NetworkModel | None = None,
+                 netpolicy: NetworkPolicy | str | None = None):
         self.topology = topology
         self.config = config or SimConfig()
         self.zoo = zoo or ModelZoo.default()
@@ -85,6 +88,7 @@ class Simulator(KernelLoop):
         self.placement: PlacementPolicy = _make(PLACEMENT, placement)
         preemption = preemption or self.ordering.default_preemption or ("priority" if self.ordering.preemptive else "none")
         self.preemption: PreemptionPolicy = _make(PREEMPTION, preemption)
+        self.netpolicy: NetworkPolicy = _make(NETWORK_POLICIES, netpolicy or "none")
         self.network: NetworkModel = make_network(network, self.config.network, self.config.network_kwargs)
         mode = self.config.link_history or ("full" if self.config.record_links else "none")
         if mode not in HISTORIES:
@@ -104,7 +108,8 @@ class Simulator(KernelLoop):
     # ------------------------------------------------------------------ run
     def run(self) -> SimResult:
         wall0 = time.perf_counter()
-        scheduler = Scheduler(self.ordering, self.placement, self.preemption, self, self.config.backfill)
+        scheduler = Scheduler(self.ordering, self.placement, self.preemption, self, self.config.backfill,
+                              self.netpolicy)
         scheduler.reset(self.config.seed)
         topo = self.topology
         self.free_gpus = topo.host_gpus.copy()
@@ -190,16 +195,7 @@ class Simulator(KernelLoop):
         demand, intra_s = self._demand(model, js, p.hosts, p.gpus, phase)
         contention = self.network.capabilities.contention
         if demand is not None and contention:
-            js.demand = demand
-            rate = self.fabric.join(js.job_id, demand, now)
-            if rate is None:  # provisional: the network settles later this instant
-                js.iter_s = demand.iter_s(demand.iso_rate_gbps)
-                js.comm_s = js.iter_s - model.compute_s
-            else:  # its links had room: it runs at its isolated rate and nobody else changes
-                js.iter_s = demand.iter_s(rate)
-                js.comm_s = demand.net_s(rate) + demand.serial_intra_s
-                self._schedule_completion(js)
-                self._arm_network_completions()
+            self._join(js, demand, now)
         else:
             js.demand = None
             if not contention:
@@ -211,6 +207,41 @@ class Simulator(KernelLoop):
         for jid, phase in p.shifts:
             if jid in self.running:
                 self.set_phase(jid, phase)
+
+    def _join(self, js: JobState, demand, now: float) -> None:
+        """A starting job's flows join the fabric."""
+        self._joined(js, demand, self.fabric.join(js.job_id, demand, now))
+
+    def _joined(self, js: JobState, demand, rate: float | None) -> None:
+        """``js``'s flows joined the fabric (at its start, or re-routed); ``rate``: its per-flow rate if known."""
+        js.demand = demand
+        if rate is None:  # provisional: the network settles later this instant
+            js.iter_s = demand.iter_s(demand.iso_rate_gbps)
+            js.comm_s = js.iter_s - demand.compute_s
+        else:  # its links had room: it runs at its isolated rate and nobody else changes
+            js.iter_s = demand.iter_s(rate)
+            js.comm_s = demand.net_s(rate) + demand.serial_intra_s
+            self._schedule_completion(js)
+            self._arm_network_completions()
+
+    def allocate(self, allocations: dict[int, NetAllocation], now: float) -> None:
+        """Carry out a network policy's allocations (``netlab.sim.netalloc``): the network model takes them or
+        refuses what it cannot honour; a job without flows (one host) and the ``ideal`` model ignore them."""
+        contended = self.network.capabilities.contention
+        for jid, alloc in allocations.items():
+            js = self.running[jid]
+            if alloc == js.allocation:
+                continue
+            if contended and js.demand is not None:
+                check_allocation(self.network, jid, alloc)
+                if alloc.paths != js.allocation.paths:
+                    demand = rerouted(self.topology, self.zoo, js, alloc)
+                    self.advance(js, now)  # progress so far at the old speed
+                    self.net_done.pop(jid, None)
+                    self._joined(js, demand, self.fabric.reallocate(jid, alloc, now, demand=demand))
+                else:
+                    self.fabric.reallocate(jid, alloc, now)
+            js.allocation = alloc
 
     def _demand(self, model, js: JobState, hosts: tuple, gpus: tuple, phase: float):
         """``build_demand`` for a start. One-host starts (most of them) have no network demand and the

@@ -105,7 +105,8 @@ def _period(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, start_
     """
     n, m = A.shape
     starts = Starts(np.zeros((n, iterations + 1)), np.zeros(n, np.int64))
-    simulate(FluidJobs(A, cap_job, phi, gbit, intra_s, compute_s, overlap, np.zeros(n, np.int64)),
+    one_class = np.zeros(n, np.int64)
+    simulate(FluidJobs(A, cap_job, phi, one_class, gbit, intra_s, compute_s, overlap, np.zeros(n, np.int64)),
              FluidState(np.full(n, WAIT, np.int64), np.zeros(n), start_s.copy(), start_s.copy()),
              FluidLinks(cap_link, np.full(m, np.inf), np.full(m, np.inf)),
              FluidRun(0.0, 0.0, NOISE, 0, iterations + 1, max_events), starts,

@@ -56,7 +56,7 @@ def _flat(summary: dict) -> dict:
     out = {k: v for k, v in summary.items() if not isinstance(v, dict)}
     out.update({f"bytes_{tier}": v for tier, v in summary.get("tier_bytes", {}).items()})
     # the simulator's own names for what the cell already says (placement name, seed) would clash
-    for key in ("ordering", "placement", "preemption", "network", "topology", "seed"):
+    for key in ("ordering", "placement", "preemption", "netpolicy", "network", "topology", "seed"):
         out.pop(key, None)
     return out
 
@@ -78,7 +78,8 @@ def run_cell(cell: Cell) -> CellResult:
     jobs = jobs_from_frame(frame, topo)
     cfg = SimConfig(network=p["network"], seed=cell.sim_seed, checkpoint_s=p["checkpoint_s"],
                     restore_s=p["restore_s"], backfill=p["backfill"])
-    res = Simulator(topo, jobs, p["policy"], p["placement"], p["preemption"], cfg).run()
+    res = Simulator(topo, jobs, p["policy"], p["placement"], p["preemption"], cfg,
+                    netpolicy=p.get("netpolicy", "none")).run()
     summary = _flat(res.summary) | {"preemption_policy": res.summary["preemption"],
                                     "placement_used": res.summary["placement"]}
     return CellResult(res.jobs.rename(columns={"placement": "allocation"}), summary,

@@ -72,7 +72,8 @@ DEFAULTS = dict(trace="philly-sample", max_jobs=None, topology=DEMO_TOPOLOGY, ov
 #: optional parameters: they enter a cell (and its id) only when a grid sets them, so adding
 #: one never changes the ids of cells already stored
 OPTIONAL = dict(background=0.0,  # share of every switch-to-switch link taken by background traffic
-                batch=False)  # every job submitted at t=0 (a batch-submission makespan experiment)
+                batch=False,  # every job submitted at t=0 (a batch-submission makespan experiment)
+                netpolicy="none")  # the network policy (per-job network allocations; netlab.policies.network)
 META_KEYS = ("name", "description", "links", "grid")
 
 
@@ -182,6 +183,8 @@ def expand(doc: dict, where: str = "grid") -> list[Cell]:
         seen.add(cid)
         workload, sim = cell_seeds(params)
         label = f"{params['policy']}+{params['placement'] or 'default'}"
+        if params.get("netpolicy", "none") != "none":
+            label += f"+{params['netpolicy']}"
         cells.append(Cell(cid, params, workload, sim, _matches(params, selector, where), label))
     return cells
 
@@ -198,10 +201,10 @@ def _is_number(v) -> bool:
 
 def _registries() -> dict:
     from ..network import NETWORKS
-    from ..policies import ORDERING, PLACEMENT, PREEMPTION
+    from ..policies import NETWORK_POLICIES, ORDERING, PLACEMENT, PREEMPTION
 
     return dict(policy=(ORDERING, False), placement=(PLACEMENT, True), preemption=(PREEMPTION, True),
-                network=(NETWORKS, False))
+                network=(NETWORKS, False), netpolicy=(NETWORK_POLICIES, False))
 
 
 #: the plain-typed parameters: (check, what is allowed)
@@ -235,7 +238,7 @@ def check_cells(cells: list[dict], where: str = "grid") -> None:
 
     regs = _registries()
     for key, (reg, nullable) in regs.items():
-        for value in {repr(c[key]): c[key] for c in cells}.values():
+        for value in {repr(c[key]): c[key] for c in cells if key in c}.values():
             if value is None and nullable:
                 continue
             if not isinstance(value, str) or value not in reg:

@@ -103,12 +103,17 @@ def fattree(k: Int(ge=2, le=1024, what="an even number >= 2") = 4, hosts_per_edg
 @checked(TopologyError, "crux")
 def crux(path: Path, gpus_per_host: Gpus = 8, host_gbps: Gbps = 200.0, oversub: Ratio = 1.0,
          core_oversub: Ratio = 1.0, intra_gbps: Gbps = 1200.0, nics: Int(ge=1, le=64) = 1, ecmp: Ecmp = "split",
-         max_hosts: Optional[Count] = None, name: Optional[Label] = None) -> Topology:
+         max_hosts: Optional[Count] = None, aggs: Int(ge=1, le=64) = 1, name: Optional[Label] = None) -> Topology:
     """The Alibaba Lingjun 3-tier Clos host list used by Crux (``topo.csv``: ip,DSW,PSW,ASW).
 
     A ToR is the pair (PSW, ASW): ASW names repeat across PSWs. Each ToR has one
     aggregated uplink to its PSW, each PSW one aggregated uplink to the core
     (DSW). The file gives no bandwidths or GPU counts; they are parameters.
+    ``aggs`` > 1 splits each PSW group into that many aggregation switches
+    (``psw-P-a0`` ...), every ToR cabled to each with an equal share of its
+    uplink and each cabled to the core with an equal share of the group's:
+    the same capacities, now ``aggs`` equal-cost paths inside a group and
+    ``aggs`` squared across groups, which path choice (Crux) needs.
     """
     path = Path(path)
     text = read_text(path, TopologyError, MAX_CSV_BYTES, what="Crux topo.csv")
@@ -152,15 +157,24 @@ def crux(path: Path, gpus_per_host: Gpus = 8, host_gbps: Gbps = 200.0, oversub: 
         tor_hosts[tor] = tor_hosts.get(tor, 0) + 1
         tor_psw[tor] = psw
         psw_dsw[psw] = dsw
+    def planes(psw: str) -> list[str]:
+        return [psw] if aggs == 1 else [f"{psw}-a{k}" for k in range(aggs)]
+
+    if aggs > 1:
+        for psw in psw_dsw:
+            del switches[psw]
+            switches.update((agg, "agg") for agg in planes(psw))
     psw_up: dict[str, float] = {}
     for tor, n in tor_hosts.items():
         up = n * nic / oversub
-        cables.append((tor, tor_psw[tor], up, "tor-agg"))
+        cables.extend((tor, agg, up / aggs, "tor-agg") for agg in planes(tor_psw[tor]))
         psw_up[tor_psw[tor]] = psw_up.get(tor_psw[tor], 0.0) + up
     for psw, cap in psw_up.items():
-        cables.append((psw, psw_dsw[psw], cap / core_oversub, "agg-core"))
+        cables.extend((agg, psw_dsw[psw], cap / core_oversub / aggs, "agg-core") for agg in planes(psw))
     params = dict(path=str(path), gpus_per_host=gpus_per_host, host_gbps=host_gbps, oversub=oversub,
                   core_oversub=core_oversub, intra_gbps=intra_gbps, nics=nics, ecmp=ecmp, max_hosts=max_hosts)
+    if aggs > 1:  # said only when chosen, so a default topology's params stay as they were
+        params["aggs"] = aggs
     return Topology(name or "crux", hosts, switches, cables, ecmp=ecmp, params={"builder": "crux", **params})
 
 

@@ -217,12 +217,19 @@ class Topology:
         links, ptr, _ = self.router.walk(np.full(n, src_host), np.full(n, dst_host), np.arange(n))
         return tuple(tuple(links[ptr[i]:ptr[i + 1]].tolist()) for i in range(n))
 
-    def flow_links(self, src_host: int, dst_host: int, key: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def flow_links(self, src_host: int, dst_host: int, key: int = 0, path: int | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
         """Links one flow loads and the fraction of the flow on each (see ``ecmp``).
 
+        ``path``: take equal-cost path ``path`` (an index into :meth:`paths`, modulo their number, so a
+        flow with one path takes it) instead of the ECMP rule: a network allocation's path choice.
         Split-ECMP answers depend only on the host pair and are memoised (every
         multi-host start asks); treat the returned arrays as read-only.
         """
+        if path is not None:
+            chosen = self.paths(src_host, dst_host)
+            p = chosen[path % len(chosen)]
+            return np.array(p, dtype=np.int64), np.ones(len(p))
         memo = self._split_links.get((src_host, dst_host))
         if memo is not None:
             return memo
@@ -237,7 +244,7 @@ class Topology:
         out = self._split_links[(src_host, dst_host)] = (links, shares(paths, total))
         return out
 
-    def route(self, pairs, key: int = 0,
+    def route(self, pairs, key: int = 0, paths: tuple[int, ...] | None = None,
               flow_weights: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Links a set of flows loads (sorted ids) and the flows on each, summed over the flows.
 
@@ -245,7 +252,11 @@ class Topology:
         hashed with key ``key + n`` under ``hash`` ECMP and counts ``flow_weights[n]`` (default 1) on each of
         its links. Without weights, under ``split`` ECMP the answer depends only on ``pairs`` and is memoised (a
         trace-scale run starts the same host sets again and again); treat the returned arrays as read-only.
+        ``paths`` (a network allocation's path choice): flow ``n`` takes path ``paths[n]`` (one entry: every
+        flow), see :meth:`flow_links`.
         """
+        if paths is not None:
+            return self._route_chosen(pairs, key, flow_weights, paths)
         if self.ecmp == "hash":
             flows = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
             weights = _NO_WEIGHTS if flow_weights is None else np.asarray(flow_weights, dtype=float)
@@ -271,6 +282,21 @@ class Topology:
                 self._routes.clear()
             self._routes[memo_key] = out
         return out
+
+    def _route_chosen(self, pairs, key: int, flow_weights, paths) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`route` with a path chosen for each flow (a network allocation's; rare, never memoised)."""
+        pairs = tuple(map(tuple, pairs.tolist())) if isinstance(pairs, np.ndarray) else tuple(pairs)
+        if len(paths) not in (1, len(pairs)):
+            raise TopologyError(f"topology {self.name}: {len(paths)} path choices for {len(pairs)} flows "
+                                "(give one per flow, or one for all)")
+        parts = [self.flow_links(s, d, key=key + n, path=paths[n if len(paths) > 1 else 0])
+                 for n, (s, d) in enumerate(pairs)]
+        links = np.concatenate([p[0] for p in parts])
+        if flow_weights is None:
+            weights = np.concatenate([p[1] for p in parts])
+        else:
+            weights = np.concatenate([p[1] * w for p, w in zip(parts, flow_weights)])
+        return accumulate(links, weights, self.router.scratch)
 
     def host_uplink(self, host: int) -> int:
         """Id of the host's first uplink (host -> its switch)."""

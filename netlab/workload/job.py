@@ -30,6 +30,12 @@ class Job:
     iterations: float
     pattern: str = "ring"
     name: str = ""
+    #: the trace's priority or QoS class as an integer, larger first (0 when the trace has none)
+    priority: int = 0
+    #: when the job should have finished, on the trace's clock (seconds, like ``submit_s``); inf: no deadline
+    deadline_s: float = math.inf
+    #: who submitted it (user, group or virtual cluster) for fair-share ordering; "" when the trace has none
+    tenant: str = ""
 
 
 def consolidated_split(gpus: int, gpus_per_host: int) -> tuple[int, ...]:
@@ -79,6 +85,7 @@ def jobs_from_frame(trace: pd.DataFrame, topology, zoo: ModelZoo | None = None, 
     jobs = []
     has_iter = "iterations" in trace.columns
     has_pattern = "pattern" in trace.columns
+    has_priority, has_deadline, has_tenant = (c in trace.columns for c in ("priority", "deadline_s", "tenant"))
     for i, row in enumerate(trace.itertuples(index=False)):
         gpus = int(row.gpus)
         if gpus > total:
@@ -91,6 +98,10 @@ def jobs_from_frame(trace: pd.DataFrame, topology, zoo: ModelZoo | None = None, 
                 iters = row.duration_s / isolated_iter_s(model, pattern, gpus, topology)
             except (KeyError, ValueError) as exc:  # an unknown pattern, or a size the pattern cannot split
                 raise ValueError(f"trace row {i} (job {row.job_id}): {exc.args[0]}") from None
+        deadline = float(row.deadline_s) if has_deadline else math.inf
         jobs.append(Job(job_id=first_id + i, submit_s=float(row.submit_s), gpus=gpus, model=row.model,
-                        iterations=max(float(iters), 1e-9), pattern=pattern, name=str(row.job_id)))
+                        iterations=max(float(iters), 1e-9), pattern=pattern, name=str(row.job_id),
+                        priority=int(row.priority) if has_priority else 0,
+                        deadline_s=deadline if np.isfinite(deadline) else math.inf,
+                        tenant=str(row.tenant) if has_tenant else ""))
     return jobs

@@ -301,7 +301,8 @@ def test_controller_deploys_agents_and_runs_a_two_rank_gloo_job(tb4):
 
 # -- timings ----------------------------------------------------------------------------------
 @needs_sshd
-def test_eight_host_bring_up_and_teardown_times(capsys):
+def test_eight_host_bring_up_and_teardown_leave_nothing(capsys):
+    """Eight Mininet hosts with sshd come up and go down cleanly; the times are bench_testbed's figure."""
     before = snapshot()
     tb = MininetTestbed("dumbbell,hosts_per_side=4")
     t0 = time.monotonic()
@@ -314,5 +315,4 @@ def test_eight_host_bring_up_and_teardown_times(capsys):
     down_s = time.monotonic() - t1
     with capsys.disabled():
         print(f"\nmininet, 8 hosts with sshd: up {up_s:.2f} s ({tb.timings}), down {down_s:.3f} s")
-    assert up_s < 15.0 and down_s < 3.0
     assert_clean(before, tb.tid, inodes, pids, root_links=True)

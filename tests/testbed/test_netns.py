@@ -340,7 +340,9 @@ def test_leafspine_yaml_hosts_reach_each_other_across_the_spine():
 
 
 @needs_sshd
-def test_eight_host_bring_up_and_teardown_times(capsys):
+def test_eight_host_bring_up_and_teardown_leave_nothing(capsys):
+    """Eight hosts with sshd come up and go down cleanly; how long that takes is bench_testbed's figure (a timed
+    assertion here would fail on a loaded machine)."""
     before = snapshot()
     tb = NetnsTestbed("dumbbell,hosts_per_side=4")
     t0 = time.monotonic()
@@ -352,8 +354,7 @@ def test_eight_host_bring_up_and_teardown_times(capsys):
     down_s = time.monotonic() - t1
     with capsys.disabled():
         print(f"\n8 hosts with sshd: up {up_s:.2f} s ({tb.timings}), down {down_s:.3f} s")
-    assert down_s < 2.0
-    assert up_s < 10.0
+    assert len(inodes) >= 8  # the hosts' namespaces existed
     assert_clean(before, tb.tid, inodes, [])
 
 

@@ -6,7 +6,9 @@ all-reduce, plus the serial intra-host phase: ``rem`` seconds left), ``COMM``
 the overlapped compute, or a start offset). While transfers overlap, each
 link is shared by weighted max-min among the jobs communicating on it
 (:func:`fill_rates`), each job capped at its isolated rate; a transfer's
-weight grows with the fraction of it already sent (``lead``). Rates are
+weight grows with the fraction of it already sent (``lead``). Jobs of a
+network allocation's higher class (``priority``, 0 first) are served first,
+strictly: a lower class gets what they leave at that moment. Rates are
 recomputed whenever a transfer starts or ends; time advances from event to
 event. The rules are the package's (:mod:`netlab.network.tcp`).
 
@@ -33,7 +35,8 @@ class FluidJobs(NamedTuple):
 
     flows: np.ndarray  # (job, link): the job's flows on each link
     cap_gbps: np.ndarray  # per-flow rate alone (its path's bottleneck, the pattern's cap)
-    weight: np.ndarray  # share weight (bytes in flight, ``phi``)
+    weight: np.ndarray  # share weight (bytes in flight, ``phi``, times the allocation's weight)
+    priority: np.ndarray  # int64: the allocation's class, 0 served first
     gbit: np.ndarray  # per flow per iteration
     intra_s: np.ndarray  # serial intra-host phase
     compute_s: np.ndarray
@@ -96,17 +99,35 @@ class _RateWork(NamedTuple):
 
 
 @njit(**JIT)
-def fill_rates(flows, cap_link, cap_job, weight, active, rate, work: _RateWork):
+def fill_rates(flows, cap_link, cap_job, weight, priority, active, rate, work: _RateWork):
     """Weighted max-min per-flow rates of the ``active`` jobs (``rate_i = weight_i x level``), by progressive
-    filling, into ``rate``. ``work`` holds scratch arrays (no allocation per call)."""
+    filling, into ``rate``, class by class (``priority`` 0 first, each on what the classes before it left).
+    ``work`` holds scratch arrays (no allocation per call)."""
     n, m = flows.shape
     live, resid, s, newly = work.live, work.resid, work.weight_sum, work.newly
     for i in range(n):
         rate[i] = 0.0
-        live[i] = active[i]
         newly[i] = False
     for link in range(m):
         resid[link] = cap_link[link]
+    served = -1  # the classes up to this one are filled
+    while True:
+        c = -1
+        for i in range(n):
+            if active[i] and priority[i] > served and (c < 0 or priority[i] < c):
+                c = priority[i]
+        if c < 0:
+            break
+        for i in range(n):
+            live[i] = active[i] and priority[i] == c
+        _fill_class(flows, cap_job, weight, rate, live, resid, s, newly)
+        served = c
+
+
+@njit(**JIT)
+def _fill_class(flows, cap_job, weight, rate, live, resid, s, newly):
+    """Progressive filling of the ``live`` jobs on the residual capacities ``resid`` (both updated)."""
+    n, m = flows.shape
     for _ in range(n):
         best = np.inf
         for i in range(n):
@@ -182,7 +203,7 @@ def simulate(jobs: FluidJobs, st: FluidState, links: FluidLinks, run: FluidRun, 
                 weight[i] = phi[i]
                 if active[i] and run.lead > 0.0 and gbit[i] > 0.0:
                     weight[i] = phi[i] * (1.0 + run.lead * max(1.0 - rem[i] / gbit[i], 0.0))
-            fill_rates(A, cap_link, cap_job, weight, active, rate, work)
+            fill_rates(A, cap_link, cap_job, weight, jobs.priority, active, rate, work)
             dirty = False
         dt = np.inf
         for i in range(n):

@@ -276,6 +276,30 @@ def merge_mirrored(e: Entries, cap_link):
 
 
 @njit(**JIT)
+def mean_field_classes(e: Entries, cap_link, jobs: MeanFieldJobs, priority, rate0, counts):
+    """:func:`mean_field` class by class (a network allocation's ``priority``, 0 first): each class on the
+    capacity the classes before it leave on average (their time-averaged load: duty x rate per flow), as it
+    meets them while communicating in the random-phase picture. (rate, duty) per job."""
+    k = rate0.shape[0]
+    rate, duty = np.empty(k), np.empty(k)
+    left = cap_link.copy()
+    local = np.full(k, -1, np.int64)
+    for c in np.unique(priority):
+        mem = np.flatnonzero(priority == c)
+        local[mem] = np.arange(mem.shape[0])
+        sel = np.flatnonzero(priority[e.job] == c)
+        floor = np.maximum(left, cap_link * 1e-9)  # a class left nothing still crawls (no zero rate)
+        merged, mc = merge_mirrored(Entries(local[e.job[sel]], e.link[sel], e.weight[sel]), floor)
+        sub = MeanFieldJobs(jobs.cap_gbps[mem], jobs.weight[mem], jobs.gbit[mem], jobs.pre_s[mem], jobs.tail_s[mem])
+        r, d = mean_field(merged, mc, sub, rate0[mem], MF_MAX_ITER, MF_TOL, counts)
+        rate[mem], duty[mem] = r, d
+        for x in sel:
+            a = local[e.job[x]]
+            left[e.link[x]] = max(left[e.link[x]] - e.weight[x] * r[a] * d[a], 0.0)
+    return rate, duty
+
+
+@njit(**JIT)
 def solve_large(now_s, e: Entries, cap_link, comps: Components, jobs: Jobs, al: Alone, alpha, t: Rows, rows, it,
                 overload, queue, counts):
     """The ``comps.large`` jobs by the mean field over their binding links, in place: their iteration times
@@ -319,8 +343,15 @@ def solve_large(now_s, e: Entries, cap_link, comps: Components, jobs: Jobs, al: 
             phi[a] = max(g[a], 1e-300) / top
             if alpha != 1.0:  # (a power costs more than the rest of this loop)
                 phi[a] = phi[a] ** alpha
-    merged, mc = merge_mirrored(Entries(ej, el, ew), c)
-    rate, duty = mean_field(merged, mc, MeanFieldJobs(cj, phi, g, p, tl), rate0, MF_MAX_ITER, MF_TOL, counts)
+    prio = jobs.priority[members]
+    for a in range(k):
+        phi[a] *= jobs.share[members[a]]  # a network allocation's weight (1: unchanged, bit for bit)
+    mf_jobs = MeanFieldJobs(cj, phi, g, p, tl)
+    if prio.min() == prio.max():
+        merged, mc = merge_mirrored(Entries(ej, el, ew), c)
+        rate, duty = mean_field(merged, mc, mf_jobs, rate0, MF_MAX_ITER, MF_TOL, counts)
+    else:
+        rate, duty = mean_field_classes(Entries(ej, el, ew), c, mf_jobs, prio, rate0, counts)
     over, offered = np.zeros(blinks.shape[0]), np.zeros(blinks.shape[0])
     for e in range(ne):
         a = ej[e]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..links import LinkState
-from ..model import NETWORKS, Capabilities, CommDemand, Moved, NetSolution, NetworkModel, incidence
+from ..model import (ALLOCATION_KINDS, NETWORKS, Capabilities, CommDemand, Moved, NetSolution, NetworkModel,
+                     _same_paths, _treatment, incidence)
 from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of
 from .components import Solved
 from .incremental import adds_nonbinding, binding_component, clear_row_load, resolve_touched, row_loads, write_back
@@ -18,10 +19,17 @@ from .solve import SolveCode, solve_component, solve_unless_exact
 
 @NETWORKS.register("tcp")
 class TcpNetwork(NetworkModel):
-    """TCP-like sharing by bytes in flight, work-conserving, with per-job phase kept across events (fluid)."""
+    """TCP-like sharing by bytes in flight, work-conserving, with per-job phase kept across events (fluid).
+
+    Network allocations: a job's weight multiplies its bytes-in-flight weight ``phi``; its cap bounds its
+    per-flow rate (its rate alone, so it also decides which links can bind); its class is served strictly
+    first in the fluid (a lower class gets what the higher ones leave at each moment) and, in the mean
+    field, each class sees the capacity less the higher classes' time-averaged load.
+    """
 
     name = "tcp"
-    capabilities = Capabilities(uses_phase=True, moves_phase=True, incremental=True)
+    capabilities = Capabilities(uses_phase=True, moves_phase=True, incremental=True,
+                                allocations=frozenset(ALLOCATION_KINDS))
 
     def __init__(self, alpha: float = ALPHA, jitter: float = JITTER, lead: float = LEAD, horizon: int = HORIZON,
                  warmup: int = WARMUP, max_exact_jobs: int = MAX_EXACT_JOBS, max_events: int = MAX_EVENTS,
@@ -69,6 +77,8 @@ class TcpNetwork(NetworkModel):
     def solve(self, demands, capacity_gbps, now_s: float = 0.0) -> NetSolution:
         if not demands:
             return NetSolution({}, {})
+        for d in demands:
+            self.check_allocation(d.allocation, d.job_id)
         job, link, weight, links = incidence(demands)
         rows = self._slots.claim(demands)
         out = self.solve_rows(now_s, rows, Entries(job, link, weight.astype(float)),
@@ -103,6 +113,7 @@ class TcpNetwork(NetworkModel):
         self.pending = False
 
     def join(self, job_id, demand, now_s):
+        self.check_allocation(demand.allocation, job_id)
         row = self._slots.add(job_id, demand)
         self._demands[job_id] = demand
         links, rate = self._links, demand.alone_rate_gbps
@@ -131,7 +142,18 @@ class TcpNetwork(NetworkModel):
             self._await_resolve(demand)
         self._new.discard(job_id)
 
-    def change(self, job_id, now_s, *, phase=None):
+    def change(self, job_id, now_s, *, phase=None, allocation=None):
+        if allocation is not None:
+            demand = self._demands[job_id]
+            self.check_allocation(allocation, job_id)
+            _same_paths(demand, allocation, job_id)
+            if _treatment(allocation) != _treatment(demand.allocation):
+                self._offered[demand.links] -= demand.weights * demand.alone_rate_gbps
+                demand.allocation = allocation
+                self._offered[demand.links] += demand.weights * demand.alone_rate_gbps
+                self._slots.rewrite(job_id, demand)
+                self._await_resolve(demand)
+            demand.allocation = allocation
         if phase is None:
             return
         demand = self._demands[job_id]

@@ -34,7 +34,8 @@ def simulate_starts(model, demands, capacity_gbps, start_s: dict, iterations: di
     most = max(int(iterations[d.job_id]) for d in demands) + 1
     starts = Starts(np.zeros((n, most + 1)), np.zeros(n, np.int64))
     until = np.array([float(start_s[d.job_id]) for d in demands])
-    fjobs = FluidJobs(flows, np.minimum(jobs.rate_cap_gbps, jobs.iso_rate_gbps), share_weights(gbit, p.alpha), gbit,
+    phi = share_weights(gbit, p.alpha) * jobs.share  # bytes in flight x allocation weight
+    fjobs = FluidJobs(flows, np.minimum(jobs.rate_cap_gbps, jobs.iso_rate_gbps), phi, jobs.priority, gbit,
                       jobs.intra_s, jobs.compute_s, jobs.overlap, (jobs.job_id * 977 + draw * 1543) % len(NOISE))
     state = FluidState(np.full(n, WAIT, np.int64), np.zeros(n), until, np.zeros(n))
     fluid_links = FluidLinks(cap_link, cap_link * p.ecn_threshold_us * 1e-6, cap_link * p.buffer_us * 1e-6)

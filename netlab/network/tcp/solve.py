@@ -141,9 +141,10 @@ def simulate_component(now_s, members, flows, cap_link, jobs: Jobs, al: Alone, t
     starts = Starts(np.zeros((k, int(min(math.ceil((p.horizon + 1) * ratio) + 2, 64 * (p.horizon + 1))))),
                     np.zeros(k, np.int64))
     stats = link_stats(len(cap_link))
-    fjobs = FluidJobs(flows, al.cap_gbps[members].copy(), share_weights(al.gbit[members], p.alpha),
-                      al.gbit[members].copy(), jobs.intra_s[members].copy(), jobs.compute_s[members].copy(),
-                      jobs.overlap[members].copy(), (jobs.job_id[members] * 977) % len(NOISE))
+    phi = share_weights(al.gbit[members], p.alpha) * jobs.share[members]  # bytes in flight x allocation weight
+    fjobs = FluidJobs(flows, al.cap_gbps[members].copy(), phi, jobs.priority[members].copy(), al.gbit[members].copy(),
+                      jobs.intra_s[members].copy(), jobs.compute_s[members].copy(), jobs.overlap[members].copy(),
+                      (jobs.job_id[members] * 977) % len(NOISE))
     links = FluidLinks(cap_link, cap_link * p.ecn_threshold_us * 1e-6, cap_link * p.buffer_us * 1e-6)
     run = FluidRun(p.jitter, p.lead, NOISE, -1, p.horizon + 1, p.max_events)
     t_end = simulate(fjobs, FluidState(stage, rem, until, it_start), links, run, starts, stats)

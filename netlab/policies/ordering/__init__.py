@@ -1,3 +1,3 @@
 """Ordering policies; importing this package registers them all."""
 
-from . import fifo, sjf, srtf, themis, tiresias  # noqa: F401
+from . import edf, fairshare, fifo, priority, sjf, srtf, themis, tiresias  # noqa: F401

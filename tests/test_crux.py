@@ -1,0 +1,134 @@
+"""The ``crux`` network policy: GPU intensity, the compression to 8 classes, path selection (hand-computed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from netlab.policies import NETWORK_POLICIES, PlacementPolicy
+from netlab.policies.network.crux import compress, contention, gpu_intensity
+from netlab.sched import Placement, PolicyError
+from netlab.sim import SimConfig, Simulator
+from netlab.topology import load_topology
+from netlab.workload.job import Job
+from netlab.workload.zoo import JobModel, ModelZoo
+
+
+def test_gpu_intensity_is_compute_over_the_busiest_links_time():
+    # 4 GPUs x 0.5 s of compute; 1 GB a flow: 8 Gbit over 100 Gbit/s (one flow) = 0.08 s, two flows over 50 Gbit/s
+    # = 0.32 s: the busiest link's 0.32 s -> 2 GPU-s / 0.32 s = 6.25
+    cap = np.array([100.0, 50.0])
+    assert gpu_intensity(4 * 0.5, 1e9, np.array([0, 1]), np.array([1.0, 2.0]), cap) == pytest.approx(6.25)
+
+
+def test_compression_cuts_where_the_heaviest_contention_is():
+    # jobs A, B, C in priority order (intensity 9, 4, 1); A and B share a link (weight 9: A's intensity),
+    # B and C share one (weight 4). Two classes: {A}{B, C} leaves 4 inside, {A, B}{C} leaves 9, one class 13.
+    w = np.array([[0, 9, 0], [0, 0, 4], [0, 0, 0]], dtype=float)
+    assert compress(w, 2) == [0, 1, 1]
+    assert compress(w, 3) == [0, 1, 2]
+    assert compress(w, 1) == [0, 0, 0]
+    assert compress(np.zeros((3, 3)), 8) == [0, 0, 0]  # no contention: one class is enough
+    assert compress(np.zeros((0, 0)), 8) == []
+
+
+def test_compression_to_eight_classes_of_ten_jobs_that_all_contend():
+    # ten jobs, every pair sharing a link, intensities 10..1: edge (a, b) weighs 10 - a. Eight classes leave
+    # two pairs inside; the lightest pairs are the lowest jobs' (weights 2 and 1), so the last four jobs pair up
+    # as (6, 7) and (8, 9): inside weight 4 + 2 = 6 beats every other choice, e.g. (7, 8) and (8, 9) cannot both
+    # pair. By hand: pairs (a, a+1) cost 10 - a; the two cheapest disjoint pairs are (8, 9) = 2 and (6, 7) = 4.
+    n = 10
+    inten = np.arange(n, 0, -1, dtype=float)
+    w = np.triu(np.repeat(inten[:, None], n, axis=1), 1)
+    assert compress(w, 8) == [0, 1, 2, 3, 4, 5, 6, 6, 7, 7]
+
+
+def test_contention_weighs_shared_links_by_the_higher_jobs_intensity():
+    used = [np.array([0, 1]), np.array([1, 2]), np.array([3])]
+    w = contention(used, [5.0, 3.0, 1.0], 4)
+    assert w.tolist() == [[0, 5, 0], [0, 0, 0], [0, 0, 0]]
+
+
+# Two racks of two one-GPU hosts, two spines, hash ECMP: 50 Gbit/s per ToR-spine link (see test_netpolicy.py).
+TOPO = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=1,oversub=2,spines=2,ecmp=hash")
+HOSTS = {0: (0, 2), 1: (1, 3)}
+
+
+class Fixed(PlacementPolicy):
+    name = "fixed"
+
+    def place(self, job, view):
+        return Placement(HOSTS[job.job_id], (1, 1))
+
+
+def crux_run(netpolicy: str, compute_s: dict[int, float], network: str = "fair"):
+    zoo = ModelZoo({f"m{j}": JobModel(f"m{j}", c, 6.25e9) for j, c in compute_s.items()})
+    jobs = [Job(j, 0.0, 2, f"m{j}", 10.0) for j in compute_s]
+    policy = NETWORK_POLICIES.create(netpolicy)
+    seen = []
+    inner = policy.allocate
+    policy.allocate = lambda view: seen.append(inner(view)) or seen[-1]
+    res = Simulator(TOPO, jobs, "fifo", Fixed(), None, SimConfig(network=network), zoo=zoo, netpolicy=policy).run()
+    return res, seen
+
+
+def test_path_selection_puts_the_lower_intensity_job_off_the_higher_ones_spine():
+    # Job 1 computes 2 s an iteration, job 0 1 s: same traffic, so job 1 is the more GPU-intensive and picks
+    # first (path 0 for both its flows, nothing placed yet); job 0 finds spine 0's uplinks 1 s busy and takes
+    # path 1. Apart, each runs alone on its spine: 50 Gbit/s, 1 s of communication.
+    res, seen = crux_run("crux-paths", {0: 1.0, 1: 2.0})
+    first = seen[0]
+    assert first[1].paths == (0, 0) and first[0].paths == (1, 1)
+    assert first[0].priority == first[1].priority == 0
+    jct = res.jobs.sort_values("job_id").jct_s.tolist()
+    assert jct == pytest.approx([10 * (1.0 + 1.0), 10 * (2.0 + 1.0)], rel=1e-9)
+
+
+def test_jobs_that_must_share_get_two_classes_the_more_intensive_first():
+    # One spine: the two jobs cannot be separated and share the ToR-spine links (2 x 100 / 2 = 100 Gbit/s). Job 1
+    # (2 s of compute) is the more intensive: class 0; job 0 class 1. Under fair, class 0 is filled first: job 1
+    # alone at 100 Gbit/s, 0.5 s of communication, 2.5 s an iteration, so it loads the link 100 x 0.5 / 2.5 = 20
+    # Gbit/s on average; class 1 gets the other 80: job 0 communicates 0.625 s, 1.625 s an iteration. Ten
+    # iterations: 16.25 s and 25 s. Without classes (crux-paths) they share 50 Gbit/s each: job 0 2 s an
+    # iteration, ends at 20 s; job 1 3 s, 20/3 iterations by then, 10/3 more alone at 2.5 s: 28 1/3 s.
+    one_spine = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=1,oversub=2,spines=1,ecmp=hash")
+    jobs = [Job(0, 0.0, 2, "m0", 10.0), Job(1, 0.0, 2, "m1", 10.0)]
+    zoo = ModelZoo({"m0": JobModel("m0", 1.0, 6.25e9), "m1": JobModel("m1", 2.0, 6.25e9)})
+    out = {}
+    for name in ("crux", "crux-paths"):
+        policy = NETWORK_POLICIES.create(name)
+        seen = []
+        inner = policy.allocate
+        policy.allocate = lambda view, inner=inner, seen=seen: seen.append(inner(view)) or seen[-1]
+        res = Simulator(one_spine, jobs, "fifo", Fixed(), None, SimConfig(network="fair"), zoo=zoo,
+                        netpolicy=policy).run()
+        out[name] = (seen[0], res.jobs.sort_values("job_id").jct_s.tolist())
+    first, jct = out["crux"]
+    assert first[1].priority == 0 and first[0].priority == 1
+    assert jct == pytest.approx([16.25, 25.0], rel=1e-9)
+    first, jct = out["crux-paths"]
+    assert first[1].priority == first[0].priority == 0
+    assert jct == pytest.approx([20.0, 20.0 + 10 / 3 * 2.5], rel=1e-9)
+    # phase honours no class: crux is refused there, naming the model, the job and the kind
+    with pytest.raises(PolicyError, match=r"network model 'phase' cannot honour a per-job priority allocation "
+                                          r"\(job 0\)"):
+        Simulator(one_spine, jobs, "fifo", Fixed(), None, SimConfig(network="phase"), zoo=zoo, netpolicy="crux").run()
+
+
+def test_crux_on_the_ideal_network_has_nothing_to_allocate():
+    res, seen = crux_run("crux", {0: 1.0, 1: 2.0}, network="ideal")
+    assert seen and all(d == {} for d in seen)
+
+
+def test_the_crux_topology_split_into_aggregation_planes_keeps_capacity_and_offers_equal_cost_paths(tmp_path):
+    from netlab.topology.builders import crux
+
+    csv = tmp_path / "topo.csv"
+    csv.write_text("ip,DSW,PSW,ASW\na,G,P1,S1\nb,G,P1,S1\nc,G,P2,S1\nd,G,P2,S1\n")
+    one, two = crux(path=csv), crux(path=csv, aggs=2, ecmp="hash")
+    assert len(one.paths(0, 2)) == 1 and len(two.paths(0, 1)) == 1  # same ToR: one path either way
+    assert len(two.paths(0, 2)) == 4  # up through either of P1's two switches, down through either of P2's
+    for tier in ("tor-agg", "agg-core"):  # each ToR: 2 hosts x 200 = 400 Gbit/s up, split over the two planes
+        assert sorted(two.link_capacity_gbps[two.link_tier == tier]) == [200.0] * 8
+        assert sorted(one.link_capacity_gbps[one.link_tier == tier]) == [400.0] * 4
+    assert "aggs" not in one.params and two.params["aggs"] == 2

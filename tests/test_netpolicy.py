@@ -1,0 +1,180 @@
+"""Network policies (the fourth decision): how the one pass asks them and how the simulator carries them out.
+
+Hand-computed: a leaf-spine of two racks of two one-GPU hosts, 100 Gbit/s NICs, 2:1 oversubscribed, two
+spines under hash ECMP, so each ToR-to-spine link carries 2 x 100 / 2 / 2 = 50 Gbit/s. Two 2-GPU ring jobs,
+each with one host in each rack, all-reduce 6.25 GB (50 Gbit) per iteration after 1 s of compute (no
+overlap): alone on a path a job's flows get 50 Gbit/s, 1 s of communication, 2 s an iteration; two jobs on
+one spine share its uplinks, 25 Gbit/s each, 3 s an iteration. Ten iterations: 20 s apart, 30 s together.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from netlab.policies import NETWORK_POLICIES, NetworkPolicy, PlacementPolicy
+from netlab.sched import NetAllocation, Placement, PolicyError
+from netlab.sched.routes import job_flows
+from netlab.sim import SimConfig, Simulator
+from netlab.topology import load_topology
+from netlab.workload.job import Job
+from netlab.workload.zoo import JobModel, ModelZoo
+
+TOPO = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=1,oversub=2,spines=2,ecmp=hash")
+ZOO = ModelZoo({"m": JobModel("m", 1.0, 6.25e9)})
+JOBS = [Job(0, 0.0, 2, "m", 10.0), Job(1, 0.0, 2, "m", 10.0)]
+HOSTS = {0: (0, 2), 1: (1, 3)}  # hosts 0, 1 in rack 0; 2, 3 in rack 1
+
+
+class Fixed(PlacementPolicy):
+    """Job 0 on hosts 0 and 2, job 1 on hosts 1 and 3."""
+
+    name = "fixed"
+
+    def place(self, job, view):
+        return Placement(HOSTS[job.job_id], (1, 1))
+
+
+class Paths(NetworkPolicy):
+    """Each running job on the path index given for it; records when it was asked."""
+
+    name = "paths"
+
+    def __init__(self, choice: dict, period_s: float | None = None, **extra):
+        self.choice, self.period_s, self.extra, self.calls = choice, period_s, extra, []
+
+    def allocate(self, view):
+        self.calls.append((view.now, sorted(view.running)))
+        return {j: NetAllocation(paths=(self.choice[j],), **self.extra) for j in view.running}
+
+
+def run(netpolicy, network="fair"):
+    sim = Simulator(TOPO, JOBS, "fifo", Fixed(), None, SimConfig(network=network), zoo=ZOO, netpolicy=netpolicy)
+    return sim.run()
+
+
+def jct(res) -> list[float]:
+    return res.jobs.sort_values("job_id").jct_s.tolist()
+
+
+def test_the_two_spines_are_the_two_paths_of_each_flow():
+    for s, d in [(0, 2), (2, 0), (1, 3), (3, 1)]:
+        paths = TOPO.paths(s, d)
+        assert len(paths) == 2
+        assert {TOPO.link_dst[p[1]] for p in paths} == {"spine0", "spine1"}  # hop 2: the ToR's uplink
+
+
+def test_one_path_for_both_jobs_collides_and_separate_paths_do_not():
+    assert jct(run(Paths({0: 0, 1: 0}))) == pytest.approx([30.0, 30.0], rel=1e-9)
+    assert jct(run(Paths({0: 1, 1: 1}))) == pytest.approx([30.0, 30.0], rel=1e-9)
+    assert jct(run(Paths({0: 0, 1: 1}))) == pytest.approx([20.0, 20.0], rel=1e-9)
+
+
+def test_a_path_choice_removes_a_hash_collision():
+    # Under the fabric's hash, find whether these two jobs collide; a choice of separate paths never does.
+    hashed = jct(run(None))
+    pairs = [job_flows(ZOO["m"], "ring", HOSTS[j], (1, 1))[0] for j in (0, 1)]
+    routed = [set(TOPO.route(p, key=j * 1024)[0].tolist()) for j, p in enumerate(pairs)]
+    collide = bool(routed[0] & routed[1])
+    assert hashed == pytest.approx([30.0, 30.0] if collide else [20.0, 20.0], rel=1e-9)
+    assert jct(run(Paths({0: 0, 1: 1}))) == pytest.approx([20.0, 20.0], rel=1e-9)
+
+
+def test_a_path_choice_routes_each_flow_on_its_chosen_path():
+    from netlab.network.demand import build_demand
+
+    pairs, weights = job_flows(ZOO["m"], "ring", (0, 2), (1, 1))
+    assert pairs == ((0, 2), (2, 0)) and weights == (1.0, 1.0)
+    demand, _ = build_demand(TOPO, ZOO["m"], "ring", 7, (0, 2), (1, 1), allocation=NetAllocation(paths=(0, 1)))
+    expect = sorted(TOPO.paths(0, 2)[0] + TOPO.paths(2, 0)[1])
+    assert demand.links.tolist() == expect and demand.weights.tolist() == [1.0] * len(expect)
+
+
+def test_a_model_that_cannot_honour_a_priority_refuses_it_naming_model_job_and_kind():
+    # phase honours weights, caps and paths but not classes (its fixed windows would starve a lower class)
+    with pytest.raises(PolicyError, match=r"network model 'phase' cannot honour a per-job priority allocation "
+                                          r"\(job 0\)"):
+        run(Paths({0: 0, 1: 1}, priority=3), network="phase")
+
+
+def test_ideal_ignores_allocations():
+    # non-blocking: each job at its NIC's 100 Gbit/s, 0.5 s of communication, 1.5 s an iteration
+    res = run(Paths({0: 0, 1: 0}, priority=3, weight=2.0, rate_cap_gbps=1.0), network="ideal")
+    assert jct(res) == pytest.approx([15.0, 15.0], rel=1e-9)
+
+
+def test_asked_after_starts_and_stops_and_on_its_period_while_jobs_run():
+    policy = Paths({0: 0, 1: 1}, period_s=5.0)
+    res = run(policy)
+    assert jct(res) == pytest.approx([20.0, 20.0], rel=1e-9)
+    times = [t for t, _ in policy.calls]
+    assert times[:4] == [0.0, 5.0, 10.0, 15.0]
+    assert all(r == [0, 1] for t, r in policy.calls if t < 20.0 - 1e-6)
+    # both end at 20 s: asked once more (nothing runs) and never again
+    assert times[-1] == pytest.approx(20.0) and policy.calls[-1][1] == []
+    assert len(times) in (5, 6)  # the 20 s tick and the completions fall at one instant or two (rounding)
+
+
+def test_an_allocation_for_a_job_not_running_is_refused():
+    class Stray(NetworkPolicy):
+        name = "stray"
+
+        def allocate(self, view):
+            return {99: NetAllocation()}
+
+    with pytest.raises(PolicyError, match="stray: allocation for job 99, which is not running"):
+        run(Stray())
+
+
+def test_the_family_is_registered_and_none_allocates_nothing():
+    assert "none" in NETWORK_POLICIES.names()
+    none = NETWORK_POLICIES.create("none")
+    assert none.allocates is False and none.allocate(None) == {}
+    res = run("none")
+    assert res.summary["netpolicy"] == "none" and res.config["netpolicy"]["name"] == "none"
+
+
+def test_the_command_line_lists_the_family_and_simulates_with_one(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from netlab.cli import app
+
+    runner = CliRunner()
+    listed = runner.invoke(app, ["policies"])
+    assert listed.exit_code == 0 and "network policy (--netpolicy):" in listed.output
+    lines = {line.split()[0] for line in listed.output.splitlines() if line.startswith("  ")}
+    assert {"none", "crux", "crux-paths"} <= lines
+    out = tmp_path / "run"
+    ran = runner.invoke(app, ["simulate", "--max-jobs", "20", "--topology",
+                              "leafspine,racks=2,hosts_per_rack=2,gpus_per_host=8,oversub=2,ecmp=hash",
+                              "--netpolicy", "crux-paths", "--network", "fair", "--out", str(out), "--quiet"])
+    assert ran.exit_code == 0, ran.output
+    assert json.loads((out / "config.json").read_text())["netpolicy"]["name"] == "crux-paths"
+    bad = runner.invoke(app, ["simulate", "--max-jobs", "5", "--netpolicy", "nope", "--out", str(tmp_path / "b")])
+    assert bad.exit_code != 0 and "unknown network policy 'nope'" in bad.output
+
+
+def test_a_sweep_grid_takes_netpolicy_as_an_optional_key():
+    from netlab.sweep.grid import GridError, expand
+
+    plain = expand(dict(grid=dict(policy=["fifo"])))
+    assert "netpolicy" not in plain[0].params  # grids without it keep their cell ids
+    cells = expand(dict(grid=dict(policy=["fifo"], netpolicy=["none", "crux-paths"])))
+    assert sorted(c.label for c in cells) == ["fifo+default", "fifo+default+crux-paths"]
+    with pytest.raises(GridError, match="'netpolicy': 'nope' is not a registered network policy"):
+        expand(dict(grid=dict(netpolicy=["nope"])))
+
+
+def test_a_mechanism_that_cannot_enforce_allocations_refuses_them_naming_itself_the_job_and_the_kind():
+    from netlab.integrations.slurm_advisor import SbatchMechanism
+    from netlab.sched import DEFAULT_ALLOCATION, JobState
+
+    mech = SbatchMechanism.__new__(SbatchMechanism)  # the refusal reads nothing else of it
+    js = JobState(JOBS[0], 1.0)
+    mech.running = {0: js}
+    mech.allocate({0: DEFAULT_ALLOCATION}, 0.0)  # the default changes nothing: accepted
+    assert js.allocation is DEFAULT_ALLOCATION
+    with pytest.raises(PolicyError, match=r"SbatchMechanism cannot enforce a per-job network allocation: job 0 "
+                                          r"asks for priority, rate_cap"):
+        mech.allocate({0: NetAllocation(priority=2, rate_cap_gbps=5.0)}, 0.0)
