@@ -4,19 +4,64 @@ Options are checked where they are declared (typer/click ranges: ``--max-jobs``
 >= 1, ``--seed`` >= 0, finite non-negative costs), output directories before
 anything runs, and the library's own :class:`netlab.errors.InputError` (trace,
 topology and spec errors, which name the file, line or field and the allowed
-values) is printed as one ``error:`` line with exit status 2.
+values) is printed as one ``error:`` line with exit status 2. So is any
+``OSError`` a command meets (a full disk, a folder it may not write, a symlink
+loop), naming the path, and a SIGTERM or SIGHUP that stops a sweep (exit
+status 128 + the signal, after the worker pool is stopped and the store
+released): :class:`_Commands` catches them once for every command.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 from pathlib import Path
 
+import click
 import typer
+from typer.core import TyperGroup
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+#: what each errno means for the user, said once (the OS's own words are often terse: "Errno 40")
+OS_HINTS = {
+    errno.ENOSPC: "no space left on the device; free some or write elsewhere (nothing half-written was left)",
+    errno.EDQUOT: "disk quota exceeded; free some space or write elsewhere",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EROFS: "read-only file system; write elsewhere",
+    errno.ELOOP: "too many levels of symbolic links (a symlink loop, or a symlink where netlab follows none)",
+    errno.ENAMETOOLONG: "file name too long",
+    errno.EISDIR: "is a directory",
+    errno.ENOTDIR: "a part of the path is not a directory",
+}
+
+
+def _os_error_line(exc: OSError) -> str:
+    """``path: what happened`` for an OSError, the path first (both paths of a failed rename)."""
+    what = OS_HINTS.get(exc.errno) or exc.strerror or str(exc) or type(exc).__name__
+    paths = [p for p in (exc.filename, exc.filename2) if p is not None]
+    where = " -> ".join(os.fsdecode(p) if isinstance(p, (bytes, str, os.PathLike)) else str(p) for p in paths)
+    return f"{where}: {what}" if where else f"{what} ({exc})"
+
+
+class _Commands(TyperGroup):
+    """The command group: an OSError or a stop signal in any command becomes one ``error:`` line."""
+
+    def invoke(self, ctx: click.Context):
+        from .procguard import Terminated
+
+        try:
+            return super().invoke(ctx)
+        except Terminated as exc:
+            typer.secho(f"error: {exc}; the worker pool was stopped and what was finished is kept (a sweep store "
+                        "resumes on re-run)", fg=typer.colors.RED, err=True)
+            raise typer.Exit(exc.code) from None
+        except OSError as exc:
+            _fail(_os_error_line(exc))
+
+
+app = typer.Typer(cls=_Commands, add_completion=False, no_args_is_help=True,
                   help="netlab: network-aware scheduling of distributed DL training (simulator, policies, traces).")
 
 

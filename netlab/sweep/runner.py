@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..network.model import ideal_networks
+from ..procguard import stop_signals_unwind
 from .backends import BACKENDS, Backend
 from .grid import DEFAULTS, OPTIONAL, Cell, expand, grid_source, read_grid
 from .store import MemoryStore, Store, StoreError
@@ -139,8 +140,10 @@ def _run(cells, store, manifest, backend, progress, backend_options) -> SweepRes
     cell_s = 0.0
     if todo:
         runner = BACKENDS.create(backend, **backend_options) if isinstance(backend, str) else backend
+        owned = isinstance(backend, str)  # a backend handed in stays open for its owner
         try:
-            with _progress(runner.run(todo), len(cells), len(cells) - len(todo), progress) as bar:
+            with stop_signals_unwind(), \
+                    _progress(runner.run(todo), len(cells), len(cells) - len(todo), progress) as bar:
                 for outcome in bar:
                     store.write(outcome)
                     ran += 1
@@ -148,9 +151,12 @@ def _run(cells, store, manifest, backend, progress, backend_options) -> SweepRes
                     cell_s += outcome.seconds
                     if failed:
                         bar.set_postfix(failed=failed, refresh=False)
-        finally:
-            if isinstance(backend, str):  # a backend handed in stays open for its owner
-                runner.close()
+        except BaseException:  # a store error, Ctrl-C, SIGTERM: stop the cells in flight, do not wait for them
+            if owned:
+                runner.abort()
+            raise
+        if owned:
+            runner.close()
     if manifest is not None:
         manifest = store.end(manifest, ran=ran, failed=failed, skipped=len(cells) - len(todo),
                              wall_s=time.perf_counter() - t0, cells_s=cell_s)
