@@ -308,41 +308,36 @@ def _print_verdicts(root: Path, baseline: str | None) -> None:
 
 
 def _check_store(root: Path, repair: bool) -> None:
-    import warnings
-
     from .errors import InputError
-    from .sweep import GridError, Store, StoreError, run_sweep
+    from .sweep import GridError, StoreError
+    from .sweep.runner import check_store, repair_store
 
-    store = Store(root)
     try:
-        manifest = store.read_manifest()
-    except (StoreError, ValueError) as exc:
-        _fail(f"{root}: not a readable sweep store ({_message(exc)})")
-    stored = len(store.done_ids() | store.error_ids())
-    corrupt = store.corrupt_cells()
-    for cid, why in corrupt.items():
-        typer.secho(f"corrupt cell {cid}: {why}", fg=typer.colors.RED, err=True)
-    if not repair:
-        typer.echo(f"{stored} stored cells read back, {len(corrupt)} corrupt" +
-                   (f"; `netlab results {root} --repair` sets them aside and recomputes them" if corrupt else ""))
-        if corrupt:
-            raise typer.Exit(1)
-        return
-    if not corrupt:
-        typer.echo(f"{stored} stored cells read back, none corrupt: nothing to repair")
-        return
-    try:  # the resumed run sets the corrupt cells aside (under the store's lock) and computes them again
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = run_sweep(manifest["config"], out=root, progress=False)
+        check, res = (repair_store(root) if repair else (check_store(root), None))
     except (InputError, GridError, StoreError) as exc:
         _fail(_message(exc))
-    moved = res.manifest["runs"][-1].get("set_aside", {})
-    stale = res.manifest["runs"][-1].get("set_aside_stale")  # set aside first: corrupt ones among them too
+    for cid, why in check.corrupt.items():
+        typer.secho(f"corrupt cell {cid}: {why}", fg=typer.colors.RED, err=True)
+    for path in check.strays:
+        typer.secho(f"stray file cells/{path.name}: belongs to no cell of this sweep", fg=typer.colors.RED, err=True)
+    found = f"{check.stored} stored cells read back, {len(check.corrupt)} corrupt" + \
+        (f", {len(check.strays)} stray file(s)" if check.strays else "")
+    if not repair:
+        typer.echo(found + ("" if check.ok else f"; `netlab results {root} --repair` sets them aside and recomputes "
+                                                 "the cells"))
+        if not check.ok:
+            raise typer.Exit(1)
+        return
+    if res is None:
+        typer.echo(f"{found}: nothing to repair")
+        return
+    run = res.manifest["runs"][-1]
+    moved, stale, stray = run.get("set_aside", {}), run.get("set_aside_stale"), run.get("set_aside_stray")
     typer.echo((f"set aside {len(moved['cells'])} corrupt cell(s) in {moved['moved_to']}; " if moved else "")
                + (f"set aside {stale['cells']} cell(s) computed by other netlab code in {stale['moved_to']}; "
-                  if stale else "")
-               + f"recomputed {res.manifest['runs'][-1]['ran']} cell(s); {len(res.errors)} failed")
+                  if stale else "")  # set aside first: corrupt ones among them too
+               + (f"set aside {len(stray['files'])} stray file(s) in {stray['moved_to']}; " if stray else "")
+               + f"recomputed {run['ran']} cell(s); {len(res.errors)} failed")
     if not res.errors.empty:
         raise typer.Exit(1)
 

@@ -110,10 +110,18 @@ def run_sweep(grid, out=None, backend: str | Backend | None = None, progress: bo
     if out is None:
         return _run(cells, MemoryStore(), None, backend, progress, backend_options)
     store = Store(out)
-    with store.lock():  # one run at a time; a second one fails here, before touching anything
-        store.clean()
+    # one run at a time, and only in a new folder or a store: a second run or a foreign folder fails here,
+    # before anything is touched
+    with store.lock():
         manifest = store.begin(doc, cells, backend if isinstance(backend, str) else backend.name)
+        store.clean()
         run = manifest["runs"][-1]
+        strays = store.strays([c.id for c in cells])
+        if strays:  # files of no cell of this sweep: set aside (renamed, not deleted), as --check reports them
+            where = store.set_aside_strays(strays)
+            run["set_aside_stray"] = dict(files=[p.name for p in strays], moved_to=str(where))
+            warnings.warn(f"{store.root}: {len(strays)} file(s) in cells/ belong to no cell of this sweep; set "
+                          f"aside in {where}", stacklevel=2)
         stale = sorted(store.done_ids()) if run["previous_code_hash"] != run["code_hash"] else []
         if stale:  # computed by other code: set aside (renamed, not deleted) and computed again below
             where = store.set_aside(stale, why="stale")
@@ -162,6 +170,44 @@ def _run(cells, store, manifest, backend, progress, backend_options) -> SweepRes
                              wall_s=time.perf_counter() - t0, cells_s=cell_s)
     jobs, summary, links, errors = assemble(cells, store)
     return SweepResult(jobs, summary, links, errors, manifest, store.root)
+
+
+@dataclass
+class StoreCheck:
+    """What ``netlab results DIR --check`` finds: every stored cell read back in full against its hashes."""
+
+    path: Path
+    stored: int  # cells of the sweep with a summary or an error record
+    corrupt: dict  # cell id -> why it cannot be read back
+    strays: list  # paths in cells/ that belong to no cell of the sweep
+
+    @property
+    def ok(self) -> bool:
+        return not self.corrupt and not self.strays
+
+
+def check_store(path) -> StoreCheck:
+    """Read back every stored cell of the sweep at ``path``; list the corrupt ones and the stray files.
+
+    :func:`repair_store` fixes exactly what this reports, so the two never disagree.
+    """
+    store = Store(path)
+    ids = [c["id"] for c in store.read_manifest()["cells"]]
+    stored = sorted(set(ids) & (store.done_ids() | store.error_ids()))
+    return StoreCheck(store.root, len(stored), store.corrupt_cells(stored), store.strays(ids))
+
+
+def repair_store(path) -> tuple[StoreCheck, SweepResult | None]:
+    """Set aside what :func:`check_store` reports (never deleted) and compute those cells again.
+
+    Returns the check and the resumed run (None when there was nothing to repair).
+    """
+    check = check_store(path)
+    if check.ok:
+        return check, None
+    with warnings.catch_warnings():  # the run's warnings say what the caller prints from the manifest
+        warnings.simplefilter("ignore")
+        return check, run_sweep(Store(path).read_manifest()["config"], out=path, progress=False)
 
 
 def _cells_of(manifest: dict) -> list[Cell]:
