@@ -10,6 +10,7 @@ backend gives the same frames.
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -92,16 +93,17 @@ def _progress(iterable, total: int, initial: int, enabled: bool | None):
 
 
 def run_sweep(grid, out=None, backend: str | Backend | None = None, progress: bool | None = True,
-              **backend_options) -> SweepResult:
+              max_cells: int | None = None, **backend_options) -> SweepResult:
     """Run every cell of ``grid`` (dict, YAML path or text) not yet in ``out``; return the frames.
 
     ``backend``: "serial", "processes", "dask" or a :class:`Backend` instance;
     by default "dask" when ``client``, ``cluster`` or ``address`` is given, else
     "serial". ``out=None`` keeps everything in memory (nothing is resumable).
-    Failing cells never stop the sweep: see ``result.errors``.
+    Failing cells never stop the sweep: see ``result.errors``. A grid over
+    ``max_cells`` cells (default: ``NETLAB_MAX_CELLS`` or 10,000) is refused.
     """
     doc = read_grid(grid)
-    cells = expand(doc, grid_source(grid))  # the whole grid is checked here, before anything is written
+    cells = expand(doc, grid_source(grid), max_cells)  # the whole grid is checked here, before anything is written
     if backend is None:
         dask_given = any(backend_options.get(k) is not None for k in ("client", "cluster", "address"))
         backend = "dask" if dask_given else "serial"
@@ -143,6 +145,10 @@ def run_sweep(grid, out=None, backend: str | Backend | None = None, progress: bo
 def _run(cells, store, manifest, backend, progress, backend_options) -> SweepResult:
     done = store.done_ids()
     todo = [c for c in cells if c.id not in done]
+    if progress is not False:  # the size of the run, before it starts
+        where = f" in {store.root}" if store.root is not None else ""
+        print(f"sweep: {len(cells):,} cells{where}, {len(cells) - len(todo):,} already stored, {len(todo):,} to run",
+              file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     ran = failed = 0
     cell_s = 0.0
