@@ -159,3 +159,88 @@ def test_the_cell_count_is_printed_before_a_sweep_starts(tmp_path):
     assert res.exit_code == 0, res.output
     first = next(line for line in res.output.splitlines() if line.strip())
     assert first.startswith("sweep: 2 cells") and "2 to run" in first, res.output
+
+
+# ------------------------------------------------------------------------------------------------- traces
+
+PHILLY_HEADER = "timestamp,duration,num_gpus,cluster\n"
+LOAD = "import sys; from netlab.traces import load_trace; load_trace(sys.argv[1])"
+
+
+def _garbage_philly(path: Path, size_bytes: int) -> None:
+    row = "2017-10-03 1x:00:00,abc,-1,vc{}\n"
+    with open(path, "w") as fh:
+        fh.write(PHILLY_HEADER)
+        i = 0
+        while fh.tell() < size_bytes:
+            fh.write(row.format(i))
+            i += 1
+
+
+def test_a_trace_of_bad_rows_is_refused_at_its_first_rows_in_bounded_memory(tmp_path):
+    big = tmp_path / "philly_bad.csv"
+    _garbage_philly(big, 16 * 2**20)  # the 16 MB of bad rows took 2.4 GB
+    small = tmp_path / "philly_small.csv"
+    small.write_text(PHILLY_HEADER + "2017-10-03 1x:00:00,abc,-1,vc1\n")
+    base_rc, base_err, base_mb, _ = run_measured([sys.executable, "-c", LOAD, str(small)])
+    assert base_rc == 1 and "TraceError" in base_err, base_err
+    rc, err, mb, seconds = run_measured([sys.executable, "-c", LOAD, str(big)])
+    assert rc == 1 and "TraceError" in err, err[-2000:]
+    size_mb = big.stat().st_size / 2**20
+    assert mb <= base_mb + 2 * size_mb, f"peak RSS {mb:.0f} MB; a one-row refusal {base_mb:.0f} MB; file {size_mb:.0f} MB"
+    message = err.strip().splitlines()[-1]
+    assert f"{big}, line 2, field 'timestamp'" in message and "where reading stopped" in message, message
+    assert len(message) < 3000  # the first rows described, the rest counted
+
+
+def test_skip_bad_describes_the_first_bad_rows_and_counts_the_rest(tmp_path):
+    from netlab.traces import load_trace
+    from netlab.traces.reader import MAX_REPORTED
+
+    good = [f"2017-10-01 00:0{i}:00,300.0,1,vc1" for i in range(3)]
+    bad = [f"2017-10-01 00:00:00,abc{i},1,vc1" for i in range(50)]
+    path = tmp_path / "philly_mixed.csv"
+    path.write_text(PHILLY_HEADER + "\n".join(good[:1] + bad + good[1:]) + "\n")
+    with pytest.warns(UserWarning, match="skipped 50 bad row"):
+        df = load_trace(path, skip_bad=True)
+    assert len(df) == 3 and df["line"].tolist() == [2, 53, 54]
+    assert [s["line"] for s in df.attrs["skipped"]] == list(range(3, 3 + MAX_REPORTED))
+    assert all(s["field"] == "duration" for s in df.attrs["skipped"])
+
+
+def test_a_long_bad_value_is_quoted_by_a_bounded_prefix(tmp_path):
+    from netlab.traces import TraceError, load_trace
+
+    path = tmp_path / "philly_long.csv"
+    path.write_text(PHILLY_HEADER + "2017-10-01 00:00:00," + "9" * 100_000 + "x,1,vc1\n")
+    with pytest.raises(TraceError) as info:
+        load_trace(path)
+    assert len(str(info.value)) < 1000 and "line 2, field 'duration'" in str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_fifo_or_a_device_as_a_trace_is_refused_without_blocking(tmp_path, kind):
+    if kind == "fifo":
+        path = tmp_path / "philly.csv"
+        os.mkfifo(path)
+    else:  # a trace path (by its name) that is a device: it never ends
+        path = tmp_path / "philly.csv"
+        path.symlink_to("/dev/zero")
+    rc, err, _, seconds = run_measured([sys.executable, "-c", LOAD, str(path)], timeout_s=60)
+    assert rc == 1 and "TraceError" in err and str(path) in err, err[-2000:]
+    assert ("FIFO" if kind == "fifo" else "character device") in err
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["simulate", "--quiet", "--trace", str(path), "--out", str(out)])
+    assert res.exit_code == 2 and res.output.startswith("error: ") and str(path) in res.output, res.output
+    assert not out.exists()
+
+
+def test_duplicate_job_ids_are_refused_with_their_lines(tmp_path):
+    from netlab.traces import TraceError, load_trace
+
+    path = tmp_path / "cluster07.csv"
+    path.write_text("job_id,submission_time,duration,num_gpu\nA,0,100,1\nB,5,100,1\nA,9,100,2\nA,12,100,1\n")
+    with pytest.raises(TraceError) as info:
+        load_trace(path)
+    msg = str(info.value)
+    assert str(path) in msg and "lines 2, 4, 5" in msg and "'A'" in msg and "unique" in msg, msg
