@@ -84,7 +84,12 @@ def _finite_seconds(value: float) -> float:
 
 
 def _check_out_dir(out: Path, option: str = "--out") -> None:
-    """``out`` must be a directory or creatable as one, checked before any work (nothing written here)."""
+    """``out`` must be a directory or creatable as one, outside the installed package, checked before any work
+    (nothing written here)."""
+    package = Path(__file__).resolve().parent
+    where = Path(os.path.realpath(out))  # realpath: a symlink loop is reported below, not raised here
+    if where == package or package in where.parents:
+        _fail(f"{option} {out}: is inside the installed netlab package ({package}); write results elsewhere")
     if out.exists() and not out.is_dir():
         _fail(f"{option} {out}: exists and is not a directory; give a directory (it is created if missing)")
     parent = out

@@ -265,6 +265,9 @@ class Store:
         or the first files of a store whose first run was cut short (:data:`BEFORE_MANIFEST`).
         """
         if not self.root.exists():
+            if self.root.is_symlink():
+                raise StoreError(f"{self.root}: is a symbolic link that leads nowhere (a loop, or a missing "
+                                 "folder); give a real folder for the store")
             return
         if not self.root.is_dir():
             raise StoreError(f"{self.root}: exists and is not a folder; give a new or empty folder for the store")
