@@ -225,7 +225,6 @@ def sweep(
 ):
     """Run every cell of a grid not yet in OUT; print the summary table. Exit 1 if any cell failed."""
     from .errors import InputError
-    from .report import comparison_table, print_table, readable_table, render_report
     from .sweep import GridError, StoreError, run_sweep
     from .sweep.backends import BACKENDS
 
@@ -236,6 +235,7 @@ def sweep(
         res = run_sweep(grid, out=out, backend=backend, progress=not quiet, address=address, workers=workers)
     except (InputError, KeyError, GridError, StoreError) as exc:
         _fail(_message(exc))
+    from .report import comparison_table, print_table, readable_table, render_report  # after the grid is accepted
     if not res.summary.empty:
         print_table(readable_table(comparison_table(res.summary)), "mean ± sd over seeds:")
     if report:
