@@ -50,6 +50,8 @@ JOB_SCHEMA = {
 STOP_GRACE_S = 3.0
 #: how often a rank writes its heartbeat byte
 RANK_HEARTBEAT_S = 1.0
+#: the grace a hung rank gets between SIGTERM and SIGKILL
+HUNG_GRACE_S = 0.5
 
 
 @dataclass
@@ -170,7 +172,12 @@ class JobManager:
                     hung.append(r)
         for r in hung:
             log(r.reason)
-            threading.Thread(target=stop_group, args=(r.popen.pid, r.start_time, STOP_GRACE_S, r.popen),
+            try:  # now, not when the kill is done: the controller fails the job at once
+                self.emit({"event": "rank_hung", "job_id": _job_id_out(r.job_id), "rank": r.rank, "reason": r.reason})
+            except OSError:
+                pass
+            # a stopped process cannot act on SIGTERM: a short grace, then SIGKILL
+            threading.Thread(target=stop_group, args=(r.popen.pid, r.start_time, HUNG_GRACE_S, r.popen),
                              name=f"kill-{r.key}", daemon=True).start()
         return hung
 

@@ -261,14 +261,15 @@ class Controller:
 
     # ------------------------------------------------------------ jobs
     def _on_event(self, ev: dict) -> None:
-        if ev.get("event") != "job_exit":
+        if ev.get("event") not in ("job_exit", "rank_hung"):
             return
         job = self.jobs.get(ev.get("job_id"))
         if job is None:
             return
-        reason = ev.get("reason")  # the agent ended the rank (it went silent): the job fails now
+        reason = ev.get("reason")  # the agent ends the rank (it went silent): the job fails now
         with self._lock:
-            job.exits[int(ev.get("rank", -1))] = int(ev.get("returncode", -1))
+            if ev["event"] == "job_exit":
+                job.exits[int(ev.get("rank", -1))] = int(ev.get("returncode", -1))
             finished = (len(job.exits) >= len(job.ranks) or reason is not None) and not job.done.is_set()
             if reason is not None and job.failure is None and not job.done.is_set():
                 job.failure = f"on {ev.get('host')}: {reason}"
