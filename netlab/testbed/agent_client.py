@@ -138,7 +138,8 @@ class AgentClient:
             if self.hello is None:
                 continue
             silent = time.monotonic() - self.last_heard
-            if silent > self.dead_after_s:
+            ready = getattr(self.channel, "recv_ready", None)
+            if silent > self.dead_after_s and not (ready is not None and ready()):  # unread lines: it spoke
                 reason = (f"agent on {self.host}: silent for {silent:.1f} s (no heartbeat; the limit is "
                           f"{self.dead_after_s:g} s): the agent is stopped or its host hangs")
                 if self._shut(reason, AgentError(self.host, reason, "AgentDead")):

@@ -72,6 +72,11 @@ class ProcessChannel:
     def exit_status_ready(self):
         return self.proc.poll() is not None
 
+    def recv_ready(self):
+        import select
+
+        return bool(select.select([self.proc.stdout], [], [], 0)[0])
+
     @property
     def exit_status(self):
         return self.proc.returncode
