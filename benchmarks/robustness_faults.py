@@ -324,10 +324,9 @@ def oserror_rows(tmp: Path) -> list[dict]:
 
 
 def agent_rows(tmp: Path, n: int) -> list[dict]:
-    sys.path.insert(0, str(ROOT))
-    from tests.testbed import test_liveness as live  # a package module (relative imports); nothing runs at import
-
     from netlab.testbed.agent_client import AgentClient, AgentError
+
+    live = _tests("test_agent_client")
 
     times = []
 
