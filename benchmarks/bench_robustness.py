@@ -14,8 +14,9 @@ command refusing each kind of hostile input, against 200 MB plus twice the input
 
     python benchmarks/bench_robustness.py [--scale 1.0] [--no-faults]
 
-Writes ``benchmarks/results/robustness.json``. Run it as root under the shared lock for the root-only rows
-(``flock /work/.root-tests.lock ...``); elsewhere they say ``skipped``.
+Writes ``benchmarks/results/robustness.json``. Run it as root for the root-only rows (a tmpfs of its own, an
+agent in a network namespace of its own: nothing machine-wide, so no lock is needed); elsewhere they say
+``skipped``.
 """
 
 from __future__ import annotations
