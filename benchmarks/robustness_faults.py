@@ -2,7 +2,8 @@
 
 Each row tries one kind of fault a number of times and counts how often netlab
 held (the property the issue states for it); ``refused_inputs`` measures the
-peak RSS of every kind of refused input in a fresh process (``wait4``) against
+peak RSS of every kind of refused input in a fresh process (its own VmHWM, see
+``tests/test_bounded_input.run_measured``: wait4 would report this process's) against
 the target of 200 MB plus twice the input's size, beside the same command
 refusing a trivial input (what importing netlab costs). The checks reuse the
 tests' helpers (``tests/test_*.py``), loaded by path, so a row and its test

@@ -26,27 +26,65 @@ TOPO = "leafspine,racks=2,hosts_per_rack=2,gpus_per_host=8,host_gbps=100,spines=
 runner = CliRunner()
 
 
+#: runs a ``python -c CODE ...`` or ``python -m MODULE ...`` command line and, at exit, writes the peak RSS of
+#: its own process image (VmHWM, kB) to the file named first. wait4's ru_maxrss cannot be used: Linux carries
+#: the parent's high-water mark across fork and exec, so every child of a large test process would report it.
+PEAK_WRAPPER = """
+import atexit, runpy, sys
+report, mode, target, *rest = sys.argv[1:]
+def _peak():
+    with open('/proc/self/status') as fh:
+        kb = next(line.split()[1] for line in fh if line.startswith('VmHWM:'))
+    with open(report, 'w') as fh:
+        fh.write(kb)
+atexit.register(_peak)
+if mode == '-c':
+    sys.argv = ['-c', *rest]
+    exec(compile(target, '<string>', 'exec'), {'__name__': '__main__'})
+else:
+    sys.argv = [target, *rest]
+    runpy.run_module(target, run_name='__main__', alter_sys=True)
+"""
+
+
+def _vm_hwm_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return next((int(line.split()[1]) for line in fh if line.startswith("VmHWM:")), 0)
+    except OSError:  # it has just ended
+        return 0
+
+
 def run_measured(argv: list[str], timeout_s: float = 120.0, **kw) -> tuple[int, str, float, float]:
-    """(exit status, stderr, peak RSS in MB, seconds) of a child process; killed after ``timeout_s``."""
-    t0 = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kw)
-    err_chunks = []
+    """(exit status, stderr, peak RSS in MB, seconds) of ``python -c ...`` or ``python -m ...``; killed after
+    ``timeout_s``. The peak is the child's own (:data:`PEAK_WRAPPER`), polled meanwhile in case it is killed."""
+    import tempfile
     import threading
 
-    reader = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)
-    reader.start()
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() - t0 > timeout_s:
-            proc.kill()
-            pid, status, usage = os.wait4(proc.pid, 0)
-            break
-        time.sleep(0.02)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    reader.join(timeout=10)
-    return proc.returncode, "".join(err_chunks), usage.ru_maxrss / 1024, time.monotonic() - t0
+    assert argv[0] == sys.executable and argv[1] in ("-c", "-m"), argv
+    fd, report = tempfile.mkstemp(prefix="netlab-peak-")
+    os.close(fd)
+    t0, peak_kb = time.monotonic(), 0
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", PEAK_WRAPPER, report, *argv[1:]], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, **kw)
+        err_chunks = []
+        reader = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)
+        reader.start()
+        while proc.poll() is None:
+            peak_kb = max(peak_kb, _vm_hwm_kb(proc.pid))
+            if time.monotonic() - t0 > timeout_s:
+                proc.kill()
+                proc.wait()
+                break
+            time.sleep(0.02)
+        reader.join(timeout=10)
+        with open(report) as fh:
+            text = fh.read().strip()
+        peak_kb = max(peak_kb, int(text) if text else 0)
+    finally:
+        os.unlink(report)
+    return proc.returncode, "".join(err_chunks), peak_kb / 1024, time.monotonic() - t0
 
 
 def alias_bomb(levels: int, key: str = "policy") -> str:
