@@ -4,19 +4,64 @@ Options are checked where they are declared (typer/click ranges: ``--max-jobs``
 >= 1, ``--seed`` >= 0, finite non-negative costs), output directories before
 anything runs, and the library's own :class:`netlab.errors.InputError` (trace,
 topology and spec errors, which name the file, line or field and the allowed
-values) is printed as one ``error:`` line with exit status 2.
+values) is printed as one ``error:`` line with exit status 2. So is any
+``OSError`` a command meets (a full disk, a folder it may not write, a symlink
+loop), naming the path, and a SIGTERM or SIGHUP that stops a sweep (exit
+status 128 + the signal, after the worker pool is stopped and the store
+released): :class:`_Commands` catches them once for every command.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 from pathlib import Path
 
+import click
 import typer
+from typer.core import TyperGroup
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+#: what each errno means for the user, said once (the OS's own words are often terse: "Errno 40")
+OS_HINTS = {
+    errno.ENOSPC: "no space left on the device; free some or write elsewhere (nothing half-written was left)",
+    errno.EDQUOT: "disk quota exceeded; free some space or write elsewhere",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EROFS: "read-only file system; write elsewhere",
+    errno.ELOOP: "too many levels of symbolic links (a symlink loop, or a symlink where netlab follows none)",
+    errno.ENAMETOOLONG: "file name too long",
+    errno.EISDIR: "is a directory",
+    errno.ENOTDIR: "a part of the path is not a directory",
+}
+
+
+def _os_error_line(exc: OSError) -> str:
+    """``path: what happened`` for an OSError, the path first (both paths of a failed rename)."""
+    what = OS_HINTS.get(exc.errno) or exc.strerror or str(exc) or type(exc).__name__
+    paths = [p for p in (exc.filename, exc.filename2) if p is not None]
+    where = " -> ".join(os.fsdecode(p) if isinstance(p, (bytes, str, os.PathLike)) else str(p) for p in paths)
+    return f"{where}: {what}" if where else f"{what} ({exc})"
+
+
+class _Commands(TyperGroup):
+    """The command group: an OSError or a stop signal in any command becomes one ``error:`` line."""
+
+    def invoke(self, ctx: click.Context):
+        from .procguard import Terminated
+
+        try:
+            return super().invoke(ctx)
+        except Terminated as exc:
+            typer.secho(f"error: {exc}; the worker pool was stopped and what was finished is kept (a sweep store "
+                        "resumes on re-run)", fg=typer.colors.RED, err=True)
+            raise typer.Exit(exc.code) from None
+        except OSError as exc:
+            _fail(_os_error_line(exc))
+
+
+app = typer.Typer(cls=_Commands, add_completion=False, no_args_is_help=True,
                   help="netlab: network-aware scheduling of distributed DL training (simulator, policies, traces).")
 
 
@@ -39,7 +84,12 @@ def _finite_seconds(value: float) -> float:
 
 
 def _check_out_dir(out: Path, option: str = "--out") -> None:
-    """``out`` must be a directory or creatable as one, checked before any work (nothing written here)."""
+    """``out`` must be a directory or creatable as one, outside the installed package, checked before any work
+    (nothing written here)."""
+    package = Path(__file__).resolve().parent
+    where = Path(os.path.realpath(out))  # realpath: a symlink loop is reported below, not raised here
+    if where == package or package in where.parents:
+        _fail(f"{option} {out}: is inside the installed netlab package ({package}); write results elsewhere")
     if out.exists() and not out.is_dir():
         _fail(f"{option} {out}: exists and is not a directory; give a directory (it is created if missing)")
     parent = out
@@ -178,7 +228,6 @@ def sweep(
 ):
     """Run every cell of a grid not yet in OUT; print the summary table. Exit 1 if any cell failed."""
     from .errors import InputError
-    from .report import comparison_table, print_table, readable_table, render_report
     from .sweep import GridError, StoreError, run_sweep
     from .sweep.backends import BACKENDS
 
@@ -189,6 +238,7 @@ def sweep(
         res = run_sweep(grid, out=out, backend=backend, progress=not quiet, address=address, workers=workers)
     except (InputError, KeyError, GridError, StoreError) as exc:
         _fail(_message(exc))
+    from .report import comparison_table, print_table, readable_table, render_report  # after the grid is accepted
     if not res.summary.empty:
         print_table(readable_table(comparison_table(res.summary)), "mean ± sd over seeds:")
     if report:
@@ -266,41 +316,36 @@ def _print_verdicts(root: Path, baseline: str | None) -> None:
 
 
 def _check_store(root: Path, repair: bool) -> None:
-    import warnings
-
     from .errors import InputError
-    from .sweep import GridError, Store, StoreError, run_sweep
+    from .sweep import GridError, StoreError
+    from .sweep.runner import check_store, repair_store
 
-    store = Store(root)
     try:
-        manifest = store.read_manifest()
-    except (StoreError, ValueError) as exc:
-        _fail(f"{root}: not a readable sweep store ({_message(exc)})")
-    stored = len(store.done_ids() | store.error_ids())
-    corrupt = store.corrupt_cells()
-    for cid, why in corrupt.items():
-        typer.secho(f"corrupt cell {cid}: {why}", fg=typer.colors.RED, err=True)
-    if not repair:
-        typer.echo(f"{stored} stored cells read back, {len(corrupt)} corrupt" +
-                   (f"; `netlab results {root} --repair` sets them aside and recomputes them" if corrupt else ""))
-        if corrupt:
-            raise typer.Exit(1)
-        return
-    if not corrupt:
-        typer.echo(f"{stored} stored cells read back, none corrupt: nothing to repair")
-        return
-    try:  # the resumed run sets the corrupt cells aside (under the store's lock) and computes them again
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = run_sweep(manifest["config"], out=root, progress=False)
+        check, res = (repair_store(root) if repair else (check_store(root), None))
     except (InputError, GridError, StoreError) as exc:
         _fail(_message(exc))
-    moved = res.manifest["runs"][-1].get("set_aside", {})
-    stale = res.manifest["runs"][-1].get("set_aside_stale")  # set aside first: corrupt ones among them too
+    for cid, why in check.corrupt.items():
+        typer.secho(f"corrupt cell {cid}: {why}", fg=typer.colors.RED, err=True)
+    for path in check.strays:
+        typer.secho(f"stray file cells/{path.name}: belongs to no cell of this sweep", fg=typer.colors.RED, err=True)
+    found = f"{check.stored} stored cells read back, {len(check.corrupt)} corrupt" + \
+        (f", {len(check.strays)} stray file(s)" if check.strays else "")
+    if not repair:
+        typer.echo(found + ("" if check.ok else f"; `netlab results {root} --repair` sets them aside and recomputes "
+                                                 "the cells"))
+        if not check.ok:
+            raise typer.Exit(1)
+        return
+    if res is None:
+        typer.echo(f"{found}: nothing to repair")
+        return
+    run = res.manifest["runs"][-1]
+    moved, stale, stray = run.get("set_aside", {}), run.get("set_aside_stale"), run.get("set_aside_stray")
     typer.echo((f"set aside {len(moved['cells'])} corrupt cell(s) in {moved['moved_to']}; " if moved else "")
                + (f"set aside {stale['cells']} cell(s) computed by other netlab code in {stale['moved_to']}; "
-                  if stale else "")
-               + f"recomputed {res.manifest['runs'][-1]['ran']} cell(s); {len(res.errors)} failed")
+                  if stale else "")  # set aside first: corrupt ones among them too
+               + (f"set aside {len(stray['files'])} stray file(s) in {stray['moved_to']}; " if stray else "")
+               + f"recomputed {run['ran']} cell(s); {len(res.errors)} failed")
     if not res.errors.empty:
         raise typer.Exit(1)
 

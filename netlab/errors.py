@@ -283,17 +283,20 @@ def checked(error: type[InputError], what: str, skip: tuple[str, ...] = ()) -> C
 def read_text(path, error: type[InputError], max_bytes: int, what: str = "file") -> str:
     """The UTF-8 text of ``path``, refusing before reading a file over ``max_bytes`` and naming the line of any
     byte that is not UTF-8 (a binary or Latin-1 file); every failure is one ``error`` naming the file."""
+    from .fileio import NotRegularFile, open_regular
+
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:  # a FIFO or a device is refused, not read (it would block or never end)
             size = os.fstat(fh.fileno()).st_size
             if size > max_bytes:
                 raise error(f"{path}: {what} is {size:,} bytes, over the limit of {max_bytes:,} bytes")
             data = fh.read(max_bytes + 1)
     except FileNotFoundError:
         raise error(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise error(f"{path}: is a directory, expected a {what}") from None
+    except (IsADirectoryError, NotRegularFile) as exc:
+        kind = getattr(exc, "kind", "a directory")
+        raise error(f"{path}: is {kind}, expected a {what} (a regular file)") from None
     except OSError as exc:
         raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(data) > max_bytes:  # grew while being read, or a special file with no size

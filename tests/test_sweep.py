@@ -166,7 +166,7 @@ def test_resume_after_sigkill_gives_every_cell_exactly_once(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     done_before = len(list(cells.glob("*.summary.json")))
     assert 3 <= done_before < total
-    (cells / ".stray.jobs.parquet.tmp").write_bytes(b"partial")  # as a kill mid-write leaves it
+    (cells / ".0123456789ab.jobs.parquet.a1b2c3.tmp").write_bytes(b"partial")  # as a kill mid-write leaves it
     res = run_sweep(grid, out=out, progress=False)
     run = res.manifest["runs"][-1]
     assert run["ran"] == total - done_before and run["skipped"] == done_before

@@ -96,7 +96,7 @@ def test_second_run_on_a_busy_store_fails_at_once_and_the_first_finishes(tmp_pat
 def test_a_held_store_is_left_untouched(tmp_path):
     out = tmp_path / "store"
     (out / "cells").mkdir(parents=True)
-    inflight = out / "cells" / ".abc.jobs.parquet.tmp"  # the holder's file being written
+    inflight = out / "cells" / ".0123456789ab.jobs.parquet.k3x9q1.tmp"  # the holder's file being written
     inflight.write_bytes(b"half")
     holder = subprocess.Popen([sys.executable, "-c", HOLD_SCRIPT, str(out)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)

@@ -5,19 +5,28 @@ shell) in its own session, so stopping it signals exactly its process group
 and nothing else. Its pid and /proc start time go into the state file before
 anything else happens, so a later agent can kill it if this one dies. Rank
 output goes to files in the state dir: the agent's stdout is the protocol.
+
+A rank writes a byte to a pipe every second (``--heartbeat-fd``, from a thread
+of its own started before torch is imported). A rank that stays silent for
+``silence_s`` while its process lives (stopped by SIGSTOP, or hung with the
+interpreter blocked) is killed, and its ``job_exit`` event carries the
+``reason``, so its job fails at once instead of leaving the other ranks
+waiting in an all-reduce until their collective timeout.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .errors import NotFound, SpecError
+from .errors import NotFound, SpecError, brief
 from .procs import child_env, proc_start_time, stop_group
 from .state import StateStore, log
 from .validate import NAME_WHAT, SOCKET_IFNAME_WHAT, check_args, is_int, is_num, name_id, socket_ifname_ok
@@ -39,6 +48,10 @@ JOB_SCHEMA = {
     "device": (False, lambda v: v in ("cpu", "cuda"), "cpu or cuda"),
 }
 STOP_GRACE_S = 3.0
+#: how often a rank writes its heartbeat byte
+RANK_HEARTBEAT_S = 1.0
+#: the grace a hung rank gets between SIGTERM and SIGKILL
+HUNG_GRACE_S = 0.5
 
 
 @dataclass
@@ -50,13 +63,18 @@ class Rank:
     log: Path
     key: str
     waiter: threading.Thread | None = None
+    beat_fd: int | None = None  # the read end of the rank's heartbeat pipe (non-blocking)
+    last_beat: float = 0.0  # time.monotonic() of the last heartbeat byte (or of the start)
+    reason: str | None = None  # why the agent ended the rank, if it did
 
 
 class JobManager:
-    def __init__(self, state: StateStore, emit: Callable[[dict], None], python: str = sys.executable):
+    def __init__(self, state: StateStore, emit: Callable[[dict], None], python: str = sys.executable,
+                 silence_s: float = 15.0):
         self.state = state
         self.emit = emit
         self.python = python
+        self.silence_s = silence_s  # a rank silent this long is declared hung (0: never)
         self.ranks: dict[tuple[str, int], Rank] = {}
         self.lock = threading.Lock()
 
@@ -92,14 +110,24 @@ class JobManager:
             "RANK": str(a["rank"]), "WORLD_SIZE": str(a["world_size"]),
         })
         env.setdefault("OMP_NUM_THREADS", "1")  # emulated ranks share few cores
-        with open(jdir / f"rank{a['rank']}.out", "wb") as out:
-            popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                     stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+        beat_r, beat_w = os.pipe()
+        argv += ["--heartbeat-fd", str(beat_w), "--heartbeat-s", repr(RANK_HEARTBEAT_S)]
+        try:
+            with open(jdir / f"rank{a['rank']}.out", "wb") as out:
+                popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+                                         pass_fds=(beat_w,))
+        except BaseException:
+            os.close(beat_r)
+            raise
+        finally:
+            os.close(beat_w)  # the rank holds the only write end: end of file when it exits
+        os.set_blocking(beat_r, False)
         start_time = proc_start_time(popen.pid)
         skey = f"job:{job_id}:{a['rank']}"
         self.state.update(lambda d: d["children"].__setitem__(
             skey, {"pid": popen.pid, "start_time": start_time, "kind": "rank"}))
-        r = Rank(job_id, a["rank"], popen, start_time, log_path, skey)
+        r = Rank(job_id, a["rank"], popen, start_time, log_path, skey, beat_fd=beat_r, last_beat=time.monotonic())
         r.waiter = threading.Thread(target=self._wait, args=(r,), name=f"wait-{skey}", daemon=True)
         with self.lock:
             self.ranks[key] = r
@@ -109,18 +137,57 @@ class JobManager:
     def _wait(self, r: Rank) -> None:
         rc = r.popen.wait()
         self.state.update(lambda d: d["children"].pop(r.key, None))
+        with self.lock:
+            fd, r.beat_fd = r.beat_fd, None
+        if fd is not None:
+            os.close(fd)
+        event = {"event": "job_exit", "job_id": _job_id_out(r.job_id), "rank": r.rank, "returncode": rc}
+        if r.reason is not None:
+            event["reason"] = r.reason
         try:
-            self.emit({"event": "job_exit", "job_id": _job_id_out(r.job_id), "rank": r.rank, "returncode": rc})
+            self.emit(event)
         except OSError:
             pass
 
+    def check_silent(self) -> list[Rank]:
+        """Read every running rank's heartbeats; kill (in the background) the ranks silent for ``silence_s``.
+
+        Called periodically by the agent's heartbeat thread. Returns the ranks declared hung now.
+        """
+        now, hung = time.monotonic(), []
+        with self.lock:
+            ranks = [r for r in self.ranks.values() if r.beat_fd is not None and r.reason is None]
+            for r in ranks:
+                try:
+                    while os.read(r.beat_fd, 4096):
+                        r.last_beat = now
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    continue
+                silent = now - r.last_beat
+                if self.silence_s > 0 and silent > self.silence_s and r.popen.poll() is None:
+                    r.reason = (f"rank {r.rank} of job {r.job_id} sent no heartbeat for {silent:.1f} s (stopped or "
+                                f"hung; the limit is {self.silence_s:g} s): killed by the agent")
+                    hung.append(r)
+        for r in hung:
+            log(r.reason)
+            try:  # now, not when the kill is done: the controller fails the job at once
+                self.emit({"event": "rank_hung", "job_id": _job_id_out(r.job_id), "rank": r.rank, "reason": r.reason})
+            except OSError:
+                pass
+            # a stopped process cannot act on SIGTERM: a short grace, then SIGKILL
+            threading.Thread(target=stop_group, args=(r.popen.pid, r.start_time, HUNG_GRACE_S, r.popen),
+                             name=f"kill-{r.key}", daemon=True).start()
+        return hung
+
     def _of(self, job_id) -> list[Rank]:
         if not name_id(job_id):
-            raise SpecError(f"job_id must be {NAME_WHAT}, got {job_id!r}", "job_id")
+            raise SpecError(f"job_id must be {NAME_WHAT}, got {brief(job_id)}", "job_id")
         with self.lock:
             found = [r for (j, _), r in self.ranks.items() if j == str(job_id)]
         if not found:
-            raise NotFound(f"no job {job_id!r} on this agent", "job_id")
+            raise NotFound(f"no job {brief(job_id)} on this agent", "job_id")
         return found
 
     def stop(self, job_id) -> dict:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from pyroute2 import IPRoute, NetlinkError
 
-from .errors import NotFound, QdiscUnavailable, SpecError
+from .errors import NotFound, QdiscUnavailable, SpecError, brief
 from .state import StateStore, log
 from .validate import IFNAME_WHAT, ifname_ok
 
@@ -161,34 +161,34 @@ class Shaper:
             raise SpecError("args must be an object")
         ifname = args.get("ifname")
         if not ifname_ok(ifname):
-            raise SpecError(f"ifname must be {IFNAME_WHAT}, got {ifname!r}", "ifname")
+            raise SpecError(f"ifname must be {IFNAME_WHAT}, got {brief(ifname)}", "ifname")
         kind = args.get("kind")
         if kind not in KIND_FIELDS:
-            raise SpecError(f"kind must be one of {sorted(KIND_FIELDS)}, got {kind!r}", "kind")
+            raise SpecError(f"kind must be one of {sorted(KIND_FIELDS)}, got {brief(kind)}", "kind")
         required, optional = KIND_FIELDS[kind]
         params = {}
         for key, value in args.items():
             if key in ("ifname", "kind"):
                 continue
             if key not in FIELD_CHECKS:
-                raise SpecError(f"unknown field {key!r}", key)
+                raise SpecError(f"unknown field {brief(key)}", key)
             if key not in required | optional:
-                raise SpecError(f"field {key!r} does not apply to kind {kind!r}", key)
+                raise SpecError(f"field {brief(key)} does not apply to kind {brief(kind)}", key)
             check, what = FIELD_CHECKS[key]
             if not check(value):
-                raise SpecError(f"{key} must be {what}, got {value!r}", key)
+                raise SpecError(f"{key} must be {what}, got {brief(value)}", key)
             params[key] = value
         for key in sorted(required - params.keys()):
-            raise SpecError(f"kind {kind!r} needs {key}", key)
+            raise SpecError(f"kind {brief(kind)} needs {key}", key)
         if "ceil_mbit" in params and params["ceil_mbit"] < params["rate_mbit"]:
             raise SpecError("ceil_mbit must be >= rate_mbit", "ceil_mbit")
         if params.get("jitter_ms") and not params.get("delay_ms"):
             raise SpecError("jitter_ms needs delay_ms", "jitter_ms")
         found = self.ipr.link_lookup(ifname=ifname)
         if not found:
-            raise NotFound(f"no interface {ifname!r} in the agent's namespace", "ifname")
+            raise NotFound(f"no interface {brief(ifname)} in the agent's namespace", "ifname")
         if kind not in self.available:
-            why = self.probe_error or f"the kernel lacks the {kind!r} qdisc"
+            why = self.probe_error or f"the kernel lacks the {brief(kind)} qdisc"
             raise QdiscUnavailable(f"cannot shape with {kind}: {why} (available: {self.available})", "kind")
         return Spec(ifname, kind, found[0], params)
 
@@ -213,10 +213,10 @@ class Shaper:
 
     def clear(self, ifname: str) -> dict:
         if not ifname_ok(ifname):
-            raise SpecError(f"ifname must be {IFNAME_WHAT}, got {ifname!r}", "ifname")
+            raise SpecError(f"ifname must be {IFNAME_WHAT}, got {brief(ifname)}", "ifname")
         snaps = self.state.get("shaping")
         if ifname not in snaps:
-            raise NotFound(f"{ifname!r} was not shaped by this agent", "ifname")
+            raise NotFound(f"{brief(ifname)} was not shaped by this agent", "ifname")
         restored = restore(self.ipr, ifname, snaps[ifname])
         self.state.update(lambda d: d["shaping"].pop(ifname, None))
         self.current.pop(ifname, None)
@@ -402,7 +402,7 @@ def restore(ipr: IPRoute, ifname: str, snap: dict) -> str:
     """Put back the snapshotted root tree; returns what was restored."""
     found = ipr.link_lookup(ifname=ifname)
     if not found:
-        raise NotFound(f"interface {ifname!r} is gone; nothing to restore", "ifname")
+        raise NotFound(f"interface {brief(ifname)} is gone; nothing to restore", "ifname")
     index = found[0]
     _ignore_missing(ipr.tc, "del", index=index, root=True)
     fn = RESTORE.get(snap.get("kind"))

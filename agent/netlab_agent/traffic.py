@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .errors import NotFound, SpecError
+from .errors import NotFound, SpecError, brief
 from .procs import child_env, proc_start_time, stop_group
 from .state import StateStore, log
 from .validate import NAME_WHAT, check_args, is_int, is_num, name_id
@@ -196,11 +196,11 @@ class TrafficManager:
 
     def stop(self, flow_id) -> dict:
         if not name_id(flow_id):
-            raise SpecError(f"flow_id must be {NAME_WHAT}, got {flow_id!r}", "flow_id")
+            raise SpecError(f"flow_id must be {NAME_WHAT}, got {brief(flow_id)}", "flow_id")
         with self.lock:
             flow = self.flows.get(str(flow_id))
         if flow is None:
-            raise NotFound(f"no flow {flow_id!r} on this agent", "flow_id")
+            raise NotFound(f"no flow {brief(flow_id)} on this agent", "flow_id")
         stopped = flow.popen.poll() is None and stop_group(flow.popen.pid, flow.start_time, 2.0, flow.popen)
         return {"flow_id": flow_id, "stopped": bool(stopped), "returncode": flow.popen.poll()}
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
+import threading
 import time
 
 
@@ -36,7 +38,23 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--log", required=True, help="JSON lines file, one record per iteration")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--timeout-s", type=float, default=600.0, help="rendezvous/collective timeout")
+    p.add_argument("--heartbeat-fd", type=int, default=None, help="a pipe to write one byte to every heartbeat")
+    p.add_argument("--heartbeat-s", type=float, default=1.0, help="seconds between heartbeats")
     return p.parse_args(argv)
+
+
+def _beat(fd: int, every_s: float) -> None:
+    """Write a byte to the agent's pipe every ``every_s`` from a thread, so the agent sees this rank is alive
+    (and notices within seconds if the process is stopped or its interpreter hangs)."""
+    def run():
+        while True:
+            try:
+                os.write(fd, b".")
+            except OSError:  # the agent is gone: nobody listens any more
+                return
+            time.sleep(every_s)
+
+    threading.Thread(target=run, name="heartbeat", daemon=True).start()
 
 
 def _job_id(raw: str):
@@ -73,6 +91,8 @@ class _Compute:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.heartbeat_fd is not None:
+        _beat(args.heartbeat_fd, args.heartbeat_s)  # before torch, whose import takes seconds
     import torch
     import torch.distributed as dist
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-from .errors import SpecError
+from .errors import SpecError, brief
 
 # Job and flow ids become directory and file names under the state dir: a letter or digit first (so
 # never "." or ".."), then letters, digits, "_", "." or "-"; at most 64 characters. The controller holds
@@ -54,14 +54,14 @@ def check_args(args, schema: dict) -> dict:
         raise SpecError("args must be an object")
     for key in args:
         if key not in schema:
-            raise SpecError(f"unknown field {key!r}", key)
+            raise SpecError(f"unknown field {brief(key)}", key)
     out = {}
     for key, (required, check, what) in schema.items():
         if key not in args or args[key] is None:
             if required:
-                raise SpecError(f"missing field {key!r}", key)
+                raise SpecError(f"missing field {brief(key)}", key)
             continue
         if not check(args[key]):
-            raise SpecError(f"{key} must be {what}, got {args[key]!r}", key)
+            raise SpecError(f"{key} must be {what}, got {brief(args[key])}", key)
         out[key] = args[key]
     return out

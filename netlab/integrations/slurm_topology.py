@@ -49,12 +49,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import Float, Int, describe_errors, read_text
 from ..topology import Host, Topology, TopologyError, check_name
 from ..hostlist import HostlistError, compress, expand
+from ..yaml_input import load_yaml
 
 #: topology.conf files are hand-written or generated; anything larger is refused before it is read
 MAX_CONF_BYTES = 16 * 2**20
@@ -358,11 +358,7 @@ class LinkSpec(BaseModel):
 def read_links(path) -> LinkSpec:
     """The :class:`LinkSpec` in a YAML file; errors name the file, the field and its line."""
     text = read_text(path, SlurmTopologyError, MAX_CONF_BYTES, what="links YAML file")
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise SlurmTopologyError(f"{path}{f', line {mark.line + 1}' if mark else ''}: invalid YAML") from None
+    doc, _ = load_yaml(text, str(path), SlurmTopologyError)  # bounded: aliases, duplicate keys
     if doc is None:
         return LinkSpec()
     if not isinstance(doc, dict):

@@ -29,7 +29,6 @@ capacity, time-integrated) is the older proxy, kept beside it. ``phase`` has no 
 from __future__ import annotations
 
 import itertools
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -108,17 +107,22 @@ def cassini_cells(setups=("paper", "snapshot"), oversub=(2, 4, 8), seeds=DEV_SEE
 
 def cassini_runs(cells: list[dict], workers: int = 1, progress: bool = False) -> pd.DataFrame:
     """Run the cells (in ``workers`` processes); one row per run."""
-    if workers <= 1:
-        it = map(run_one, cells)
-    else:
-        pool = ProcessPoolExecutor(workers)
-        it = pool.map(run_one, cells)
+    from ..procguard import kill_pool, process_pool, stop_signals_unwind
+
+    pool = process_pool(workers) if workers > 1 else None  # workers die with this process
+    it = map(run_one, cells) if pool is None else pool.map(run_one, cells)
     if progress:
         from ..progress import tqdm
 
         it = tqdm(it, total=len(cells), desc="cassini")
-    rows = list(it)
-    if workers > 1:
+    try:
+        with stop_signals_unwind():
+            rows = list(it)
+    except BaseException:
+        if pool is not None:
+            kill_pool(pool)  # stop the runs in flight instead of waiting for them
+        raise
+    if pool is not None:
         pool.shutdown()
     return pd.DataFrame(rows)
 

@@ -7,17 +7,22 @@ writes the store, so a Dask cluster on other machines needs netlab installed
 there but no shared file system. If the machinery itself fails (a worker
 process dies), the affected cells come back as failed outcomes too: the
 sweep goes on and a re-run retries them.
+
+A run that stops early (an error writing the store, Ctrl-C, SIGTERM) calls
+:meth:`Backend.abort`, which stops the work in flight instead of waiting for
+it; local worker processes also die with their parent if it is killed
+outright (:mod:`netlab.procguard`).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import traceback
 import uuid
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from typing import Iterable, Iterator
 
+from ..procguard import kill_pool, process_pool
 from ..registry import Registry
 from .cell import Outcome, execute
 from .grid import Cell
@@ -42,6 +47,10 @@ class Backend:
 
     def close(self) -> None:
         """Release what this backend created (never what the caller handed in)."""
+
+    def abort(self) -> None:
+        """Stop at once, dropping the cells in flight (the run is stopping early); then release as close()."""
+        self.close()
 
     def run(self, cells: Iterable[Cell]) -> Iterator[Outcome]:
         raise NotImplementedError
@@ -72,10 +81,8 @@ class ProcessBackend(Backend):
         # warm_up: the first cell runs in this process before any worker starts, so numba compiles the
         # kernels once and caches them on disk (cache=True); workers load them instead of each compiling
         self.warm_up = warm_up
-        # forkserver/spawn: never fork a parent that may hold threads (tqdm's monitor, Jupyter's)
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-        self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+        # forkserver/spawn, never fork; workers die with this process (netlab.procguard)
+        self.pool = process_pool(self.workers)
 
     def run(self, cells):
         cells = list(cells)
@@ -90,6 +97,9 @@ class ProcessBackend(Backend):
 
     def close(self):
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def abort(self):
+        kill_pool(self.pool)
 
 
 @BACKENDS.register("dask")

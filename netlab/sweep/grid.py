@@ -38,15 +38,16 @@ import hashlib
 import itertools
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from ..errors import InputError, short
 from ..network.model import DEFAULT_NETWORK
 from ..spec import Spec
+from ..yaml_input import load_yaml, load_yaml_file
 
 DEMO_TOPOLOGY = "leafspine,racks=4,hosts_per_rack=4,gpus_per_host=8,host_gbps=100,spines=2"
 #: the main job's schedulers: classic ones on consolidated placement, then the network-aware ones
@@ -75,6 +76,8 @@ OPTIONAL = dict(background=0.0,  # share of every switch-to-switch link taken by
                 batch=False,  # every job submitted at t=0 (a batch-submission makespan experiment)
                 netpolicy="none")  # the network policy (per-job network allocations; netlab.policies.network)
 META_KEYS = ("name", "description", "links", "grid")
+#: the largest grid a sweep expands unless raised (NETLAB_MAX_CELLS, or max_cells=): the demo is 210 cells
+MAX_CELLS = 10_000
 
 
 class GridError(InputError):
@@ -155,18 +158,40 @@ def _axes(doc: dict, where: str = "grid") -> list[list[dict]]:
     return axes
 
 
-def expand(doc: dict, where: str = "grid") -> list[Cell]:
+def max_cells_allowed() -> int:
+    """The cell cap: ``NETLAB_MAX_CELLS`` if set (a positive integer), else :data:`MAX_CELLS`."""
+    raw = os.environ.get("NETLAB_MAX_CELLS", "").strip()
+    if not raw:
+        return MAX_CELLS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise GridError(f"NETLAB_MAX_CELLS={short(raw)}: must be a positive integer (the largest grid a sweep runs)")
+    return value
+
+
+def expand(doc: dict, where: str = "grid", max_cells: int | None = None) -> list[Cell]:
     """Cross every axis; canonicalise each cell; ids are unique (duplicates are merged).
 
     Every cell is checked (:func:`check_cells`) before any is returned, so a bad
     value is one :class:`GridError` naming ``where`` (the grid file), the key and
-    the allowed values, before anything is written.
+    the allowed values, before anything is written. A grid of more than
+    ``max_cells`` cells (default :func:`max_cells_allowed`) is refused before a
+    cell is made: a few lines of YAML can ask for millions.
     """
     cells, seen = [], set()
     _check_meta(doc, where)
     selector = doc.get("links", False)
+    axes = _axes(doc, where)
+    count, cap = math.prod(len(a) for a in axes), max_cells or max_cells_allowed()
+    if count > cap:
+        raise GridError(f"{where}: the grid has {count:,} cells, over the limit of {cap:,}; split it into smaller "
+                        f"grids, or raise the limit (NETLAB_MAX_CELLS={count} in the environment, or "
+                        f"max_cells={count} for run_sweep/expand)")
     combos = []
-    for combo in itertools.product(*_axes(doc, where)):
+    for combo in itertools.product(*axes):
         params = dict(DEFAULTS)
         for part in combo:
             unknown = sorted(str(k) for k in set(part) - set(DEFAULTS) - set(OPTIONAL))
@@ -278,14 +303,9 @@ def read_grid(what) -> dict:
     if isinstance(what, Path) or ("\n" not in text and path.suffix in (".yaml", ".yml", ".json")):
         if not path.exists():
             raise GridError(f"grid file {text!r} not found")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise GridError(f"grid file {text!r}: cannot read: {exc}") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise GridError(f"{path}: invalid YAML: {exc}") from None
+        doc, _ = load_yaml_file(path, GridError, what="grid file")  # bounded: aliases, duplicate keys, size
+    else:
+        doc, _ = load_yaml(text, grid_source(what), GridError)
     if not isinstance(doc, dict):
         raise GridError(f"{path}: a grid document must be a mapping")
     return doc

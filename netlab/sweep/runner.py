@@ -10,6 +10,7 @@ backend gives the same frames.
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..network.model import ideal_networks
+from ..procguard import stop_signals_unwind
 from .backends import BACKENDS, Backend
 from .grid import DEFAULTS, OPTIONAL, Cell, expand, grid_source, read_grid
 from .store import MemoryStore, Store, StoreError
@@ -91,16 +93,17 @@ def _progress(iterable, total: int, initial: int, enabled: bool | None):
 
 
 def run_sweep(grid, out=None, backend: str | Backend | None = None, progress: bool | None = True,
-              **backend_options) -> SweepResult:
+              max_cells: int | None = None, **backend_options) -> SweepResult:
     """Run every cell of ``grid`` (dict, YAML path or text) not yet in ``out``; return the frames.
 
     ``backend``: "serial", "processes", "dask" or a :class:`Backend` instance;
     by default "dask" when ``client``, ``cluster`` or ``address`` is given, else
     "serial". ``out=None`` keeps everything in memory (nothing is resumable).
-    Failing cells never stop the sweep: see ``result.errors``.
+    Failing cells never stop the sweep: see ``result.errors``. A grid over
+    ``max_cells`` cells (default: ``NETLAB_MAX_CELLS`` or 10,000) is refused.
     """
     doc = read_grid(grid)
-    cells = expand(doc, grid_source(grid))  # the whole grid is checked here, before anything is written
+    cells = expand(doc, grid_source(grid), max_cells)  # the whole grid is checked here, before anything is written
     if backend is None:
         dask_given = any(backend_options.get(k) is not None for k in ("client", "cluster", "address"))
         backend = "dask" if dask_given else "serial"
@@ -109,10 +112,18 @@ def run_sweep(grid, out=None, backend: str | Backend | None = None, progress: bo
     if out is None:
         return _run(cells, MemoryStore(), None, backend, progress, backend_options)
     store = Store(out)
-    with store.lock():  # one run at a time; a second one fails here, before touching anything
-        store.clean()
+    # one run at a time, and only in a new folder or a store: a second run or a foreign folder fails here,
+    # before anything is touched
+    with store.lock():
         manifest = store.begin(doc, cells, backend if isinstance(backend, str) else backend.name)
+        store.clean()
         run = manifest["runs"][-1]
+        strays = store.strays([c.id for c in cells])
+        if strays:  # files of no cell of this sweep: set aside (renamed, not deleted), as --check reports them
+            where = store.set_aside_strays(strays)
+            run["set_aside_stray"] = dict(files=[p.name for p in strays], moved_to=str(where))
+            warnings.warn(f"{store.root}: {len(strays)} file(s) in cells/ belong to no cell of this sweep; set "
+                          f"aside in {where}", stacklevel=2)
         stale = sorted(store.done_ids()) if run["previous_code_hash"] != run["code_hash"] else []
         if stale:  # computed by other code: set aside (renamed, not deleted) and computed again below
             where = store.set_aside(stale, why="stale")
@@ -134,13 +145,19 @@ def run_sweep(grid, out=None, backend: str | Backend | None = None, progress: bo
 def _run(cells, store, manifest, backend, progress, backend_options) -> SweepResult:
     done = store.done_ids()
     todo = [c for c in cells if c.id not in done]
+    if progress is not False:  # the size of the run, before it starts
+        where = f" in {store.root}" if store.root is not None else ""
+        print(f"sweep: {len(cells):,} cells{where}, {len(cells) - len(todo):,} already stored, {len(todo):,} to run",
+              file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     ran = failed = 0
     cell_s = 0.0
     if todo:
         runner = BACKENDS.create(backend, **backend_options) if isinstance(backend, str) else backend
+        owned = isinstance(backend, str)  # a backend handed in stays open for its owner
         try:
-            with _progress(runner.run(todo), len(cells), len(cells) - len(todo), progress) as bar:
+            with stop_signals_unwind(), \
+                    _progress(runner.run(todo), len(cells), len(cells) - len(todo), progress) as bar:
                 for outcome in bar:
                     store.write(outcome)
                     ran += 1
@@ -148,14 +165,55 @@ def _run(cells, store, manifest, backend, progress, backend_options) -> SweepRes
                     cell_s += outcome.seconds
                     if failed:
                         bar.set_postfix(failed=failed, refresh=False)
-        finally:
-            if isinstance(backend, str):  # a backend handed in stays open for its owner
-                runner.close()
+        except BaseException:  # a store error, Ctrl-C, SIGTERM: stop the cells in flight, do not wait for them
+            if owned:
+                runner.abort()
+            raise
+        if owned:
+            runner.close()
     if manifest is not None:
         manifest = store.end(manifest, ran=ran, failed=failed, skipped=len(cells) - len(todo),
                              wall_s=time.perf_counter() - t0, cells_s=cell_s)
     jobs, summary, links, errors = assemble(cells, store)
     return SweepResult(jobs, summary, links, errors, manifest, store.root)
+
+
+@dataclass
+class StoreCheck:
+    """What ``netlab results DIR --check`` finds: every stored cell read back in full against its hashes."""
+
+    path: Path
+    stored: int  # cells of the sweep with a summary or an error record
+    corrupt: dict  # cell id -> why it cannot be read back
+    strays: list  # paths in cells/ that belong to no cell of the sweep
+
+    @property
+    def ok(self) -> bool:
+        return not self.corrupt and not self.strays
+
+
+def check_store(path) -> StoreCheck:
+    """Read back every stored cell of the sweep at ``path``; list the corrupt ones and the stray files.
+
+    :func:`repair_store` fixes exactly what this reports, so the two never disagree.
+    """
+    store = Store(path)
+    ids = [c["id"] for c in store.read_manifest()["cells"]]
+    stored = sorted(set(ids) & (store.done_ids() | store.error_ids()))
+    return StoreCheck(store.root, len(stored), store.corrupt_cells(stored), store.strays(ids))
+
+
+def repair_store(path) -> tuple[StoreCheck, SweepResult | None]:
+    """Set aside what :func:`check_store` reports (never deleted) and compute those cells again.
+
+    Returns the check and the resumed run (None when there was nothing to repair).
+    """
+    check = check_store(path)
+    if check.ok:
+        return check, None
+    with warnings.catch_warnings():  # the run's warnings say what the caller prints from the manifest
+        warnings.simplefilter("ignore")
+        return check, run_sweep(Store(path).read_manifest()["config"], out=path, progress=False)
 
 
 def _cells_of(manifest: dict) -> list[Cell]:

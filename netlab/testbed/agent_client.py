@@ -4,6 +4,17 @@ Why stdio and not a socket: the agent opens no network port, so nothing on
 the hosts listens for control traffic; the SSH session authenticates the
 controller and carries requests and replies. When the session drops, the
 agent sees EOF on stdin and cleans up (see ``agent/README.md``).
+
+Liveness: a host that hangs, or an agent stopped with SIGSTOP, keeps its SSH
+channel open, so end of file never comes. The agent writes a ``heartbeat``
+event every second; when nothing at all has come from it for
+``dead_after_s`` (10 s by default) the client declares it dead exactly as if
+the channel had closed: pending requests fail, ``on_close`` runs with the
+reason (so the controller fails its jobs at once), and the channel is closed
+(an agent that wakes up then sees end of file and undoes what it did). The
+client sends the agent a ``heartbeat`` notification every ``heartbeat_s`` in
+turn, so an agent started with ``--controller-timeout-s`` stops when the
+controller is gone without the channel closing.
 """
 
 from __future__ import annotations
@@ -13,6 +24,7 @@ import itertools
 import json
 import logging
 import threading
+import time
 from concurrent.futures import Future
 
 log = logging.getLogger(__name__)
@@ -38,22 +50,30 @@ class AgentClient:
     with the reason, from the reader thread, after every event read before.
     """
 
-    def __init__(self, host: str, channel, ssh=None, on_event=None, stderr_lines: int = 200, on_close=None):
+    def __init__(self, host: str, channel, ssh=None, on_event=None, stderr_lines: int = 200, on_close=None,
+                 heartbeat_s: float = 1.0, dead_after_s: float = 10.0):
         self.host, self.channel, self.ssh = host, channel, ssh
         self.on_event, self.on_close = on_event, on_close
+        self.heartbeat_s, self.dead_after_s = heartbeat_s, dead_after_s
         self.close_reason: str | None = None
         self.hello: dict | None = None
         self.events: list[dict] = []
         self.stderr = collections.deque(maxlen=stderr_lines)
+        self.last_heard = time.monotonic()  # when the agent last wrote anything (a reply, an event, a heartbeat)
         self._ids = itertools.count(1)
         self._pending: dict[int, Future] = {}
         self._lock = threading.Lock()
         self._hello = threading.Event()
         self._closed = threading.Event()
+        self._send_lock = threading.Lock()  # one writer at a time on the channel (requests, heartbeats)
+        self._closing = threading.Lock()  # the close sequence runs once, whoever notices first
+        self._close_started = False
         self._out = channel.makefile("r")
         self._err = channel.makefile_stderr("r")
         self._threads = [threading.Thread(target=self._read, name=f"agent-{host}", daemon=True),
-                         threading.Thread(target=self._read_stderr, name=f"agent-{host}-err", daemon=True)]
+                         threading.Thread(target=self._read_stderr, name=f"agent-{host}-err", daemon=True),
+                         threading.Thread(target=self._watch, name=f"agent-{host}-live", daemon=True),
+                         threading.Thread(target=self._beat, name=f"agent-{host}-beat", daemon=True)]
         for t in self._threads:
             t.start()
 
@@ -62,6 +82,7 @@ class AgentClient:
         why = "reader stopped"
         try:
             for line in self._out:
+                self.last_heard = time.monotonic()
                 line = line.strip()
                 if not line:
                     continue
@@ -77,27 +98,69 @@ class AgentClient:
         else:
             why = "end of stream"
         finally:
-            self._closed.set()
-            self._hello.set()
             # The agent's stderr reader may still be draining; give it a moment so the reason has the tail.
             self._threads[1].join(timeout=0.5)
             bye = any(e.get("event") == "bye" for e in self.events[-3:])
             status = self.channel.exit_status if self.channel.exit_status_ready() else None
-            self.close_reason = (f"agent on {self.host}: channel closed ({why}"
-                                 f"{', after the agent said bye' if bye else ', without a bye from the agent'}"
-                                 f"{f', exit status {status}' if status not in (None, -1) else ''})"
-                                 + self._stderr_tail())
-            err = AgentError(self.host, "channel closed before a reply" + self._stderr_tail(), "ChannelClosed")
-            with self._lock:
-                pending, self._pending = self._pending, {}
-            for fut in pending.values():
-                if not fut.done():
-                    fut.set_exception(err)
-            if self.on_close is not None:
-                try:
-                    self.on_close(self.host, self.close_reason)
-                except Exception:  # noqa: BLE001 - a callback bug must not hide the closure
-                    log.exception("close callback failed for %s", self.host)
+            self._shut(f"agent on {self.host}: channel closed ({why}"
+                       f"{', after the agent said bye' if bye else ', without a bye from the agent'}"
+                       f"{f', exit status {status}' if status not in (None, -1) else ''})" + self._stderr_tail(),
+                       AgentError(self.host, "channel closed before a reply" + self._stderr_tail(), "ChannelClosed"))
+
+    def _shut(self, reason: str, err: "AgentError") -> bool:
+        """Mark the agent gone (once, whichever of the reader and the watchdog notices first): fail pending
+        requests with ``err`` and call ``on_close`` with ``reason``. False if it was already gone."""
+        with self._closing:
+            if self._close_started:
+                return False
+            self._close_started = True
+        self.close_reason = reason
+        self._closed.set()
+        self._hello.set()
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(err)
+        if self.on_close is not None:
+            try:
+                self.on_close(self.host, self.close_reason)
+            except Exception:  # noqa: BLE001 - a callback bug must not hide the closure
+                log.exception("close callback failed for %s", self.host)
+        return True
+
+    def _watch(self) -> None:
+        """Declare the agent dead after ``dead_after_s`` without a line from it (counted from its hello:
+        starting and probing may take longer). Only watches: a send that blocks cannot delay it."""
+        if self.dead_after_s <= 0:
+            return
+        while not self._closed.wait(min(0.5, self.dead_after_s / 4)):
+            if self.hello is None:
+                continue
+            silent = time.monotonic() - self.last_heard
+            ready = getattr(self.channel, "recv_ready", None)
+            if silent > self.dead_after_s and not (ready is not None and ready()):  # unread lines: it spoke
+                reason = (f"agent on {self.host}: silent for {silent:.1f} s (no heartbeat; the limit is "
+                          f"{self.dead_after_s:g} s): the agent is stopped or its host hangs")
+                if self._shut(reason, AgentError(self.host, reason, "AgentDead")):
+                    log.error("%s", reason)
+                    try:  # a stopped agent that wakes up then finds end of file and undoes what it did
+                        self.channel.close()
+                    except Exception:  # noqa: BLE001 - the transport may be gone too
+                        pass
+                return
+
+    def _beat(self) -> None:
+        """Our heartbeat to the agent every ``heartbeat_s`` (a notification: it sends no reply)."""
+        if self.heartbeat_s <= 0:
+            return
+        beat = (json.dumps({"cmd": "heartbeat"}) + "\n").encode()
+        while not self._closed.wait(self.heartbeat_s):
+            try:
+                with self._send_lock:
+                    self.channel.sendall(beat)
+            except OSError:
+                return  # the reader sees the channel close
 
     def _dispatch(self, msg: dict) -> None:
         if "id" in msg:
@@ -111,6 +174,8 @@ class AgentClient:
                 e = msg.get("error") or {}
                 fut.set_exception(AgentError(self.host, e.get("message", "unknown error"), e.get("type", "AgentError"),
                                              e.get("field")))
+            return
+        if msg.get("event") == "heartbeat":  # counted as heard (above); not kept: one a second adds up
             return
         msg.setdefault("host", self.host)
         if msg.get("event") == "hello":
@@ -151,7 +216,9 @@ class AgentClient:
         with self._lock:
             self._pending[rid] = fut
         try:
-            self.channel.sendall((json.dumps({"id": rid, "cmd": cmd, "args": args}) + "\n").encode())
+            data = (json.dumps({"id": rid, "cmd": cmd, "args": args}) + "\n").encode()
+            with self._send_lock:  # the heartbeat thread writes too
+                self.channel.sendall(data)
         except OSError as exc:
             with self._lock:
                 self._pending.pop(rid, None)
@@ -174,7 +241,7 @@ class AgentClient:
         return not self._closed.is_set()
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """Ask the agent to clean up and exit, then close the SSH session."""
+        """Ask the agent to clean up and exit, then close the SSH session (bounded: a dead agent is not asked)."""
         if self.alive:
             try:
                 self.call("shutdown", timeout_s=timeout_s)

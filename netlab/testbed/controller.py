@@ -32,6 +32,8 @@ from .jobnet import JobNetwork
 from .ssh import ssh_connect
 
 log = logging.getLogger(__name__)
+#: seconds between heartbeats, both ways (see netlab.testbed.agent_client)
+HEARTBEAT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,15 @@ class Controller:
     """Agents on every host of ``testbed``; a context manager that shuts them down on exit."""
 
     def __init__(self, testbed: Testbed, wheel=None, install: str = "target", auto_add_host_keys: bool = False,
-                 progress: bool | None = None, hello_timeout_s: float = 60.0, max_workers: int = 8):
+                 progress: bool | None = None, hello_timeout_s: float = 60.0, max_workers: int = 8,
+                 dead_after_s: float = 10.0, controller_timeout_s: float = 60.0, rank_silence_s: float = 15.0):
+        """``dead_after_s``: an agent silent this long (no heartbeat, stopped or its host hung) is declared dead
+        and its jobs fail; ``controller_timeout_s``: an agent that hears nothing from this controller for this
+        long stops and undoes everything; ``rank_silence_s``: an agent kills a training rank whose heartbeats
+        stop this long (its job fails with the reason). 0 turns a check off."""
         self.testbed = testbed
+        self.dead_after_s, self.controller_timeout_s = dead_after_s, controller_timeout_s
+        self.rank_silence_s = rank_silence_s
         self.wheel = agent_wheel(wheel)
         self.version = wheel_version(self.wheel)
         self.install, self.auto_add = install, auto_add_host_keys
@@ -128,10 +137,14 @@ class Controller:
                           sock=sock, auto_add=self.auto_add)
         try:
             prefix = install_agent(ssh, host, self.wheel, self.install)
-            argv = prefix + ["-m", "netlab_agent", "--state-dir", f"{host.workdir}/agent-state", "--host", host.name]
+            argv = prefix + ["-m", "netlab_agent", "--state-dir", f"{host.workdir}/agent-state", "--host", host.name,
+                             "--heartbeat-s", repr(HEARTBEAT_S),
+                             "--controller-timeout-s", repr(float(self.controller_timeout_s)),
+                             "--rank-silence-s", repr(float(self.rank_silence_s))]
             chan = ssh.get_transport().open_session()
             chan.exec_command(shlex.join(argv))
-            agent = AgentClient(host.name, chan, ssh, on_event=self._on_event, on_close=self._on_agent_closed)
+            agent = AgentClient(host.name, chan, ssh, on_event=self._on_event, on_close=self._on_agent_closed,
+                                heartbeat_s=HEARTBEAT_S, dead_after_s=self.dead_after_s)
             hello = agent.wait_hello(self.hello_timeout_s)
         except Exception:
             ssh.close()
@@ -248,17 +261,24 @@ class Controller:
 
     # ------------------------------------------------------------ jobs
     def _on_event(self, ev: dict) -> None:
-        if ev.get("event") != "job_exit":
+        if ev.get("event") not in ("job_exit", "rank_hung"):
             return
         job = self.jobs.get(ev.get("job_id"))
         if job is None:
             return
+        reason = ev.get("reason")  # the agent ends the rank (it went silent): the job fails now
         with self._lock:
-            job.exits[int(ev.get("rank", -1))] = int(ev.get("returncode", -1))
-            finished = len(job.exits) >= len(job.ranks) and not job.done.is_set()
+            if ev["event"] == "job_exit":
+                job.exits[int(ev.get("rank", -1))] = int(ev.get("returncode", -1))
+            finished = (len(job.exits) >= len(job.ranks) or reason is not None) and not job.done.is_set()
+            if reason is not None and job.failure is None and not job.done.is_set():
+                job.failure = f"on {ev.get('host')}: {reason}"
         if finished:
             self._release(job)
             job.done.set()
+        if reason is not None and finished:  # its other ranks wait in an all-reduce that cannot complete
+            threading.Thread(target=self.stop_job, args=(job.spec.job_id,), name=f"stop-job-{job.spec.job_id}",
+                             daemon=True).start()
         if finished and self.on_job_done is not None:
             self.on_job_done(job.spec.job_id)
 

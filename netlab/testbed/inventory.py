@@ -30,6 +30,7 @@ import yaml
 
 from ..topology import Host, Topology, TopologyError, check_name, load_topology
 from .base import Testbed, TestbedError, TestbedHost
+from ..yaml_input import load_yaml_file
 from .paths import IFNAME_PATTERN, REMOTE_PATH_PATTERN, USER_PATTERN, ifname_ok, remote_path_ok
 
 FIELDS = {  # inventory variable -> (type, required, default)
@@ -62,17 +63,7 @@ def _mapping_nodes(node) -> dict:
 def load_inventory(path) -> tuple[list[dict], dict]:
     """(host records, group-level vars) from an inventory file; every value typed and checked."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InventoryError(f"{path}: no such file") from None
-    try:
-        root = yaml.compose(text)
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InventoryError(f"{path}:{mark.line + 1 if mark else '?'}: invalid YAML: "
-                             f"{getattr(exc, 'problem', exc)}") from None
+    doc, root = load_yaml_file(path, InventoryError, what="inventory file")  # bounded: aliases, duplicate keys
     if not isinstance(doc, dict) or not isinstance(doc.get("all"), dict):
         raise InventoryError(f"{path}:1: top level must be a mapping with an 'all' group")
     all_node = _mapping_nodes(root)["all"][1]

@@ -14,8 +14,9 @@ from typing import Any, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import Float, Int, Label, describe_errors, read_text
+from ..errors import Float, Int, Label, describe_errors
 from ..spec import Spec, SpecError
+from ..yaml_input import load_yaml_file
 from .builders import BUILDERS, Ecmp, Gbps, Gpus
 from . import clos  # noqa: F401,E402  (registers clos3 and rail)
 from .model import MAX_CABLES, MAX_HOSTS, NAME_PATTERN, Host, Topology, TopologyError, check_name
@@ -118,22 +119,8 @@ def _node_line(node, loc: tuple) -> Optional[int]:
 
 
 def _parse_yaml(path: Path):
-    text = read_text(path, TopologyError, MAX_YAML_BYTES, what="topology YAML file")
-    loader = None
-    try:
-        loader = yaml.SafeLoader(text)  # its reader already refuses control characters
-        node = loader.get_single_node()
-        doc = loader.construct_document(node) if node is not None else None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f", line {mark.line + 1}" if mark else ""
-        raise TopologyError(f"{path}{line}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
-    except RecursionError:
-        raise TopologyError(f"{path}: invalid YAML: nested too deeply") from None
-    finally:
-        if loader is not None:
-            loader.dispose()
-    return doc, node
+    """(document, root node): one bounded loader for every YAML netlab reads (aliases, duplicate keys)."""
+    return load_yaml_file(path, TopologyError, MAX_YAML_BYTES, what="topology YAML file")
 
 
 def load_yaml(path) -> Topology:

@@ -36,19 +36,20 @@ NO_RUN_TIME = "GPU pods with deletion_time <= scheduled_time"
 
 def read_alibaba(path, *, seed: int = 0, skip_bad: bool = False, source: str = "alibaba") -> pd.DataFrame:
     """Load an openb pod list: GPU pods that ran, with seeded models."""
-    t = Table(path, required=HEADER, skip_bad=skip_bad)
-    start = t.number("scheduled_time", nonnegative=True, allow_empty=True)
-    end = t.number("deletion_time", nonnegative=True)
-    df = pd.DataFrame({
-        "job_id": t.frame["name"].str.strip(),
-        "submit_s": t.number("creation_time", nonnegative=True),
-        "gpus": t.number("num_gpu", integer=True, nonnegative=True),
-        "duration_s": end - start,
-        "gpu_milli": t.number("gpu_milli", nonnegative=True),
-        "pod_phase": t.frame.get("pod_phase", pd.Series("", index=t.frame.index)).str.strip(),
-        "line": t.frame["line"],
-    })
-    df, skipped = t.good(df)
+    def rows(t: Table) -> pd.DataFrame:
+        start = t.number("scheduled_time", nonnegative=True, allow_empty=True)
+        end = t.number("deletion_time", nonnegative=True)
+        return pd.DataFrame({
+            "job_id": t.frame["name"].str.strip(),
+            "submit_s": t.number("creation_time", nonnegative=True),
+            "gpus": t.number("num_gpu", integer=True, nonnegative=True),
+            "duration_s": end - start,
+            "gpu_milli": t.number("gpu_milli", nonnegative=True),
+            "pod_phase": t.frame.get("pod_phase", pd.Series("", index=t.frame.index)).str.strip(),
+            "line": t.frame["line"],
+        })
+
+    df, skipped = Table(path, required=HEADER, skip_bad=skip_bad).load(rows)
     cpu = df["gpus"] == 0
     never = ~cpu & df["duration_s"].isna()
     no_run = ~cpu & ~never & ~(df["duration_s"] > 0)

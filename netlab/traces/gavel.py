@@ -72,26 +72,31 @@ def read_gavel(path, *, skip_bad: bool = False, use: str = "duration", source: s
         raise TraceError(f"gavel: field 'use' is not one of the allowed values, got {use!r} (allowed: one of "
                          "'iterations', 'duration')")
     path = Path(path)
-    t = Table(path, names=NAMES, sep="\t", skip_bad=skip_bad)
-    parts = t.frame["job_type"].str.strip().str.extract(r"^(?P<name>[^(]+?)\s*(?:\(batch size (?P<bsz>\d+)\))?$")
-    model = t.mapped("job_type", dict(zip(t.frame["job_type"].str.strip(), parts["name"].map(MODELS))), "Gavel job type")
-    steps = t.number("total_steps", positive=True)
-    gpus = t.number("scale_factor", integer=True, positive=True)
-    df = pd.DataFrame({
-        "job_id": f"{source}-{path.stem}-" + t.frame["line"].astype(str),
-        "submit_s": np.floor(t.number("arrival_time", nonnegative=True)),  # truncated to whole seconds
-        "gpus": gpus,
-        "model": model,
-        "iterations": steps,
-        "batch_size": pd.to_numeric(parts["bsz"]).astype("Int64"),
-        "job_type": t.frame["job_type"].str.strip(),
-        "vc": path.stem,
-        "line": t.frame["line"],
-    })
     table = path.parent.parent / "simulation_throughputs.json"
-    if table.exists():
-        df["duration_s"] = gavel_duration_s(df, v100_steps_per_s(table))
-    df, skipped = t.good(df)
+    rates = v100_steps_per_s(table) if table.exists() else None
+
+    def rows(t: Table) -> pd.DataFrame:
+        parts = t.frame["job_type"].str.strip().str.extract(r"^(?P<name>[^(]+?)\s*(?:\(batch size (?P<bsz>\d+)\))?$")
+        model = t.mapped("job_type", dict(zip(t.frame["job_type"].str.strip(), parts["name"].map(MODELS))),
+                         "Gavel job type")
+        steps = t.number("total_steps", positive=True)
+        gpus = t.number("scale_factor", integer=True, positive=True)
+        df = pd.DataFrame({
+            "job_id": f"{source}-{path.stem}-" + t.frame["line"].astype(str),
+            "submit_s": np.floor(t.number("arrival_time", nonnegative=True)),  # truncated to whole seconds
+            "gpus": gpus,
+            "model": model,
+            "iterations": steps,
+            "batch_size": pd.to_numeric(parts["bsz"]).astype("Int64"),
+            "job_type": t.frame["job_type"].str.strip(),
+            "vc": path.stem,
+            "line": t.frame["line"],
+        })
+        if rates is not None:
+            df["duration_s"] = gavel_duration_s(df, rates)
+        return df
+
+    df, skipped = Table(path, names=NAMES, sep="\t", skip_bad=skip_bad).load(rows)
     if use == "duration":
         df = df.assign(trace_iterations=df["iterations"], iterations=np.nan)
     return finish(df, source, path, skipped)

@@ -48,21 +48,21 @@ def _base(t: Table) -> pd.DataFrame:
 
 def read_itp(path, *, seed: int = 0, skip_bad: bool = False, source: str = "itp") -> pd.DataFrame:
     """Load a raw ITP cluster file (models drawn by the seeded rule)."""
-    t = Table(path, required=RAW_HEADER, skip_bad=skip_bad)
-    df, skipped = t.good(_base(t))
+    df, skipped = Table(path, required=RAW_HEADER, skip_bad=skip_bad).load(_base)
     return finish(assign_models(df, seed), source, path, skipped)
 
 
 def read_elasticflow(path, *, skip_bad: bool = False, source: str = "elasticflow") -> pd.DataFrame:
     """Load an ElasticFlow-augmented ITP file (its generated models, real durations)."""
-    t = Table(path, required=EF_HEADER, skip_bad=skip_bad)
-    df = _base(t).assign(
-        model=t.mapped("model_name", MODELS, "model_name"),
-        trace_iterations=t.number("num_iteration", positive=True),
-        batch_size=t.number("batch_size", integer=True, positive=True),
-        deadline_s=t.number("deadline"),
-    )
-    df, skipped = t.good(df)
+    def rows(t: Table) -> pd.DataFrame:
+        return _base(t).assign(
+            model=t.mapped("model_name", MODELS, "model_name"),
+            trace_iterations=t.number("num_iteration", positive=True),
+            batch_size=t.number("batch_size", integer=True, positive=True),
+            deadline_s=t.number("deadline"),
+        )
+
+    df, skipped = Table(path, required=EF_HEADER, skip_bad=skip_bad).load(rows)
     df["deadline_s"] -= df["submit_s"].min() if len(df) else 0.0
     df["batch_size"] = df["batch_size"].astype("int64")
     return finish(df, source, path, skipped)

@@ -31,18 +31,19 @@ FILE = "microsoft-philly/philly.csv"
 
 def read_philly(path, *, seed: int = 0, skip_bad: bool = False, source: str = "philly") -> pd.DataFrame:
     """Load a file in ``philly.csv`` format."""
-    t = Table(path, required=HEADER, skip_bad=skip_bad)
-    stamps = t.timestamp("timestamp", "%Y-%m-%d %H:%M:%S")
-    df = pd.DataFrame({
-        "job_id": source + "-" + t.frame["line"].astype(str),
-        "submit_s": (stamps - stamps.min()).dt.total_seconds(),
-        "gpus": t.number("num_gpus", integer=True, positive=True),
-        "duration_s": t.number("duration", positive=True),
-        "vc": t.frame["cluster"].str.strip(),
-        "line": t.frame["line"],
-    })
-    df, skipped = t.good(df)
-    df["submit_s"] -= df["submit_s"].min() if len(df) else 0.0
+    def rows(t: Table) -> pd.DataFrame:
+        return pd.DataFrame({  # no job id yet: made from the line below, it is not held per chunk
+            "stamp": t.timestamp("timestamp", "%Y-%m-%d %H:%M:%S"),
+            "gpus": t.number("num_gpus", integer=True, positive=True),
+            "duration_s": t.number("duration", positive=True),
+            "vc": t.frame["cluster"].str.strip(),
+            "line": t.frame["line"],
+        })
+
+    df, skipped = Table(path, required=HEADER, skip_bad=skip_bad).load(rows)
+    stamps = df.pop("stamp")
+    df.insert(0, "job_id", source + "-" + df["line"].astype(str))
+    df.insert(1, "submit_s", (stamps - stamps.min()).dt.total_seconds())
     df = assign_models(df, seed)
     return finish(df, source, path, skipped)
 

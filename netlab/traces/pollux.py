@@ -60,19 +60,20 @@ def nearest_iterations(apps: pd.Series, batch: pd.Series, table: dict[str, pd.Se
 
 def read_pollux(path, *, trace_dir=None, skip_bad: bool = False, source: str = "pollux") -> pd.DataFrame:
     """Load a Pollux/Sia workload file; iterations from the Pollux profiles in ``trace_dir``."""
-    t = Table(path, required=HEADER, skip_bad=skip_bad)
-    apps = t.frame["application"].str.strip()
-    batch = t.number("batch_size", integer=True, positive=True)
-    df = pd.DataFrame({
-        "job_id": t.frame["name"].str.strip(),
-        "submit_s": t.number("time", nonnegative=True),
-        "gpus": t.number("num_replicas", integer=True, positive=True),
-        "model": t.mapped("application", MODELS, "application"),
-        "application": apps,
-        "batch_size": batch,
-        "line": t.frame["line"],
-    })
-    df, skipped = t.good(df)
+    def rows(t: Table) -> pd.DataFrame:
+        apps = t.frame["application"].str.strip()
+        batch = t.number("batch_size", integer=True, positive=True)
+        return pd.DataFrame({
+            "job_id": t.frame["name"].str.strip(),
+            "submit_s": t.number("time", nonnegative=True),
+            "gpus": t.number("num_replicas", integer=True, positive=True),
+            "model": t.mapped("application", MODELS, "application"),
+            "application": apps,
+            "batch_size": batch,
+            "line": t.frame["line"],
+        })
+
+    df, skipped = Table(path, required=HEADER, skip_bad=skip_bad).load(rows)
     table = iterations_to_target(str(find_trace_dir(trace_dir) / PROFILES))
     df["iterations"] = nearest_iterations(df["application"], df["batch_size"], table)
     df["batch_size"] = df["batch_size"].astype("int64")

@@ -48,7 +48,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ..errors import Float, checked
+from ..errors import Float, checked, short
 from ..hostlist import HostlistError, expand
 from .files import register
 from .models import assign_models
@@ -105,40 +105,44 @@ def read_sacct(path, *, seed: int = 0, skip_bad: bool = False, gpu_tres: str = "
     time (submits, waits, run times) by that factor: the history's arrival pattern and job sizes at another time
     scale, e.g. a sample of short test jobs replayed as training jobs that run long enough for placement to
     matter (say so beside any result)."""
-    t = Table(path, required=REQUIRED, sep="|", skip_bad=skip_bad)
-    submit = t.timestamp("Submit", TIME)
-    start_text = t.frame["Start"].str.strip()
-    end_text = t.frame["End"].str.strip()
-    start = pd.to_datetime(start_text, format=TIME, errors="coerce")
-    end = pd.to_datetime(end_text, format=TIME, errors="coerce")
-    for col, stamps, text, allowed in (("Start", start, start_text, ("Unknown", "None")),
-                                       ("End", end, end_text, ("Unknown", "None"))):
-        t.bad(stamps.isna() & ~text.isin(allowed), col, f"not a timestamp in format {TIME!r} nor one of {allowed}")
-    gpus = np.zeros(len(t.frame), dtype=np.int64)
-    nodes = []
-    for i, (line, tres, nodelist) in enumerate(zip(t.frame["line"], t.frame["AllocTRES"], t.frame["NodeList"])):
-        try:
-            gpus[i] = gpus_from_tres(parse_tres(tres), gpu_tres)
-        except ValueError as exc:
-            t._add(line, "AllocTRES", f"{exc} (value {tres!r}; expected e.g. 'cpu=2,gres/gpu=4,node=1')")
-        text = nodelist.strip()
-        try:
-            nodes.append(",".join(expand(text)) if text and text != "None assigned" else "")
-        except HostlistError as exc:
-            t._add(line, "NodeList", str(exc))
-            nodes.append("")
-    df = pd.DataFrame({
-        "job_id": t.frame["JobID"].str.strip(),
-        "submit_s": (submit - submit.min()).dt.total_seconds(),
-        "start_s": (start - submit.min()).dt.total_seconds(),
-        "gpus": gpus,
-        "duration_s": (end - start).dt.total_seconds(),
-        "state": t.frame["State"].str.strip(),
-        "nodes": nodes,
-        "name": t.frame["JobName"].str.strip() if "JobName" in t.frame else "",
-        "line": t.frame["line"],
-    })
-    df, skipped = t.good(df)
+    def rows(t: Table) -> pd.DataFrame:
+        submit = t.timestamp("Submit", TIME)
+        start_text = t.frame["Start"].str.strip()
+        end_text = t.frame["End"].str.strip()
+        start = pd.to_datetime(start_text, format=TIME, errors="coerce")
+        end = pd.to_datetime(end_text, format=TIME, errors="coerce")
+        for col, stamps, text, allowed in (("Start", start, start_text, ("Unknown", "None")),
+                                           ("End", end, end_text, ("Unknown", "None"))):
+            t.bad(stamps.isna() & ~text.isin(allowed), col, f"not a timestamp in format {TIME!r} nor one of {allowed}")
+        gpus = np.zeros(len(t.frame), dtype=np.int64)
+        nodes = []
+        for i, (line, tres, nodelist) in enumerate(zip(t.frame["line"], t.frame["AllocTRES"], t.frame["NodeList"])):
+            try:
+                gpus[i] = gpus_from_tres(parse_tres(tres), gpu_tres)
+            except ValueError as exc:
+                t._add(line, "AllocTRES", f"{exc} (value {short(tres)}; expected e.g. 'cpu=2,gres/gpu=4,node=1')")
+            text = nodelist.strip()
+            try:
+                nodes.append(",".join(expand(text)) if text and text != "None assigned" else "")
+            except HostlistError as exc:
+                t._add(line, "NodeList", str(exc))
+                nodes.append("")
+        return pd.DataFrame({
+            "job_id": t.frame["JobID"].str.strip(),
+            "submit": submit,
+            "start": start,
+            "gpus": gpus,
+            "duration_s": (end - start).dt.total_seconds(),
+            "state": t.frame["State"].str.strip(),
+            "nodes": nodes,
+            "name": t.frame["JobName"].str.strip() if "JobName" in t.frame else "",
+            "line": t.frame["line"],
+        })
+
+    df, skipped = Table(path, required=REQUIRED, sep="|", skip_bad=skip_bad).load(rows)
+    submit, start = df.pop("submit"), df.pop("start")
+    df.insert(1, "submit_s", (submit - submit.min()).dt.total_seconds())
+    df.insert(2, "start_s", (start - submit.min()).dt.total_seconds())
     never = df["start_s"].isna()
     running = ~never & df["duration_s"].isna()
     no_gpu = ~never & ~running & (df["gpus"] <= 0)

@@ -6,7 +6,7 @@ index reset, with these columns:
 ==============  ========  ====================================================
 column          dtype     meaning
 ==============  ========  ====================================================
-``job_id``      str       the trace's job id (or ``<source>-<line>`` if none)
+``job_id``      str       the trace's job id (or ``<source>-<line>`` if none); unique
 ``submit_s``    float     submission time in seconds; the first job submits at 0
 ``gpus``        int       GPUs the job asks for, > 0
 ``model``       str       a name in :meth:`ModelZoo.default`
@@ -25,8 +25,10 @@ Extra columns are allowed and kept (``vc``, ``batch_size``, ``trace_iterations``
 ``df.attrs`` carries provenance, so a result can say what it was made from:
 
 * ``source_file``: the path read (``importlib.resources`` path for bundled data);
-* ``skipped``: a list of ``{"line", "field", "reason"}`` for rows dropped with
-  ``skip_bad=True`` (empty normally: bad rows are an error by default);
+* ``skipped``: ``{"line", "field", "reason"}`` of the first rows dropped with
+  ``skip_bad=True`` (at most :data:`netlab.traces.reader.MAX_REPORTED`; the
+  warning says how many were dropped; empty normally: bad rows are an error
+  by default);
 * ``filtered``: ``{filter description: rows removed}`` for the *documented*
   filters a loader applies to valid rows (e.g. CPU-only pods in Alibaba).
 
@@ -40,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
+from ..errors import InputError, short
 
 COLUMNS = ("job_id", "submit_s", "gpus", "model", "duration_s", "iterations", "pattern", "source")
 
@@ -65,6 +67,7 @@ def finish(df: pd.DataFrame, source: str, source_file: str, skipped: list | None
             df[col] = np.nan
     df = df.astype({"job_id": str, "submit_s": float, "gpus": "int64", "model": str,
                     "duration_s": float, "iterations": float, "pattern": str})
+    _unique_ids(df, source_file)
     if len(df):
         df["submit_s"] = df["submit_s"] - df["submit_s"].min()
     df = df.sort_values("submit_s", kind="stable").reset_index(drop=True)
@@ -73,6 +76,23 @@ def finish(df: pd.DataFrame, source: str, source_file: str, skipped: list | None
     df.attrs = {"source_file": str(source_file), "skipped": list(skipped or []), "filtered": dict(filtered or {})}
     validate(df, source)
     return df
+
+
+def _unique_ids(df: pd.DataFrame, where) -> None:
+    """Refuse a trace that gives one job id to several jobs, naming the lines (or rows) of the first such id.
+
+    Why: results are reported per job id, and a scheduler or a join that keys on it would silently merge them.
+    """
+    dup = df["job_id"].duplicated(keep=False).to_numpy()
+    if not dup.any():
+        return
+    first = df["job_id"].to_numpy()[dup][0]
+    at = np.flatnonzero((df["job_id"] == first).to_numpy())
+    where_ = (f"lines {', '.join(str(int(x)) for x in df['line'].to_numpy()[at][:10])}" if "line" in df
+              else f"rows {', '.join(str(int(x)) for x in at[:10])}")
+    ids = int(df.loc[dup, "job_id"].nunique())
+    raise TraceError(f"{where}, {where_}: job id {short(first)} is given to {len(at)} jobs; job ids must be unique "
+                     f"({ids} id(s) are repeated)")
 
 
 def validate(df: pd.DataFrame, source: str = "trace") -> pd.DataFrame:

@@ -128,11 +128,11 @@ class Pair:
 class Agent:
     """An agent process from source, with a reader thread that sorts replies and events."""
 
-    def __init__(self, pair: Pair, ns: str, state_dir: Path):
+    def __init__(self, pair: Pair, ns: str, state_dir: Path, extra_args: tuple[str, ...] = ()):
         env = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONUNBUFFERED="1")
         self.stderr_path = state_dir.parent / f"{state_dir.name}-{ns}-{secrets.token_hex(2)}.stderr"
         self.proc = pair.popen(ns, [sys.executable, "-m", "netlab_agent", "--state-dir", str(state_dir),
-                                    "--host", ns], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    "--host", ns, *extra_args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=open(self.stderr_path, "wb"), env=env)
         self.replies: dict = {}
         self.events: "queue.Queue[dict]" = queue.Queue()
