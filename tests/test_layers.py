@@ -26,6 +26,10 @@ Rule (every import counts: module level, inside functions, under TYPE_CHECKING):
 So the only edge between the simulator and the policies runs sim -> policies.
 ``netlab.sched``, ``netlab.sensitivity`` and the policies do not reach
 ``netlab.sim`` through other modules either.
+
+And the imports a module runs when it is imported (module level, outside
+functions and ``if TYPE_CHECKING``) form no circle anywhere in ``netlab``: a
+circle works only while its modules happen to be imported in one order.
 """
 
 from __future__ import annotations
@@ -177,3 +181,95 @@ def test_the_scheduling_pass_reaches_no_mechanism_through_other_modules():
 
 def test_policies_do_not_reach_the_simulator_through_other_modules():
     assert _reaching_sim("netlab.policies") == []
+
+
+def module_level_imports(source: str, mod: str, is_pkg: bool = False) -> list[tuple[str, str | None, int]]:
+    """The netlab imports ``source`` runs when it is imported: module level, inside ``if``/``try``/``with`` blocks
+    and class bodies, not inside functions nor under ``if TYPE_CHECKING``. Same tuples as :func:`imports`."""
+    keep = []
+
+    def walk(body):
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                keep.append(node)
+            elif isinstance(node, ast.If):
+                test = node.test
+                typing_only = (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+                    isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+                if not typing_only:
+                    walk(node.body)
+                walk(node.orelse)
+            elif isinstance(node, ast.Try):
+                for block in (node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)):
+                    walk(block)
+            elif isinstance(node, (ast.With, ast.ClassDef)):
+                walk(node.body)
+
+    walk(ast.parse(source).body)
+    return imports(ast.unparse(ast.Module(body=keep, type_ignores=[])), mod, is_pkg) if keep else []
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the netlab modules its module-level imports name (``from .x import y`` names ``x.y`` when that
+    is a module, else ``x``; a package's ``__init__`` is the package's own node)."""
+    files = {_module(f)[0]: f for f in PKG.rglob("*.py")}
+    graph = {}
+    for m, f in files.items():
+        targets = set()
+        for t, n, _ in module_level_imports(f.read_text(), *_module(f)):
+            name = f"{t}.{n}" if n and f"{t}.{n}" in files else t
+            while name not in files and "." in name:
+                name = name.rsplit(".", 1)[0]
+            targets.add(name)
+        graph[m] = targets - {m}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    component.append(m)
+                    if m == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_circle_finder_finds_circles_and_only_them():
+    src = ("import typing\nfrom .b import f\nif typing.TYPE_CHECKING:\n    from .c import C\n"
+           "def g():\n    from .d import D\ntry:\n    from .e import E\nexcept ImportError:\n    pass\n")
+    assert sorted(t for t, _, _ in module_level_imports(src, "netlab.x.a")) == ["netlab.x.b", "netlab.x.e"]
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+
+
+def test_the_import_graph_has_no_circle():
+    assert circles(module_graph()) == []

@@ -17,6 +17,7 @@ from netlab.traces import load_trace, poisson_trace
 from netlab.workload import llm
 from netlab.workload.job import Job, jobs_from_frame
 from netlab.workload.patterns import PATTERNS
+from netlab.workload.traffic import placement_traffic
 from netlab.workload.zoo import JobModel, ModelZoo
 
 # A small TP2/PP2/DP2 job with round numbers: 4 layers, hidden 1024, sequence 1024, micro-batch 1, 4 micro-batches,
@@ -225,7 +226,7 @@ def test_placement_traffic_counts_each_dimension_over_the_run():
     topo = load_topology("leafspine,racks=2,hosts_per_rack=4,gpus_per_host=4,host_gbps=100")
     res = Simulator(topo, [Job(0, 0.0, 8, "toy-llm", 20.0, pattern="3d"), Job(1, 0.0, 4, "vgg16", 5.0)], "fifo",
                     "tp-aware", None, SimConfig(network="fair"), zoo=ZOO).run()
-    table = llm.placement_traffic(res.jobs, ZOO)
+    table = placement_traffic(res.jobs, ZOO)
     assert table.job_id.tolist() == [0]  # LLM jobs only
     row = table.iloc[0]
     assert (row.tp, row.pp, row.dp, row.hosts) == (2, 2, 2, 2)

@@ -14,11 +14,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-import pandas as pd
 
+from ..errors import InputError, UnknownNameError
 from ..network.model import iteration_time
 from .patterns import PATTERNS
 from .zoo import JobModel, ModelZoo
+
+
+class JobError(InputError):
+    """A job (a trace row) the cluster cannot run: too many GPUs, a duplicate id, a size its pattern cannot split;
+    the message names the row or job."""
 
 
 @dataclass(frozen=True)
@@ -72,13 +77,15 @@ def isolated_iter_s(model: JobModel, pattern: str, gpus: int, topology) -> float
                 float(topology.host_intra_gbps.max()))
 
 
-def jobs_from_frame(trace: pd.DataFrame, topology, zoo: ModelZoo | None = None, first_id: int = 0) -> list[Job]:
+def jobs_from_frame(trace, topology, zoo: ModelZoo | None = None, first_id: int = 0) -> list[Job]:
     """Turn a trace DataFrame (see :mod:`netlab.traces.schema`) into Jobs for ``topology``.
 
     Rows with ``iterations`` keep them; otherwise ``duration_s`` is converted at
     the isolated speed. Jobs larger than the cluster are an error (they could
-    never run), named with their trace row. Job ids count from ``first_id``
-    (a trace read in chunks numbers each chunk after the last).
+    never run), named with their trace row: a :class:`JobError`, or an
+    :class:`~netlab.errors.UnknownNameError` for a model or pattern that is not
+    registered. Job ids count from ``first_id`` (a trace read in chunks numbers
+    each chunk after the last).
     """
     zoo = zoo or ModelZoo.default()
     total = topology.total_gpus
@@ -89,15 +96,20 @@ def jobs_from_frame(trace: pd.DataFrame, topology, zoo: ModelZoo | None = None, 
     for i, row in enumerate(trace.itertuples(index=False)):
         gpus = int(row.gpus)
         if gpus > total:
-            raise ValueError(f"trace row {i} (job {row.job_id}): needs {gpus} GPUs, the topology has {total}")
-        model = zoo[row.model]
+            raise JobError(f"trace row {i} (job {row.job_id}): needs {gpus} GPUs, the topology has {total}")
+        try:
+            model = zoo[row.model]
+        except UnknownNameError as exc:
+            raise UnknownNameError(f"trace row {i} (job {row.job_id}): {exc}") from None
         pattern = row.pattern if has_pattern else "ring"
         iters = getattr(row, "iterations", math.nan) if has_iter else math.nan
         if iters is None or not np.isfinite(iters):
             try:
                 iters = row.duration_s / isolated_iter_s(model, pattern, gpus, topology)
-            except (KeyError, ValueError) as exc:  # an unknown pattern, or a size the pattern cannot split
-                raise ValueError(f"trace row {i} (job {row.job_id}): {exc.args[0]}") from None
+            except UnknownNameError as exc:  # an unknown pattern
+                raise UnknownNameError(f"trace row {i} (job {row.job_id}): {exc}") from None
+            except ValueError as exc:  # a size the pattern cannot split
+                raise JobError(f"trace row {i} (job {row.job_id}): {exc}") from None
         deadline = float(row.deadline_s) if has_deadline else math.inf
         jobs.append(Job(job_id=first_id + i, submit_s=float(row.submit_s), gpus=gpus, model=row.model,
                         iterations=max(float(iters), 1e-9), pattern=pattern, name=str(row.job_id),

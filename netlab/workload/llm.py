@@ -39,7 +39,9 @@ bytes are the sum of the GPU transfers between that pair. All of one
 iteration's network bytes share one communication phase: flows carry
 different bytes, so each is routed with a weight proportional to its bytes
 (:attr:`~netlab.workload.patterns.CommPlan.flow_weights`) and all finish
-together at the job's rate, the slowest flow setting the pace.
+together at the job's rate, the slowest flow setting the pace. The ``3d``
+pattern (:class:`netlab.workload.patterns.ThreeD`) turns :func:`traffic` into
+a plan; :func:`netlab.workload.traffic.placement_traffic` sums a run's bytes.
 
 Compute time per iteration per GPU (zoo ``compute_s`` of the ``3d`` rows):
 ``6 x P x b m s / (t p)`` FLOPs (forward plus backward, two FLOPs per
@@ -55,8 +57,6 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
-
-from .patterns import PATTERNS, CommPattern, CommPlan
 
 #: per-GPU achieved throughput behind the zoo's LLM compute times: Narayanan et al. 2021 (abstract) report
 #: 502 PFLOP/s on 3,072 A100s, 163 TFLOP/s per GPU (52% of peak). An assumption for other models and GPUs.
@@ -188,27 +188,6 @@ def traffic(shape: LlmShape, params: float, gpus_per_host: tuple[int, ...]) -> T
                    per_dim(local))
 
 
-@PATTERNS.register("3d")
-class ThreeD(CommPattern):
-    """Tensor, pipeline and data parallelism of a zoo LLM (Megatron-LM layout; see netlab.workload.llm)."""
-
-    name = "3d"
-
-    def plan(self, gpus_per_host, grad_bytes):
-        raise ValueError("the '3d' pattern needs the job's model (an LLM zoo row): use plan_for")
-
-    def plan_for(self, gpus_per_host, model) -> CommPlan:
-        shape = getattr(model, "llm", None)
-        if shape is None:
-            raise ValueError(f"model {model.name!r} has no LLM shape (zoo columns {', '.join(COLUMNS)}); "
-                             "the '3d' pattern needs one")
-        tr = traffic(shape, float(model.params_m) * 1e6, tuple(int(g) for g in gpus_per_host))
-        if not tr.flows:
-            return CommPlan((), 0.0, tr.nvlink_gpu_bytes, False)
-        top = max(tr.flow_bytes)
-        return CommPlan(tr.flows, top, tr.nvlink_gpu_bytes, False, tuple(b / top for b in tr.flow_bytes))
-
-
 def tp_of(model) -> int:
     """A model's TP degree (1 for models without an LLM shape)."""
     shape = getattr(model, "llm", None)
@@ -245,42 +224,3 @@ def shape_from_row(row) -> LlmShape | None:
     dp = get("dp", None)
     dp = 1 if dp is None or (isinstance(dp, float) and math.isnan(dp)) else int(dp)
     return LlmShape(*(int(float(v)) for v in values), published_dp=dp)
-
-
-def placement_traffic(jobs, zoo=None):
-    """Per LLM job of a run's job table (``3d`` rows): bytes moved over its run per dimension, over the network
-    and over NVLink, from its placement (``host:gpus,...`` in placement order) and its iterations.
-
-    Columns: job_id, model, gpus, tp, pp, dp, hosts, then ``<dim>_network_gb`` and ``<dim>_nvlink_gb`` for
-    tp, pp, dp (GB = 1e9 bytes). Preempted jobs are counted on their last placement.
-    """
-    import pandas as pd
-
-    from .zoo import ModelZoo
-
-    zoo = zoo or ModelZoo.default()
-    rows = []
-    for row in jobs[jobs.pattern == "3d"].itertuples(index=False):
-        if not row.placement:
-            continue
-        model = zoo[row.model]
-        gpus = tuple(int(part.rsplit(":", 1)[1]) for part in row.placement.split(","))
-        tr = traffic(model.llm, float(model.params_m) * 1e6, gpus)
-        out = dict(job_id=row.job_id, model=row.model, gpus=row.gpus, tp=model.llm.tp, pp=model.llm.pp,
-                   dp=model.llm.dp_of(row.gpus), hosts=len(gpus))
-        for dim in DIMENSIONS:
-            out[f"{dim}_network_gb"] = tr.network_bytes[dim] * row.iterations / 1e9
-            out[f"{dim}_nvlink_gb"] = tr.nvlink_bytes[dim] * row.iterations / 1e9
-        rows.append(out)
-    columns = ["job_id", "model", "gpus", "tp", "pp", "dp", "hosts"] + [f"{d}_{w}_gb" for d in DIMENSIONS
-                                                                           for w in ("network", "nvlink")]
-    return pd.DataFrame(rows, columns=columns)
-
-
-def traffic_long(traffic):
-    """:func:`placement_traffic`'s byte columns in long form: one row per job, ``dimension`` (tp, pp, dp) and
-    ``path`` (network, nvlink), with ``gb``."""
-    cols = [f"{d}_{w}_gb" for d in DIMENSIONS for w in ("network", "nvlink")]
-    long = traffic.melt(id_vars=["job_id", "model"], value_vars=cols, var_name="what", value_name="gb")
-    parts = long.what.str.split("_")
-    return long.assign(dimension=parts.str[0], path=parts.str[1]).drop(columns="what")

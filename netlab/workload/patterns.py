@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..registry import Registry
+from .llm import COLUMNS, traffic
 
 PATTERNS: Registry["CommPattern"] = Registry("communication pattern")
 
@@ -111,4 +112,22 @@ class ParameterServer(CommPattern):
         return CommPlan(flows, grad_bytes, _intra_phases_bytes(gpus_per_host, grad_bytes), False)
 
 
-from . import llm  # noqa: E402,F401  (registers "3d", which builds on the classes above)
+@PATTERNS.register("3d")
+class ThreeD(CommPattern):
+    """Tensor, pipeline and data parallelism of a zoo LLM (Megatron-LM layout; see netlab.workload.llm)."""
+
+    name = "3d"
+
+    def plan(self, gpus_per_host, grad_bytes):
+        raise ValueError("the '3d' pattern needs the job's model (an LLM zoo row): use plan_for")
+
+    def plan_for(self, gpus_per_host, model) -> CommPlan:
+        shape = getattr(model, "llm", None)
+        if shape is None:
+            raise ValueError(f"model {model.name!r} has no LLM shape (zoo columns {', '.join(COLUMNS)}); "
+                             "the '3d' pattern needs one")
+        tr = traffic(shape, float(model.params_m) * 1e6, tuple(int(g) for g in gpus_per_host))
+        if not tr.flows:
+            return CommPlan((), 0.0, tr.nvlink_gpu_bytes, False)
+        top = max(tr.flow_bytes)
+        return CommPlan(tr.flows, top, tr.nvlink_gpu_bytes, False, tuple(b / top for b in tr.flow_bytes))

@@ -23,12 +23,13 @@ per-GPU batch (weak scaling): data parallelism does not change it.
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
+from typing import Iterable, Mapping
 
-import pandas as pd
-
+from ..errors import UnknownNameError, unknown_name
 from .llm import LlmShape, shape_from_row
 
 MB = 1e6
@@ -63,12 +64,19 @@ class ModelZoo:
         return _default_zoo()
 
     @classmethod
-    def from_frame(cls, df: pd.DataFrame) -> "ModelZoo":
+    def from_frame(cls, df) -> "ModelZoo":
+        """A zoo from a DataFrame with the columns of ``zoo.csv``."""
+        return cls.from_rows(df.to_dict("records"))
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[Mapping]) -> "ModelZoo":
+        """A zoo from mappings with the columns of ``zoo.csv`` (numbers as numbers or text; empty LLM columns
+        as None or NaN)."""
         models = {}
-        for row in df.itertuples(index=False):
-            models[row.model] = JobModel(
-                name=row.model, compute_s=float(row.compute_s), grad_bytes=float(row.grad_mb) * MB,
-                params_m=float(row.params_m), grad_source=row.grad_source, time_source=row.time_source,
+        for row in rows:
+            models[row["model"]] = JobModel(
+                name=row["model"], compute_s=float(row["compute_s"]), grad_bytes=float(row["grad_mb"]) * MB,
+                params_m=float(row["params_m"]), grad_source=row["grad_source"], time_source=row["time_source"],
                 llm=shape_from_row(row),
             )
         return cls(models)
@@ -76,8 +84,8 @@ class ModelZoo:
     def __getitem__(self, name: str) -> JobModel:
         try:
             return self._models[name]
-        except KeyError:
-            raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(self._models))}") from None
+        except (KeyError, TypeError):
+            raise UnknownNameError(unknown_name("model", name, sorted(self._models))) from None
 
     def __contains__(self, name: str) -> bool:
         return name in self._models
@@ -94,7 +102,10 @@ class ModelZoo:
     def with_overlap(self, overlap: float) -> "ModelZoo":
         return ModelZoo({n: replace(m, overlap=overlap) for n, m in self._models.items()})
 
-    def frame(self) -> pd.DataFrame:
+    def frame(self):
+        """One row per model (a DataFrame)."""
+        import pandas as pd
+
         return pd.DataFrame([
             dict(model=m.name, params_m=m.params_m, grad_mb=m.grad_bytes / MB, compute_s=m.compute_s,
                  overlap=m.overlap, grad_source=m.grad_source, time_source=m.time_source)
@@ -104,5 +115,7 @@ class ModelZoo:
 
 @lru_cache(maxsize=1)
 def _default_zoo() -> ModelZoo:
-    with resources.files("netlab.data").joinpath("zoo.csv").open() as fh:
-        return ModelZoo.from_frame(pd.read_csv(fh))
+    """Read with the csv module, not pandas: a simulation needs the zoo long before it needs a DataFrame."""
+    with resources.files("netlab.data").joinpath("zoo.csv").open(newline="") as fh:
+        rows = [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(fh)]
+    return ModelZoo.from_rows(rows)
