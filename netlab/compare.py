@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .errors import UnknownNameError, short
 from .network.model import ideal_networks
 from .sweep.grid import DEFAULTS, OPTIONAL
 
@@ -90,12 +91,13 @@ def paired_differences(summary: pd.DataFrame, baseline: str = DEFAULT_BASELINE, 
                        bounds=BOUNDS) -> pd.DataFrame:
     """Per setting, policy (``label``), seed and metric: ``value``, ``baseline_value``, ``diff`` (value -
     baseline) and ``change`` (value / baseline - 1). Only seeds where both ran; the baseline's own rows and
-    settings without the baseline are left out. Raises ValueError when the baseline is not in ``summary`` or
-    two cells share a setting, label and seed (a policy parameter not in the label varies)."""
+    settings without the baseline are left out. Raises :class:`~netlab.errors.UnknownNameError` (a ValueError)
+    when the baseline is not in ``summary``, ValueError when two cells share a setting, label and seed (a policy
+    parameter not in the label varies)."""
     s = _without_bounds(summary, bounds)
     if s.empty or baseline not in set(s.label):
         known = ", ".join(sorted(set(s.label))) if not s.empty else "none"
-        raise ValueError(f"baseline {baseline!r} is not among the compared policies; known: {known}")
+        raise UnknownNameError(f"baseline {short(baseline)} is not among the compared policies; known: {known}")
     setting = setting_columns(s)
     keys = setting + ["seed"]
     dup = s.duplicated(keys + ["label"], keep=False)

@@ -9,10 +9,21 @@ subclasses (:class:`netlab.spec.SpecError`, :class:`netlab.topology.TopologyErro
 they are ``ValueError``\\ s too, as before. Anything else escaping a parser is a bug
 (``tests/test_fuzz_inputs.py`` fuzzes them for that).
 
+A name looked up in a registry (a policy, a network model, a communication
+pattern, a zoo model) that is not there is an :class:`UnknownNameError`, from
+``Registry.get`` and from every schema field that holds such a name alike: an
+``InputError``, and a ``KeyError`` for callers that look names up.
+
 Parameters of builders and loaders are checked with pydantic against the
 function's own annotated signature (:func:`checked`), so the signature is the
 schema: a fraction for an integer, NaN or infinity for a rate, a misspelt key
 (listing the valid keys) are refused there, whoever calls the function.
+Configuration objects (``SimConfig``, a sweep cell's parameters) are
+:class:`Schema` models: pydantic models whose errors are ``InputError``\\ s.
+
+A bad value is quoted in a message through :func:`short`, a bounded prefix of
+its ``repr``: a value can be a 128 KiB field or a YAML structure of nested
+aliases whose whole ``repr`` would not fit in memory.
 
 Text files are read through :func:`read_text`, which checks the size before
 reading and reports undecodable bytes with their line.
@@ -26,13 +37,26 @@ import math
 import os
 import reprlib
 from pathlib import Path
-from typing import Annotated, Any, Callable, Literal, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Callable, ClassVar, Literal, get_args, get_origin, get_type_hints
 
-from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
+from pydantic_core import PydanticCustomError
 
 
 class InputError(ValueError):
     """Bad input at a boundary; the message names the file, the line or field, and what is allowed."""
+
+
+class UnknownNameError(InputError, KeyError):
+    """A name that is not registered (policy, network model, pattern, zoo model...); also a ``KeyError``."""
+
+    __str__ = BaseException.__str__  # the message as written, not KeyError's quoted repr of it
+
+
+def unknown_name(what: str, value, allowed, field: str | None = None) -> str:
+    """The one wording of an unknown name: ``field 'policy': unknown ordering policy 'x'; allowed: a, b``."""
+    head = f"field {field!r}: " if field else ""
+    return f"{head}unknown {what} {short(value)}; allowed: {', '.join(allowed)}"
 
 
 _repr = reprlib.Repr()
@@ -52,14 +76,15 @@ def short(value) -> str:
 
 # -- annotated types: the allowed values, said once ---------------------------------------------------------------
 
-def _not_bool(value):
+def not_bool(value):
+    """A yes/no value is not a number (pydantic would take True as 1)."""
     if isinstance(value, bool):
         raise ValueError("is a yes/no value, not a number")
     return value
 
 
 def _finite(value):
-    _not_bool(value)
+    not_bool(value)
     number = value
     if isinstance(value, str):
         try:
@@ -82,17 +107,18 @@ def Int(ge: int | None = None, le: int | None = None, what: str | None = None):
     """An integer (2.0 and "2" are 2; 2.5, "abc" and yes/no are refused) within ``[ge, le]``."""
     bounds = [f">= {ge}" if ge is not None else None, f"<= {le:,}" if le is not None else None]
     text = what or " ".join(["an integer", " and ".join(b for b in bounds if b)]).strip()
-    return Annotated[int, BeforeValidator(_not_bool), Field(ge=ge, le=le, description=text)]
+    return Annotated[int, BeforeValidator(not_bool), Field(ge=ge, le=le, description=text)]
 
 
-def Float(gt: float | None = None, ge: float | None = None, le: float | None = None, what: str | None = None):
+def Float(gt: float | None = None, ge: float | None = None, le: float | None = None, what: str | None = None,
+          lt: float | None = None):
     """A finite number (NaN and infinity are refused) within the bounds."""
     num = lambda x: f"{int(x):,}" if float(x).is_integer() else f"{x:,}"  # noqa: E731
     bounds = [f"> {num(gt)}" if gt is not None else None, f">= {num(ge)}" if ge is not None else None,
-              f"<= {num(le)}" if le is not None else None]
+              f"< {num(lt)}" if lt is not None else None, f"<= {num(le)}" if le is not None else None]
     text = what or " ".join(["a finite number", " and ".join(b for b in bounds if b)]).strip()
     return Annotated[float, BeforeValidator(_finite),
-                     Field(gt=gt, ge=ge, le=le, allow_inf_nan=False, description=text)]
+                     Field(gt=gt, ge=ge, lt=lt, le=le, allow_inf_nan=False, description=text)]
 
 
 #: a free-form label (topology name, ...): a string or a number written as one, at most 200 characters
@@ -122,6 +148,8 @@ _REASONS = {
     "dict_type": "is not a mapping",
     "model_type": "is not a mapping",
     "model_attributes_type": "is not a mapping",
+    "bool_type": "is not true or false",
+    "bool_parsing": "is not true or false",
 }
 _BOUNDS = {"greater_than": ("gt", ">"), "greater_than_equal": ("ge", ">="), "less_than": ("lt", "<"),
            "less_than_equal": ("le", "<=")}
@@ -164,6 +192,11 @@ def describe_errors(exc: ValidationError, model=None, where=lambda loc: None) ->
         note = f" at {note}" if note else ""
         if err["type"] in ("missing", "missing_argument"):
             lines.append(f"{entry}missing field {field!r}{note}")
+            continue
+        if err["type"] == "unknown_name":
+            ctx = err.get("ctx") or {}
+            lines.append(entry + unknown_name(ctx.get("what", "name"), err.get("input"), [ctx.get("allowed", "")],
+                                              field or None) + note)
             continue
         text = f"{entry}field {field!r} {reason(err)}" if field else f"{entry}value {reason(err)}"
         text += f", got {short(err.get('input'))}{note}"
@@ -250,9 +283,13 @@ def checked(error: type[InputError], what: str, skip: tuple[str, ...] = ()) -> C
                 continue
             annotation = hints.get(name, Any)
             fields[name] = (annotation, ... if p.default is p.empty else p.default)
-        model = create_model(f"{func.__name__}_params", __config__=ConfigDict(extra="forbid",
-                                                                              arbitrary_types_allowed=True), **fields)
         known = sorted(fields) + sorted(skip)
+
+        @functools.lru_cache(maxsize=1)
+        def params_model():  # built at the first call, not when the module is imported (start-up time)
+            return create_model(f"{func.__name__}_params", __config__=ConfigDict(extra="forbid",
+                                                                                 arbitrary_types_allowed=True),
+                                **fields)
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
@@ -265,6 +302,7 @@ def checked(error: type[InputError], what: str, skip: tuple[str, ...] = ()) -> C
                                 f"known: {', '.join(known)}") from None
                 raise error(f"{what}: {exc}; known parameters: {', '.join(known)}") from None
             given = {k: v for k, v in bound.arguments.items() if k in fields}
+            model = params_model()
             try:
                 values = model.model_validate(given)
             except ValidationError as exc:
@@ -272,10 +310,71 @@ def checked(error: type[InputError], what: str, skip: tuple[str, ...] = ()) -> C
             bound.arguments.update({k: getattr(values, k) for k in given})
             return func(*bound.args, **bound.kwargs)
 
-        wrapper.params_model = model
         return wrapper
 
     return deco
+
+
+# -- configuration models -----------------------------------------------------------------------------------------
+
+def registered(registry: Callable[[], Any], nullable: bool = False):
+    """A field holding a name of ``registry()`` (called when a value is checked, so the registry's modules are
+    imported only then); ``nullable``: None too (the default choice). Anything else is an ``unknown_name`` error,
+    which :class:`Schema` raises as :class:`UnknownNameError` naming the field and the registered names."""
+
+    def check(value):
+        if value is None and nullable:
+            return None
+        reg = registry()
+        if isinstance(value, str) and value in reg:
+            return value
+        allowed = ", ".join(reg.names()) + (", or null for the default" if nullable else "")
+        raise PydanticCustomError("unknown_name", "unknown {what}", {"what": reg.what, "allowed": allowed})
+
+    return Annotated[(str | None) if nullable else str, BeforeValidator(check)]
+
+
+class Schema(BaseModel):
+    """A configuration model at an input boundary: pydantic validation whose failures are one :class:`InputError`
+    (:attr:`error`; :class:`UnknownNameError` when a registered name is unknown) naming every bad field, the value
+    (bounded) and what is allowed. Built, parsed (:meth:`parse`) or assigned to: checked every time."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, arbitrary_types_allowed=True)
+    #: the error class of a bad field (a subclass of InputError)
+    error: ClassVar[type[InputError]] = InputError
+
+    def __init__(self, /, **data):
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise type(self).input_error(exc) from None
+
+    # as pydantic's own RootModel does: model_validate keeps pydantic's init (this one only wraps its errors)
+    __init__.__pydantic_base_init__ = True
+
+    def __setattr__(self, name, value):
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            raise type(self).input_error(exc) from None
+
+    @classmethod
+    def model_validate(cls, obj, *, where: str | None = None, **options):
+        """pydantic's ``model_validate``, failing with one :class:`InputError`; ``where`` names the source."""
+        try:
+            return super().model_validate(obj, **options)
+        except ValidationError as exc:
+            raise cls.input_error(exc, where) from None
+
+    @classmethod
+    def parse(cls, data, where: str | None = None, strict: bool | None = None):
+        """``data`` (a mapping) as this model; ``where`` names the source in the message (a file)."""
+        return cls.model_validate(data, where=where, strict=strict)
+
+    @classmethod
+    def input_error(cls, exc: ValidationError, where: str | None = None) -> InputError:
+        names = any(e["type"] == "unknown_name" for e in exc.errors(include_url=False))
+        return (UnknownNameError if names else cls.error)(f"{where or cls.__name__}: {describe_errors(exc, cls)}")
 
 
 # -- text files -----------------------------------------------------------------------------------------------------

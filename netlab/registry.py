@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Callable, Generic, TypeVar
 
+from .errors import UnknownNameError, unknown_name
+
 T = TypeVar("T")
 
 
@@ -32,11 +34,13 @@ class Registry(Generic[T]):
     def create(self, name: str, **kwargs) -> T:
         return self.get(name)(**kwargs)
 
-    def get(self, name: str) -> Callable[..., T]:
+    def get(self, name: str, field: str | None = None) -> Callable[..., T]:
+        """The factory registered as ``name``; else :class:`~netlab.errors.UnknownNameError` (an ``InputError``
+        and a ``KeyError``) naming ``field`` (when given) and every registered name."""
         try:
             return self._items[name]
-        except KeyError:
-            raise KeyError(f"unknown {self.what} {name!r}; known: {', '.join(sorted(self._items))}") from None
+        except (KeyError, TypeError):  # TypeError: an unhashable value (a list from a YAML file)
+            raise UnknownNameError(unknown_name(self.what, name, self.names(), field)) from None
 
     def names(self) -> list[str]:
         return sorted(self._items)
@@ -44,5 +48,5 @@ class Registry(Generic[T]):
     def describe(self) -> dict[str, str]:
         return {n: self._docs[n] for n in self.names()}
 
-    def __contains__(self, name: str) -> bool:
-        return name in self._items
+    def __contains__(self, name) -> bool:
+        return isinstance(name, str) and name in self._items

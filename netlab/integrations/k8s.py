@@ -76,6 +76,7 @@ import networkx as nx
 import pandas as pd
 import yaml
 
+from ..errors import InputError, short
 from ..topology import Topology
 from ..workload.zoo import ModelZoo
 
@@ -108,7 +109,7 @@ def k8s_name(text: str, what: str) -> str:
     """``text`` lower-cased as a Kubernetes object name (DNS-1123: a-z, 0-9, '-', '.'); '_' becomes '-'."""
     name = str(text).lower().replace("_", "-")
     if not _DNS.fullmatch(name):
-        raise ValueError(f"{what} {text!r} cannot be a Kubernetes name (DNS-1123: lower-case letters, digits, "
+        raise InputError(f"{what} {short(text)} cannot be a Kubernetes name (DNS-1123: lower-case letters, digits, "
                          "'-' and '.', starting and ending with a letter or digit)")
     return name
 
@@ -188,7 +189,7 @@ def node_labels(topo: Topology) -> list[dict]:
 def _label(value: str) -> str:
     text = str(value)
     if not re.fullmatch(r"([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]", text):
-        raise ValueError(f"{text!r} cannot be a Kubernetes label value (at most 63 letters, digits, '-', '_', '.')")
+        raise InputError(f"{short(text)} cannot be a Kubernetes label value (at most 63 letters, digits, '-', '_', '.')")
     return text
 
 
@@ -227,7 +228,7 @@ def app_group(job_name: str, gpus: int, model: str, pattern: str = "ring", names
     name = k8s_name(job_name, "job name")
     pods = max(1, -(-int(gpus) // int(gpus_per_pod)))
     if not 0 <= max_network_cost <= MAX_NETWORK_COST:
-        raise ValueError(f"max_network_cost must be in 0..{MAX_NETWORK_COST}, got {max_network_cost}")
+        raise InputError(f"max_network_cost must be in 0..{MAX_NETWORK_COST}, got {short(max_network_cost)}")
     ring_bytes = 2 * (pods - 1) / pods * m.grad_bytes
     min_gbps = ring_bytes * 8 / m.compute_s / 1e9
 

@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from .. import __version__, compare
+from ..errors import UnknownNameError, short
 from .figures import figures
 from .folder import MARKER, replace_folder
 from .page import render_page
@@ -41,14 +42,14 @@ def policies(summary: pd.DataFrame) -> list[str]:
 def pick_baseline(summary: pd.DataFrame, baseline: str | None = None) -> str | None:
     """The label to compare against, as :func:`netlab.compare.arm_name` says it: ``baseline`` if given (any spelling
     of a policy of this sweep: ``dally+default`` is ``dally``), else :data:`netlab.compare.DEFAULT_BASELINE` when the
-    sweep has it, else None (no comparison). A baseline the sweep does not have raises ValueError naming its
-    policies."""
+    sweep has it, else None (no comparison). A baseline the sweep does not have raises
+    :class:`~netlab.errors.UnknownNameError` (a ValueError) naming its policies."""
     labels = policies(summary)
     if baseline is not None:
         name = compare.arm_name(baseline)
         if name not in labels:
-            raise ValueError(f"baseline {baseline!r} is not a policy of this sweep; its policies: "
-                             f"{', '.join(labels) or 'none'}")
+            raise UnknownNameError(f"baseline {short(baseline)} is not a policy of this sweep; its policies: "
+                                   f"{', '.join(labels) or 'none'}")
         return name
     return compare.DEFAULT_BASELINE if compare.DEFAULT_BASELINE in labels else None
 
