@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from netlab.errors import UnknownNameError
 from netlab.sim.metrics import JOB_COLUMNS, link_summary
 from netlab.sim.simulator import SimConfig, Simulator
 from netlab.topology import load_topology
@@ -62,9 +63,9 @@ def test_no_history_keeps_no_rows_and_the_same_jobs(jobs, full):
 
 
 def test_a_bad_history_is_refused_before_the_run(jobs):
-    with pytest.raises(ValueError, match="link_history.*'sometimes' is not one of aggregate, full, none"):
+    with pytest.raises(UnknownNameError, match="link_history.*unknown link history 'sometimes'; allowed: aggregate, full"):
         Simulator(TOPO, jobs, "fifo", config=SimConfig(link_history="sometimes"))
-    with pytest.raises(ValueError, match="resolution_s must be > 0"):
+    with pytest.raises(ValueError, match="link_resolution_s' must be > 0"):
         Simulator(TOPO, jobs, "fifo", config=SimConfig(link_history="aggregate", link_resolution_s=0.0))
 
 

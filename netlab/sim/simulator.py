@@ -26,49 +26,31 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import UnknownNameError, unknown_name
 from ..network.model import NetworkModel, iteration_time, make_network
 from ..policies import (NETWORK_POLICIES, ORDERING, PLACEMENT, PREEMPTION, NetworkPolicy, OrderingPolicy,
                         PlacementPolicy, PreemptionPolicy)
 from ..sched import ClusterView, JobState, NetAllocation, Placement, Scheduler
-from ..workload.job import Job, isolated_iter_s
+from ..workload.job import Job, JobError, isolated_iter_s
 from ..workload.patterns import PATTERNS
 from ..network.demand import build_demand
 from ..workload.zoo import ModelZoo
+from .config import SimConfig
 from .fabric import Fabric
-from .history import HISTORIES, make_history
+from .history import make_history
 from .kernel import Kernel
 from .loop import KernelLoop
 from .metrics import SimResult, build_result
 from .netalloc import check_allocation, rerouted
 
-@dataclass
-class SimConfig:
-    # A NETWORKS name; None: the model passed to the Simulator as ``network=``, else DEFAULT_NETWORK. A model
-    # object wins; naming another model beside it is an error (netlab.network.model.make_network).
-    network: str | None = None
-    seed: int = 0
-    checkpoint_s: float = 10.0
-    restore_s: float = 20.0  # Pollux's 30 s restart penalty, split
-    # Walk past a waiting job that cannot start (no reservations)? None: the ordering policy's own
-    # choice (OrderingPolicy.backfill: False for strict fifo, True for fjf and the others).
-    backfill: bool | None = None
-    record_links: bool = True  # False: link_history "none" (kept for existing callers)
-    # Per-link history (netlab.sim.history): "full" (every interval; default), "aggregate" (per-link time-weighted
-    # load per link_resolution_s bin) or "none". None: "full" if record_links else "none".
-    link_history: str | None = None
-    link_resolution_s: float = 3600.0
-    progress: bool | None = False  # tqdm bar over finished jobs (None: auto)
-    network_kwargs: dict = field(default_factory=dict)
 
-
-def _make(registry, what):
+def _make(registry, what, field: str):
     if what is None or not isinstance(what, str):
         return what
-    return registry.create(what)
+    return registry.get(what, field)()
 
 
 class Simulator(KernelLoop):
@@ -83,27 +65,23 @@ class Simulator(KernelLoop):
         self.topology = topology
         self.config = config or SimConfig()
         self.zoo = zoo or ModelZoo.default()
-        self.ordering: OrderingPolicy = _make(ORDERING, ordering)
+        self.ordering: OrderingPolicy = _make(ORDERING, ordering, "ordering")
         placement = placement or self.ordering.default_placement or "consolidated"
-        self.placement: PlacementPolicy = _make(PLACEMENT, placement)
+        self.placement: PlacementPolicy = _make(PLACEMENT, placement, "placement")
         preemption = preemption or self.ordering.default_preemption or ("priority" if self.ordering.preemptive else "none")
-        self.preemption: PreemptionPolicy = _make(PREEMPTION, preemption)
-        self.netpolicy: NetworkPolicy = _make(NETWORK_POLICIES, netpolicy or "none")
+        self.preemption: PreemptionPolicy = _make(PREEMPTION, preemption, "preemption")
+        self.netpolicy: NetworkPolicy = _make(NETWORK_POLICIES, netpolicy or "none", "netpolicy")
         self.network: NetworkModel = make_network(network, self.config.network, self.config.network_kwargs)
-        mode = self.config.link_history or ("full" if self.config.record_links else "none")
-        if mode not in HISTORIES:
-            raise ValueError(f"SimConfig: field 'link_history': {mode!r} is not one of {', '.join(HISTORIES.names())}")
-        make_history(mode, self.config.link_resolution_s)  # refuse a bad resolution now, not after the run
-        self._link_history = mode
+        self._link_history = self.config.history_mode  # a registered name: SimConfig checked it
         self.jobs = sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
         ids = [j.job_id for j in self.jobs]
         if len(set(ids)) != len(ids):
-            raise ValueError("job ids must be unique")
+            raise JobError("job ids must be unique")
         for j in self.jobs:
             if j.gpus <= 0:
-                raise ValueError(f"job {j.job_id} ({j.name}): gpus must be > 0, got {j.gpus}")
+                raise JobError(f"job {j.job_id} ({j.name}): gpus must be > 0, got {j.gpus}")
             if j.gpus > topology.total_gpus:
-                raise ValueError(f"job {j.job_id} ({j.name}): needs {j.gpus} GPUs, cluster has {topology.total_gpus}")
+                raise JobError(f"job {j.job_id} ({j.name}): needs {j.gpus} GPUs, cluster has {topology.total_gpus}")
 
     # ------------------------------------------------------------------ run
     def run(self) -> SimResult:
@@ -132,8 +110,9 @@ class Simulator(KernelLoop):
                              disable=None if self.config.progress is None else False, mininterval=0.5, leave=False)
         for j in self.jobs:
             model = self.zoo[j.model]
-            if j.pattern not in PATTERNS:
-                raise ValueError(f"job {j.job_id}: unknown communication pattern {j.pattern!r}")
+            if j.pattern not in PATTERNS:  # refused before the run, as the zoo refuses an unknown model
+                raise UnknownNameError(f"job {j.job_id}: " + unknown_name("communication pattern", j.pattern,
+                                                                           PATTERNS.names(), "pattern"))
             self.states[j.job_id] = JobState(j, isolated_iter_s(model, j.pattern, j.gpus, topo))
         self._begin(Kernel(), scheduler, list(self.states.values()))
         try:
