@@ -102,6 +102,9 @@ JOB_COLUMNS = (("job_id", np.int64), ("name", object), ("model", object), ("patt
                ("wait_s", float), ("run_s", float), ("hosts", np.int64), ("racks", np.int64), ("placement", object),
                ("preemptions", np.int64), ("comm_fraction", float), ("iterations", float), ("iso_iter_s", float),
                ("isolated_s", float), ("slowdown", float), ("jct_slowdown", float), ("runs", object))
+#: the job's goals as the trace gave them, filled by :func:`_goal_columns`
+GOAL_COLUMNS = (("priority", np.int64), ("tenant", object), ("deadline_s", float), ("deadline_met", object))
+JOB_COLUMNS = JOB_COLUMNS + GOAL_COLUMNS
 
 
 def job_table(states, topo) -> pd.DataFrame:
@@ -111,7 +114,7 @@ def job_table(states, topo) -> pd.DataFrame:
     not built from one dict per job, which cost about 1.5 KB a job at its peak (a million-job run).
     """
     states = list(states)
-    cols = {name: np.empty(len(states), dtype=dtype) for name, dtype in JOB_COLUMNS}
+    cols = {name: np.empty(len(states), dtype=dtype) for name, dtype in JOB_COLUMNS[:-len(GOAL_COLUMNS)]}
     (job_id, name, model, pattern, gpus, submit, start, end_col, jct_col, queue, wait, run, n_hosts, racks, placement,
      preemptions, comm, iterations, iso, isolated, slowdown, jct_slowdown, runs) = cols.values()
     host_rack, host_names = topo.host_rack, topo.hosts
