@@ -96,3 +96,24 @@ def test_trace_columns_reach_the_job(one_gpu):
     a, b = jobs_from_frame(frame, one_gpu)
     assert (a.priority, a.deadline_s, a.tenant) == (3, 50.0, "vc1")
     assert (b.priority, b.deadline_s, b.tenant) == (0, math.inf, "vc2")
+
+
+def test_loaders_give_priority_and_tenant(tmp_path):
+    from netlab.traces.alibaba import read_alibaba
+    from netlab.traces.philly import read_philly
+    from netlab.traces.schema import TraceError
+
+    head = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+    pods = tmp_path / "pods.csv"
+    pods.write_text(head + "p0,1,1,1,1000,,LS,Running,0,100,0\np1,1,1,2,1000,,BE,Running,5,100,5\n"
+                    "p2,1,1,1,1000,,Burstable,Running,9,100,9\n")
+    df = read_alibaba(pods).set_index("job_id")
+    assert df.priority.to_dict() == {"p0": 3, "p1": 0, "p2": 1}
+    pods.write_text(head + "p0,1,1,1,1000,,Gold,Running,0,100,0\n")
+    with pytest.raises(TraceError, match=r"line 2.*qos.*Gold|qos.*line 2"):
+        read_alibaba(pods)
+
+    philly = tmp_path / "philly.csv"
+    philly.write_text("timestamp,duration,num_gpus,cluster\n2017-10-03 10:00:00,60,2,vcA\n"
+                      "2017-10-03 10:01:00,60,1,vcB\n")
+    assert read_philly(philly).tenant.tolist() == ["vcA", "vcB"]

@@ -15,6 +15,11 @@ Documented filters (counted in ``df.attrs["filtered"]``, not errors):
 A pod asking for part of a GPU (``gpu_milli < 1000``, ``num_gpu == 1``) counts
 as one whole GPU, since netlab does not model GPU sharing; ``gpu_milli`` is
 kept. There are no models, so :func:`assign_models` draws them.
+
+``qos`` becomes the job's ``priority`` (larger first, :data:`QOS_PRIORITY`):
+LS (Alibaba's latency-sensitive class) above Guaranteed above Burstable above
+BE (best effort), the Kubernetes QoS order with LS on top. A file without the
+column gives priority 0 to every pod.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ FILE = "alibaba-gpu-v2023/openb_pod_list_default.csv"
 CPU_ONLY = "CPU-only pods (num_gpu == 0)"
 NEVER_SCHEDULED = "GPU pods never scheduled (scheduled_time empty)"
 NO_RUN_TIME = "GPU pods with deletion_time <= scheduled_time"
+#: the ``qos`` classes as priorities, larger first
+QOS_PRIORITY = {"LS": 3, "Guaranteed": 2, "Burstable": 1, "BE": 0}
 
 
 def read_alibaba(path, *, seed: int = 0, skip_bad: bool = False, source: str = "alibaba") -> pd.DataFrame:
@@ -46,10 +53,13 @@ def read_alibaba(path, *, seed: int = 0, skip_bad: bool = False, source: str = "
             "duration_s": end - start,
             "gpu_milli": t.number("gpu_milli", nonnegative=True),
             "pod_phase": t.frame.get("pod_phase", pd.Series("", index=t.frame.index)).str.strip(),
+            "priority": (t.mapped("qos", QOS_PRIORITY, f"qos class (allowed: {', '.join(QOS_PRIORITY)})")
+                         if "qos" in t.frame else 0),
             "line": t.frame["line"],
         })
 
     df, skipped = Table(path, required=HEADER, skip_bad=skip_bad).load(rows)
+    df["priority"] = df["priority"].astype("int64")
     cpu = df["gpus"] == 0
     never = ~cpu & df["duration_s"].isna()
     no_run = ~cpu & ~never & ~(df["duration_s"] > 0)

@@ -6,7 +6,8 @@ Rows are not in time order; the loader sorts them. The wall clock is taken as
 uniform time (the zone and any daylight-saving jump are unknown). There are
 no model names, so models come from :func:`netlab.traces.models.assign_models`;
 ``duration_s`` is the real run time and ``iterations`` is left NaN.
-Job ids are ``philly-<line>``; ``vc`` keeps the cluster column.
+Job ids are ``philly-<line>``; ``vc`` keeps the cluster column, which is also
+the job's ``tenant`` (fair-share ordering shares the cluster between VCs).
 
 ``philly-sample`` is 500 contiguous jobs bundled in ``netlab/data`` (see
 ``NOTICE-philly-sample.md`` there), so examples and tests run without the
@@ -41,6 +42,7 @@ def read_philly(path, *, seed: int = 0, skip_bad: bool = False, source: str = "p
         })
 
     df, skipped = Table(path, required=HEADER, skip_bad=skip_bad).load(rows)
+    df["tenant"] = df["vc"]
     stamps = df.pop("stamp")
     df.insert(0, "job_id", source + "-" + df["line"].astype(str))
     df.insert(1, "submit_s", (stamps - stamps.min()).dt.total_seconds())

@@ -20,7 +20,11 @@ column          dtype     meaning
 ==============  ========  ====================================================
 
 Extra columns are allowed and kept (``vc``, ``batch_size``, ``trace_iterations``,
-``line`` = the row's 1-based line in the source file, ...).
+``line`` = the row's 1-based line in the source file, ...). Three of them reach
+the job when a loader gives them: ``priority`` (int, larger first: Alibaba's
+QoS class), ``deadline_s`` (float on the trace's clock, NaN for none: the ITP
+trace ElasticFlow released) and ``tenant`` (str: Philly's virtual cluster), read
+by the ``priority``, ``edf`` and ``fair-share`` orderings.
 
 ``df.attrs`` carries provenance, so a result can say what it was made from:
 
