@@ -56,11 +56,12 @@ def _grid_case():
                          st.one_of(st.none(), mod._VALUES, st.dictionaries(keys, mod._VALUES, max_size=3)))
 
     def check(top, axes):
-        from netlab.sweep.grid import GridError, expand
+        from netlab.errors import InputError
+        from netlab.sweep.grid import expand
 
         try:
             expand(dict(top, grid=axes), "grid file 'fuzz.yaml'")
-        except GridError as exc:
+        except InputError as exc:  # a GridError, or an UnknownNameError for a name that is not registered
             if "fuzz.yaml" not in str(exc):
                 raise AssertionError(f"a grid error that does not name the file: {exc}") from exc
             return "refused"

@@ -8,77 +8,57 @@ seaborn.
 
 from __future__ import annotations
 
+import functools
 import itertools
-import warnings
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from .network.model import DEFAULT_NETWORK, ideal_networks
-from .sim import SimConfig, SimResult, Simulator
-from .topology import load_topology
-from .workload.job import jobs_from_frame
-from .workload.zoo import ModelZoo
+from .run import DEFAULT_TOPOLOGY, RunParams, load_frame, run_one, tag_jobs
 
-DEMO_TOPOLOGY = "leafspine,racks=4,hosts_per_rack=4,gpus_per_host=8,host_gbps=100,oversub=4,spines=2"
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .sim import SimResult
+
+DEMO_TOPOLOGY = DEFAULT_TOPOLOGY
 DEMO_POLICIES = (("fifo", "consolidated"), ("fifo", "random"), ("sjf", "consolidated"),
                  ("tiresias", "consolidated"), ("tiresias", "random"), ("themis", "consolidated"))
 
 
-def load_jobs(trace, topology, max_jobs: int | None = None, seed: int = 0, trace_dir=None, zoo: ModelZoo | None = None):
-    """Trace (name, spec, path or DataFrame) -> (Topology, jobs, trace DataFrame)."""
-    from .traces import load_trace
-
-    from .traces.synthetic import fit_warning
-
-    topo = load_topology(topology)
-    df = trace if isinstance(trace, pd.DataFrame) else load_trace(trace, trace_dir=trace_dir, seed=seed,
-                                                                  max_jobs=max_jobs, cluster_gpus=topo.total_gpus)
-    if (warning := fit_warning(df, topo.total_gpus)) is not None:
-        warnings.warn(warning, stacklevel=2)
-    if max_jobs is not None:
-        df = df.iloc[:max_jobs]
-    return topo, jobs_from_frame(df, topo, zoo), df
-
-
 def run(trace="philly-sample", topology=DEMO_TOPOLOGY, policy="fifo", placement=None, network=DEFAULT_NETWORK,
-        seed: int = 0, max_jobs: int | None = None, trace_dir=None, progress=False, netpolicy: str = "none",
-        **config) -> SimResult:
-    """One simulation from names; ``config`` fills :class:`netlab.sim.SimConfig`."""
-    from .traces.synthetic import offered_load
-
-    topo, jobs, df = load_jobs(trace, topology, max_jobs=max_jobs, seed=seed, trace_dir=trace_dir)
-    cfg = SimConfig(network=network, seed=seed, progress=progress, **config)
-    result = Simulator(topo, jobs, policy, placement, None, cfg, netpolicy=netpolicy).run()
-    result.config["trace"] = trace if isinstance(trace, str) else "<DataFrame>"
-    result.config["max_jobs"] = max_jobs
-    result.config["offered_load"] = offered_load(df, topo.total_gpus)  # what the trace asks of these GPUs
-    return result
+        seed: int = 0, max_jobs: int | None = None, trace_dir=None, progress=False, **params) -> SimResult:
+    """One simulation from names; ``params`` are further :class:`netlab.run.RunParams` fields (``checkpoint_s``,
+    ``preemption``, ``oversub``, ``link_history``...)."""
+    return run_one(RunParams(trace=trace, topology=topology, policy=policy, placement=placement, network=network,
+                             seed=seed, max_jobs=max_jobs, progress=progress, **params), trace_dir=trace_dir)
 
 
 @dataclass
 class Comparison:
-    jobs: pd.DataFrame  # one row per job per run, with the run's parameters as columns
-    summary: pd.DataFrame  # one row per run
-    links: pd.DataFrame  # per-link segments per run
+    jobs: "pd.DataFrame"  # one row per job per run, with the run's parameters as columns
+    summary: "pd.DataFrame"  # one row per run
+    links: "pd.DataFrame"  # per-link segments per run
 
 
 def compare(trace="philly-sample", topology=DEMO_TOPOLOGY, policies=DEMO_POLICIES, networks=(DEFAULT_NETWORK,),
             seeds=(0,), max_jobs: int | None = None, trace_dir=None, progress=True) -> Comparison:
-    """Run every (policy, placement) x network x seed on the same trace and topology."""
+    """Run every (policy, placement) x network x seed on the same trace and topology (each seed's trace is read
+    once). Per-job rows keep the job's hosts as ``placement`` and the placement policy as ``placement_policy``."""
+    import pandas as pd
+
     from .progress import tqdm
 
     cells = list(itertools.product(policies, networks, seeds))
     jobs, rows, links = [], [], []
-    bindings = {}
+    load = functools.cache(load_frame)  # this call's cache: a trace file edited between calls is read again
     for (policy, placement), network, seed in tqdm(cells, desc="runs", disable=not progress):
-        if seed not in bindings:
-            bindings[seed] = load_jobs(trace, topology, max_jobs=max_jobs, seed=seed, trace_dir=trace_dir)
-        topo, job_list, _ = bindings[seed]
-        res = Simulator(topo, job_list, policy, placement, None, SimConfig(network=network, seed=seed)).run()
+        params = RunParams(trace=trace, topology=topology, policy=policy, placement=placement, network=network,
+                           seed=seed, max_jobs=max_jobs)
+        res = run_one(params, trace_dir=trace_dir, load=load)
         label = f"{policy}+{placement}"
         tags = dict(policy=policy, placement=placement, network=network, seed=seed, label=label)
-        jobs.append(res.jobs.assign(**tags))
+        jobs.append(tag_jobs(res.jobs, tags))
         links.append(res.links.assign(**tags))
         rows.append({**tags, **{k: v for k, v in res.summary.items() if not isinstance(v, dict)}})
     summary = pd.DataFrame(rows)

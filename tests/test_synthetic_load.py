@@ -9,9 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from netlab.cli import app
-from netlab.experiments import load_jobs
+from netlab.run import RunParams, bind
 from netlab.traces import load_trace, poisson_trace
 from netlab.traces.synthetic import fit_warning, offered_load
+
+
+def load_jobs(trace, topology):
+    return bind(RunParams(trace=trace, topology=topology))
 
 TOPOLOGY = "leafspine,racks=2,hosts_per_rack=4,gpus_per_host=8,oversub=4"  # 64 GPUs
 

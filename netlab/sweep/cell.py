@@ -13,10 +13,13 @@ import socket
 import time
 import traceback
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
+from ..run import RunParams, load_frame, run_one
+from .grid import Cell
 
-from .grid import Cell, topology_spec
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: columns of the per-cell summary that measure the machine, not the model
 TIMING_COLUMNS = ("wall_s", "cell_s", "worker")
@@ -24,9 +27,9 @@ TIMING_COLUMNS = ("wall_s", "cell_s", "worker")
 
 @dataclass
 class CellResult:
-    jobs: pd.DataFrame
+    jobs: "pd.DataFrame"
     summary: dict
-    links: pd.DataFrame | None = None
+    links: "pd.DataFrame | None" = None
 
 
 @dataclass
@@ -43,12 +46,8 @@ class Outcome:
         return self.result is not None
 
 
-@functools.lru_cache(maxsize=8)
-def _trace(trace: str, seed: int, max_jobs: int | None) -> pd.DataFrame:
-    """Traces are read once per worker process and seed (every policy of a replicate shares it)."""
-    from ..traces import load_trace
-
-    return load_trace(trace, seed=seed, max_jobs=max_jobs)
+#: traces are read once per worker process and seed (every policy of a replicate shares it)
+_trace = functools.lru_cache(maxsize=8)(load_frame)
 
 
 def _flat(summary: dict) -> dict:
@@ -62,28 +61,14 @@ def _flat(summary: dict) -> dict:
 
 
 def run_cell(cell: Cell) -> CellResult:
-    """Simulate one cell. Per-job rows keep the job's hosts as ``allocation`` (``placement`` is the policy)."""
-    from ..sim import SimConfig, Simulator
-    from ..topology import load_topology
-    from ..workload.job import jobs_from_frame
-
-    p = cell.params
-    topo = load_topology(topology_spec(p))
-    background = float(p.get("background", 0.0))
-    if background:  # steady traffic that does not back off occupies this share of every fabric link
-        topo = topo.with_capacity({t: 1.0 - background for t in set(topo.link_tier) if t != "host"})
-    frame = _trace(p["trace"], cell.workload_seed, p["max_jobs"])
-    if p.get("batch"):  # the same jobs, all submitted at once (their order kept by job id)
-        frame = frame.assign(submit_s=0.0)
-    jobs = jobs_from_frame(frame, topo)
-    cfg = SimConfig(network=p["network"], seed=cell.sim_seed, checkpoint_s=p["checkpoint_s"],
-                    restore_s=p["restore_s"], backfill=p["backfill"])
-    res = Simulator(topo, jobs, p["policy"], p["placement"], p["preemption"], cfg,
-                    netpolicy=p.get("netpolicy", "none")).run()
+    """Simulate one cell (:func:`netlab.run.run_one` with the cell's derived workload and simulation seeds)."""
+    p = dict(cell.params)
+    del p["base_seed"]
+    params = RunParams(**p | dict(seed=cell.sim_seed, workload_seed=cell.workload_seed))
+    res = run_one(params, load=_trace)
     summary = _flat(res.summary) | {"preemption_policy": res.summary["preemption"],
                                     "placement_used": res.summary["placement"]}
-    return CellResult(res.jobs.rename(columns={"placement": "allocation"}), summary,
-                      res.links if cell.keep_links else None)
+    return CellResult(res.jobs, summary, res.links if cell.keep_links else None)
 
 
 def execute(cell: Cell) -> Outcome:

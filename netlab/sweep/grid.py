@@ -21,6 +21,13 @@ A cell's id is a short hash of its canonical parameters (JSON with sorted
 keys), so a re-run finds the cells it already has whatever the order or the
 backend.
 
+Every cell is checked against :class:`CellParams` (strictly: ``"2"`` is not
+an integer here) before anything runs: the field rules are the ones
+:class:`netlab.run.RunParams` and :class:`netlab.sim.SimConfig` use, so a
+bad value is the same error with the same allowed values wherever it is
+given (an unknown policy or network is a :class:`~netlab.errors.UnknownNameError`,
+any other bad value a :class:`GridError`, both naming the grid file).
+
 Seeds. ``seed`` is a replicate index. Every random stream comes from
 ``numpy.random.SeedSequence(base_seed, spawn_key=...)``, never ``seed + i``:
 
@@ -44,9 +51,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError, short
+from ..errors import InputError, Int, Schema, short
 from ..network.model import DEFAULT_NETWORK
-from ..spec import Spec
+from ..run import (Background, Batch, MaxJobs, NetPolicy, Oversub, Placement, Policy, Preemption, TopologyText,
+                   TraceText, topology_spec as _spec)
+from ..sim.config import Backfill, Network, Seconds, Seed
 from ..yaml_input import load_yaml, load_yaml_file
 
 DEMO_TOPOLOGY = "leafspine,racks=4,hosts_per_rack=4,gpus_per_host=8,host_gbps=100,spines=2"
@@ -66,15 +75,6 @@ DEMO_OVERSUB = (2, 8)
 #: 5 seeds left Dally's 8:1 interval across 0 ([-12%, +6%]) and 10 separate it ([-16%, -3%])
 DEMO_SEEDS = 10
 
-#: parameters a cell understands, with their defaults (all of them enter the cell id)
-DEFAULTS = dict(trace="philly-sample", max_jobs=None, topology=DEMO_TOPOLOGY, oversub=None, policy="fifo",
-                placement=None, preemption=None, network=DEFAULT_NETWORK, seed=0, base_seed=0, checkpoint_s=10.0,
-                restore_s=20.0, backfill=None)  # None: the ordering policy's own rule (strict fifo, fjf...)
-#: optional parameters: they enter a cell (and its id) only when a grid sets them, so adding
-#: one never changes the ids of cells already stored
-OPTIONAL = dict(background=0.0,  # share of every switch-to-switch link taken by background traffic
-                batch=False,  # every job submitted at t=0 (a batch-submission makespan experiment)
-                netpolicy="none")  # the network policy (per-job network allocations; netlab.policies.network)
 META_KEYS = ("name", "description", "links", "grid")
 #: the largest grid a sweep expands unless raised (NETLAB_MAX_CELLS, or max_cells=): the demo is 210 cells
 MAX_CELLS = 10_000
@@ -82,6 +82,36 @@ MAX_CELLS = 10_000
 
 class GridError(InputError):
     """A grid document is malformed; the message names the grid file, the key and the allowed values."""
+
+
+class CellParams(Schema):
+    """Every parameter a grid cell understands, with its default. ``seed`` is a replicate index (see the module
+    docstring); the others mean what they mean in :class:`netlab.run.RunParams`."""
+
+    error = GridError
+    trace: TraceText = "philly-sample"
+    max_jobs: MaxJobs = None
+    topology: TopologyText = DEMO_TOPOLOGY
+    oversub: Oversub = None
+    policy: Policy = "fifo"
+    placement: Placement = None
+    preemption: Preemption = None
+    network: Network = DEFAULT_NETWORK
+    seed: Int(ge=0, le=2**32 - 1, what="an integer >= 0 (a replicate index)") = 0
+    base_seed: Seed = 0
+    checkpoint_s: Seconds = 10.0
+    restore_s: Seconds = 20.0
+    backfill: Backfill = None  # None: the ordering policy's own rule (strict fifo, fjf...)
+    background: Background = 0.0  # optional
+    batch: Batch = False  # optional
+    netpolicy: NetPolicy = "none"  # optional: the network policy (per-job network allocations)
+
+
+#: optional parameters: they enter a cell (and its id) only when a grid sets them, so adding
+#: one never changes the ids of cells already stored
+OPTIONAL = {k: CellParams.model_fields[k].default for k in ("background", "batch", "netpolicy")}
+#: parameters every cell has, with their defaults (all of them enter the cell id)
+DEFAULTS = {k: f.default for k, f in CellParams.model_fields.items() if k not in OPTIONAL}
 
 
 @dataclass(frozen=True)
@@ -116,14 +146,6 @@ def cell_seeds(params: dict) -> tuple[int, int]:
     workload = np.random.SeedSequence(base, spawn_key=(rep, 0))
     sim = np.random.SeedSequence(base, spawn_key=(rep, 1, k))
     return _seed_int(workload), _seed_int(sim)
-
-
-def topology_spec(params: dict) -> str:
-    """The base topology with ``oversub`` applied (when the cell has one)."""
-    if params.get("oversub") is None:
-        return str(params["topology"])
-    spec = Spec.parse(str(params["topology"]))
-    return str(Spec(spec.kind, {**spec.params, "oversub": params["oversub"]}))
 
 
 def _matches(params: dict, selector, where: str = "grid") -> bool:
@@ -216,38 +238,6 @@ def expand(doc: dict, where: str = "grid", max_cells: int | None = None) -> list
 
 # -- checking a whole grid before anything is written ----------------------------------------------------------------
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _registries() -> dict:
-    from ..network import NETWORKS
-    from ..policies import NETWORK_POLICIES, ORDERING, PLACEMENT, PREEMPTION
-
-    return dict(policy=(ORDERING, False), placement=(PLACEMENT, True), preemption=(PREEMPTION, True),
-                network=(NETWORKS, False), netpolicy=(NETWORK_POLICIES, False))
-
-
-#: the plain-typed parameters: (check, what is allowed)
-_TYPED = dict(
-    max_jobs=(lambda v: v is None or (_is_int(v) and v >= 1), "an integer >= 1, or null for every job"),
-    seed=(lambda v: _is_int(v) and 0 <= v < 2**32, "an integer >= 0 (a replicate index)"),
-    base_seed=(lambda v: _is_int(v) and 0 <= v < 2**63, "an integer >= 0"),
-    oversub=(lambda v: v is None or (_is_number(v) and v > 0), "a finite number > 0, or null for the topology's own"),
-    checkpoint_s=(lambda v: _is_number(v) and v >= 0, "a finite number of seconds >= 0"),
-    restore_s=(lambda v: _is_number(v) and v >= 0, "a finite number of seconds >= 0"),
-    backfill=(lambda v: v is None or isinstance(v, bool), "true, false, or null for the ordering policy's own rule"),
-    background=(lambda v: _is_number(v) and 0 <= v < 1, "a finite number >= 0 and < 1 (a share of each link)"),
-    batch=(lambda v: isinstance(v, bool), "true or false"),
-    trace=(lambda v: isinstance(v, str) and bool(v.strip()), "a trace name, spec string or file path"),
-    topology=(lambda v: isinstance(v, str) and bool(v.strip()), "a topology spec string or file path"),
-)
-
-
 def _check_meta(doc: dict, where: str) -> None:
     for key in ("name", "description"):
         if doc.get(key) is not None and not isinstance(doc[key], (str, int, float)):
@@ -256,33 +246,24 @@ def _check_meta(doc: dict, where: str) -> None:
 
 
 def check_cells(cells: list[dict], where: str = "grid") -> None:
-    """Every parameter of every cell: its type, a registered name (policy, placement, preemption,
-    network), a trace and a topology the project's parsers accept. Raises one :class:`GridError`."""
+    """Every parameter of every cell against :class:`CellParams` (its type and range, a registered name for
+    policy, placement, preemption and network), then every trace and topology against the project's parsers.
+    Raises one :class:`~netlab.errors.InputError` naming ``where``: an :class:`~netlab.errors.UnknownNameError`
+    for a name that is not registered, else a :class:`GridError`."""
     from ..traces import resolve_trace
-    from ..topology import TopologyError, load_topology
+    from ..topology import load_topology
 
-    regs = _registries()
-    for key, (reg, nullable) in regs.items():
-        for value in {repr(c[key]): c[key] for c in cells if key in c}.values():
-            if value is None and nullable:
-                continue
-            if not isinstance(value, str) or value not in reg:
-                allowed = ", ".join(reg.names()) + (", or null for the default" if nullable else "")
-                raise GridError(f"{where}: {key!r}: {short(value)} is not a registered {reg.what}; "
-                                f"allowed: {allowed}")
-    for key, (ok, allowed) in _TYPED.items():
-        for c in cells:
-            if key in c and not ok(c[key]):
-                raise GridError(f"{where}: {key!r}: {short(c[key])} is not allowed; allowed: {allowed}")
+    for c in cells:
+        CellParams.parse(c, where, strict=True)
     for trace in sorted({c["trace"] for c in cells}):
         try:
             resolve_trace(trace)
         except InputError as exc:
             raise GridError(f"{where}: 'trace': {exc}") from None
-    for base, oversub in sorted({(c["topology"], c["oversub"]) for c in cells}, key=repr):
+    for base, oversub in sorted({(c["topology"], c["oversub"]) for c in cells}, key=str):
         try:
-            load_topology(topology_spec(dict(topology=base, oversub=oversub)))
-        except (InputError, TopologyError) as exc:
+            load_topology(_spec(base, oversub))
+        except InputError as exc:
             key = "'topology'" if oversub is None else "'topology' with 'oversub'"
             raise GridError(f"{where}: {key}: {exc}") from None
 

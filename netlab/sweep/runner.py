@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..network.model import ideal_networks
 from ..procguard import stop_signals_unwind
+from ..run import tag_jobs
 from .backends import BACKENDS, Backend
 from .grid import DEFAULTS, OPTIONAL, Cell, expand, grid_source, read_grid
 from .store import MemoryStore, Store, StoreError
@@ -29,7 +30,7 @@ PARAM_COLUMNS = tuple(DEFAULTS)
 
 @dataclass
 class SweepResult:
-    jobs: pd.DataFrame  # one row per job per finished cell; the cell's parameters as columns
+    jobs: pd.DataFrame  # one row per job per finished cell; the cell's parameters as columns (placement_policy)
     summary: pd.DataFrame  # one row per finished cell (+ jct_vs_ideal when the grid has network=ideal)
     links: pd.DataFrame  # per-link rows of the cells that keep them
     errors: pd.DataFrame  # one row per failed cell, with its traceback
@@ -70,7 +71,7 @@ def assemble(cells: list[Cell], source) -> tuple[pd.DataFrame, pd.DataFrame, pd.
             rec = source.read_summary(cell.id)
             rows.append(tags | dict(workload_seed=rec["workload_seed"], sim_seed=rec["sim_seed"], **rec["summary"],
                                     cell_s=rec["cell_s"], worker=rec["worker"]))
-            jobs.append(source.read_jobs(cell.id).assign(**tags))
+            jobs.append(tag_jobs(source.read_jobs(cell.id), tags))  # the job's hosts stay its 'placement'
             cell_links = source.read_links(cell.id)
             if cell_links is not None:
                 links.append(cell_links.assign(**tags))

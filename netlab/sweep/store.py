@@ -66,7 +66,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from ..sim.metrics import atomic_write
+from ..fileio import atomic_write
 from .cell import Outcome
 from .grid import Cell, short_hash
 
