@@ -1,80 +1,32 @@
 """The ``netlab`` command line (typer). Every command is a thin shell over a library call.
 
-Options are checked where they are declared (typer/click ranges: ``--max-jobs``
->= 1, ``--seed`` >= 0, finite non-negative costs), output directories before
-anything runs, and the library's own :class:`netlab.errors.InputError` (trace,
-topology and spec errors, which name the file, line or field and the allowed
-values) is printed as one ``error:`` line with exit status 2. So is any
-``OSError`` a command meets (a full disk, a folder it may not write, a symlink
-loop), naming the path, and a SIGTERM or SIGHUP that stops a sweep (exit
-status 128 + the signal, after the worker pool is stopped and the store
-released): :class:`_Commands` catches them once for every command.
+Option values are checked by the library's schemas, not here: ``simulate``'s
+by :class:`netlab.run.RunParams`, a sweep's and the demo's by the grid
+(:class:`netlab.sweep.grid.CellParams`), with the same rules a notebook meets.
+Output directories are checked before anything runs. Bad input of any command
+(:class:`netlab.errors.InputError`: the message names the file, line or field
+and the allowed values) is one ``error:`` line with exit status 2, printed by
+the root command group (:mod:`netlab.cli_base`), not by each command; so is
+any ``OSError`` a command meets (naming the path), and a SIGTERM or SIGHUP
+that stops a sweep exits with 128 + the signal after the pool is stopped.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import os
 from pathlib import Path
 
-import click
 import typer
-from typer.core import TyperGroup
 
-#: what each errno means for the user, said once (the OS's own words are often terse: "Errno 40")
-OS_HINTS = {
-    errno.ENOSPC: "no space left on the device; free some or write elsewhere (nothing half-written was left)",
-    errno.EDQUOT: "disk quota exceeded; free some space or write elsewhere",
-    errno.EACCES: "permission denied",
-    errno.EPERM: "operation not permitted",
-    errno.EROFS: "read-only file system; write elsewhere",
-    errno.ELOOP: "too many levels of symbolic links (a symlink loop, or a symlink where netlab follows none)",
-    errno.ENAMETOOLONG: "file name too long",
-    errno.EISDIR: "is a directory",
-    errno.ENOTDIR: "a part of the path is not a directory",
-}
+from .cli_base import Commands, check_out_dir, fail
+from .cli_io import export_app, import_app
 
-
-def _os_error_line(exc: OSError) -> str:
-    """``path: what happened`` for an OSError, the path first (both paths of a failed rename)."""
-    what = OS_HINTS.get(exc.errno) or exc.strerror or str(exc) or type(exc).__name__
-    paths = [p for p in (exc.filename, exc.filename2) if p is not None]
-    where = " -> ".join(os.fsdecode(p) if isinstance(p, (bytes, str, os.PathLike)) else str(p) for p in paths)
-    return f"{where}: {what}" if where else f"{what} ({exc})"
-
-
-class _Commands(TyperGroup):
-    """The command group: an OSError or a stop signal in any command becomes one ``error:`` line."""
-
-    def invoke(self, ctx: click.Context):
-        from .procguard import Terminated
-
-        try:
-            return super().invoke(ctx)
-        except Terminated as exc:
-            typer.secho(f"error: {exc}; the worker pool was stopped and what was finished is kept (a sweep store "
-                        "resumes on re-run)", fg=typer.colors.RED, err=True)
-            raise typer.Exit(exc.code) from None
-        except OSError as exc:
-            _fail(_os_error_line(exc))
-
-
-app = typer.Typer(cls=_Commands, add_completion=False, no_args_is_help=True,
+app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True,
                   help="netlab: network-aware scheduling of distributed DL training (simulator, policies, traces).")
-
-
-def _fail(message: str) -> None:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(2)
-
-
-def _message(exc: BaseException) -> str:
-    """The whole message of an error (``str``), not its first argument: a KeyError keeps its text unquoted."""
-    if isinstance(exc, KeyError) and exc.args:
-        return str(exc.args[0])
-    return str(exc) or type(exc).__name__
+app.add_typer(export_app, name="export")
+app.add_typer(import_app, name="import")
 
 
 def _finite_seconds(value: float) -> float:
@@ -83,62 +35,41 @@ def _finite_seconds(value: float) -> float:
     return value
 
 
-def _check_out_dir(out: Path, option: str = "--out") -> None:
-    """``out`` must be a directory or creatable as one, outside the installed package, checked before any work
-    (nothing written here)."""
-    package = Path(__file__).resolve().parent
-    where = Path(os.path.realpath(out))  # realpath: a symlink loop is reported below, not raised here
-    if where == package or package in where.parents:
-        _fail(f"{option} {out}: is inside the installed netlab package ({package}); write results elsewhere")
-    if out.exists() and not out.is_dir():
-        _fail(f"{option} {out}: exists and is not a directory; give a directory (it is created if missing)")
-    parent = out
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        _fail(f"{option} {out}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        _fail(f"{option} {out}: {parent} is not writable")
-
-
 @app.command()
 def simulate(
-    trace: str = typer.Option("philly-sample", help="Trace name, spec string (e.g. 'synthetic,jobs=200') or path."),
-    topology: str = typer.Option("leafspine,racks=4,hosts_per_rack=4,gpus_per_host=8,oversub=4",
-                                 help="Topology spec string, YAML file or Crux topo.csv."),
-    policy: str = typer.Option("fifo", help="Ordering policy (see `netlab policies`)."),
+    trace: str = typer.Option(None, help="Trace name, spec string (e.g. 'synthetic,jobs=200') or path; default: "
+                                         "the bundled philly-sample."),
+    topology: str = typer.Option(None, help="Topology spec string, YAML file or Crux topo.csv; default: "
+                                            "leafspine,racks=4,hosts_per_rack=4,gpus_per_host=8,oversub=4."),
+    policy: str = typer.Option(None, help="Ordering policy (see `netlab policies`); default: fifo."),
     placement: str = typer.Option(None, help="Placement policy; default: the policy's own, else consolidated."),
-    netpolicy: str = typer.Option("none", help="Network policy: per-job priority class, weight, rate cap and "
-                                  "paths (see `netlab policies`); none: every job alike."),
-    network: str = typer.Option("tcp", help="Network model (see `netlab policies`): tcp (the default, "
+    netpolicy: str = typer.Option(None, help="Network policy: per-job priority class, weight, rate cap and "
+                                  "paths (see `netlab policies`); default none: every job alike."),
+    network: str = typer.Option(None, help="Network model (see `netlab policies`): tcp (the default, "
                                 "netlab.network.DEFAULT_NETWORK), fair, phase, ideal."),
-    seed: int = typer.Option(0, min=0, help="Seed for every random stream of the run."),
+    seed: int = typer.Option(None, help="Seed for every random stream of the run (an integer >= 0; default 0)."),
     out: Path = typer.Option(Path("results/simulate"), help="Output directory."),
-    max_jobs: int = typer.Option(None, min=1, help="Keep the first N jobs by submit time."),
+    max_jobs: int = typer.Option(None, help="Keep the first N jobs by submit time."),
     trace_dir: Path = typer.Option(None, help="Directory holding the shared traces."),
-    checkpoint_s: float = typer.Option(10.0, min=0, callback=_finite_seconds,
-                                       help="Checkpoint cost paid at each restart (s)."),
-    restore_s: float = typer.Option(20.0, min=0, callback=_finite_seconds, help="Restore cost paid at each restart (s)."),
+    checkpoint_s: float = typer.Option(None, help="Checkpoint cost paid at each restart (s; default 10)."),
+    restore_s: float = typer.Option(None, help="Restore cost paid at each restart (s; default 20)."),
     quiet: bool = typer.Option(False, help="No progress bar."),
     link_history: str = typer.Option(None, help="Per-link history in links.parquet: full (every interval; the "
                                      "default), aggregate (per-link time-weighted load per --link-resolution-s) "
                                      "or none (netlab.sim.history): bounded memory for long traces."),
-    link_resolution_s: float = typer.Option(3600.0, min=0, callback=_finite_seconds,
-                                            help="Bin width of --link-history aggregate (s)."),
+    link_resolution_s: float = typer.Option(None, help="Bin width of --link-history aggregate (s; default 3600)."),
 ):
     """Simulate a trace; write jobs.parquet, links.parquet, summary.json, config.json."""
-    from .errors import InputError
-    from .experiments import run
+    from .run import RunParams, run_one
 
-    _check_out_dir(out)
-    try:
-        result = run(trace=trace, topology=topology, policy=policy, placement=placement, netpolicy=netpolicy,
-                     network=network, seed=seed,
-                     max_jobs=max_jobs, trace_dir=trace_dir, progress=None if not quiet else False,
-                     checkpoint_s=checkpoint_s, restore_s=restore_s, link_history=link_history,
-                     link_resolution_s=link_resolution_s)
-    except (InputError, KeyError, ValueError, FileNotFoundError) as exc:
-        _fail(_message(exc))
+    check_out_dir(out)
+    given = dict(trace=trace, topology=topology, policy=policy, placement=placement, netpolicy=netpolicy,
+                 network=network, seed=seed, max_jobs=max_jobs, checkpoint_s=checkpoint_s, restore_s=restore_s,
+                 link_history=link_history, link_resolution_s=link_resolution_s)
+    params = RunParams.parse({k: v for k, v in given.items() if v is not None} | dict(progress=None if not quiet
+                                                                                       else False),
+                             where="netlab simulate")
+    result = run_one(params, trace_dir=trace_dir)
     result.save(out)
     s = result.summary
     typer.echo(json.dumps({k: s[k] for k in ("jobs", "finished", "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s",
@@ -183,10 +114,10 @@ def demo(
     trace: str = typer.Option("philly-sample", help="Trace (default: the sample bundled with the package)."),
     topology: str = typer.Option(None, help="Base topology spec; the oversubscription is swept (default: a 128-GPU "
                                             "leaf-spine)."),
-    oversub: list[float] = typer.Option(None, min=1, help="Oversubscription levels, repeatable (default: 2 and 8)."),
+    oversub: list[float] = typer.Option(None, help="Oversubscription levels, repeatable (default: 2 and 8)."),
     seeds: int = typer.Option(None, min=1, help="Replicates per configuration, paired by the comparisons "
                                                 "(default: 10)."),
-    max_jobs: int = typer.Option(None, min=1, help="Keep the first N jobs."),
+    max_jobs: int = typer.Option(None, help="Keep the first N jobs."),
     baseline: str = typer.Option(None, help="Label every policy is compared with (default: "
                                             "tiresias+consolidated)."),
     backend: str = typer.Option("processes", help=BACKEND_HELP),
@@ -199,18 +130,11 @@ def demo(
     leaf-spine at 2:1 and 8:1 (tcp network) and on the ideal network, 10 seeds; prints the summary table and
     one verdict per policy against tiresias+consolidated (paired by seed, 95% bootstrap intervals); writes
     an HTML report with the headline comparison first."""
-    from .errors import InputError
     from .demo import demo_report
-    from .sweep import StoreError
 
-    _check_out_dir(out)
-    if oversub and not all(math.isfinite(o) for o in oversub):
-        _fail(f"--oversub {oversub}: every level must be a finite number >= 1")
-    try:
-        report = demo_report(out, trace=trace, topology=topology, seeds=seeds, max_jobs=max_jobs, backend=backend,
-                             workers=workers, ideal=ideal, oversub=oversub or None, baseline=baseline)
-    except (InputError, KeyError, ValueError, StoreError) as exc:
-        _fail(_message(exc))
+    check_out_dir(out)
+    report = demo_report(out, trace=trace, topology=topology, seeds=seeds, max_jobs=max_jobs, backend=backend,
+                         workers=workers, ideal=ideal, oversub=oversub or None, baseline=baseline)
     typer.echo(f"\nreport: {report.resolve()}")
     typer.echo(f"tables and figures in {report.parent.resolve()}; the sweep store: {out.resolve()}")
 
@@ -227,17 +151,13 @@ def sweep(
     quiet: bool = typer.Option(False, help="No progress bar."),
 ):
     """Run every cell of a grid not yet in OUT; print the summary table. Exit 1 if any cell failed."""
-    from .errors import InputError
-    from .sweep import GridError, StoreError, run_sweep
+    from .sweep import run_sweep
     from .sweep.backends import BACKENDS
 
-    _check_out_dir(out)
+    check_out_dir(out)
     if backend not in BACKENDS:  # before the store exists: a bad option writes nothing
-        _fail(f"--backend {backend!r}: not a sweep backend; one of {', '.join(BACKENDS.names())}")
-    try:
-        res = run_sweep(grid, out=out, backend=backend, progress=not quiet, address=address, workers=workers)
-    except (InputError, KeyError, GridError, StoreError) as exc:
-        _fail(_message(exc))
+        fail(f"--backend {backend!r}: not a sweep backend; one of {', '.join(BACKENDS.names())}")
+    res = run_sweep(grid, out=out, backend=backend, progress=not quiet, address=address, workers=workers)
     from .report import comparison_table, print_table, readable_table, render_report  # after the grid is accepted
     if not res.summary.empty:
         print_table(readable_table(comparison_table(res.summary)), "mean ± sd over seeds:")
@@ -281,7 +201,7 @@ def results(
     if (root / "manifest.json").is_file():
         _print_verdicts(root, baseline)
     elif baseline is not None:
-        _fail(f"--baseline needs ROOT to be one sweep store (a directory with manifest.json); {root} is not")
+        fail(f"--baseline needs ROOT to be one sweep store (a directory with manifest.json); {root} is not")
     else:
         typer.echo("\none sweep's verdicts: netlab results DIR [--baseline POLICY]")
 
@@ -299,13 +219,10 @@ def _stored_policies(path: Path) -> list[str]:
 
 def _print_verdicts(root: Path, baseline: str | None) -> None:
     from .report import comparison, pick_baseline, policies, print_verdicts
-    from .sweep import StoreError, load_sweep
+    from .sweep import load_sweep
 
-    try:
-        res = load_sweep(root)
-        base = pick_baseline(res.summary, baseline) if not res.summary.empty else None
-    except (StoreError, ValueError) as exc:
-        _fail(_message(exc))
+    res = load_sweep(root)  # not a store, a corrupt cell, a bad baseline: one error line (cli_base)
+    base = pick_baseline(res.summary, baseline) if not res.summary.empty else None
     typer.echo(f"\npolicies (--baseline takes any): {', '.join(policies(res.summary)) or 'none finished'}")
     if base is None:
         typer.echo("\nno verdicts: the sweep has no tiresias+consolidated cells; pick one of its policies with "
@@ -316,14 +233,10 @@ def _print_verdicts(root: Path, baseline: str | None) -> None:
 
 
 def _check_store(root: Path, repair: bool) -> None:
-    from .errors import InputError
-    from .sweep import GridError, StoreError
     from .sweep.runner import check_store, repair_store
 
-    try:
-        check, res = (repair_store(root) if repair else (check_store(root), None))
-    except (InputError, GridError, StoreError) as exc:
-        _fail(_message(exc))
+    # not a store, a busy or unreadable one: one error line (cli_base)
+    check, res = (repair_store(root) if repair else (check_store(root), None))
     for cid, why in check.corrupt.items():
         typer.secho(f"corrupt cell {cid}: {why}", fg=typer.colors.RED, err=True)
     for path in check.strays:
@@ -363,15 +276,12 @@ def report(
     tables as CSV and the figures as PNG. The folder is replaced whole: the old report or the new one, never a mix."""
     from .report import render_report
     from .report.folder import check_destination
-    from .sweep import StoreError
 
     if out is not None:
-        _check_out_dir(out)
-    try:
-        check_destination((out if out is not None else sweep_dir / "report").absolute())
-        path = render_report(sweep_dir, out, baseline=baseline)
-    except (StoreError, ValueError) as exc:  # not a store, a corrupt cell, a bad baseline or destination
-        _fail(_message(exc))
+        check_out_dir(out)
+    # not a store, a corrupt cell, a bad baseline or destination: one error line (cli_base)
+    check_destination((out if out is not None else sweep_dir / "report").absolute())
+    path = render_report(sweep_dir, out, baseline=baseline)
     typer.echo(f"report: {path.resolve()}")
 
 
@@ -383,12 +293,9 @@ def notebooks(
 ):
     """Start JupyterLab on the notebooks (adds --allow-root when run as root, which Jupyter refuses otherwise).
     Further arguments go to `jupyter lab` (e.g. --no-browser --port 8888)."""
-    from .jupyter import JupyterError, lab_argv
+    from .jupyter import lab_argv
 
-    try:
-        argv = lab_argv(folder, ctx.args)
-    except JupyterError as exc:
-        _fail(str(exc))
+    argv = lab_argv(folder, ctx.args)  # a JupyterError is bad input: one error line (cli_base)
     os.execv(argv[0], argv)
 
 
@@ -402,21 +309,17 @@ def validate(
     timeout_s: float = typer.Option(3600.0, min=1, callback=_finite_seconds, help="Per referee run (s)."),
 ):
     """Run one scenario packet by packet in ns-3 and print per-job iteration times beside every network model."""
-    from .errors import InputError
     from .validate.command import render, validate as run_validate
     from .validate.referee import RefereeError
 
     if runs_dir is not None:
-        _check_out_dir(runs_dir, "--runs-dir")
-    try:
+        check_out_dir(runs_dir, "--runs-dir")
+    try:  # bad input is one error line (cli_base); so is a referee that cannot run
         table, summary, rec = run_validate(scenario, against, regime, runs_dir, timeout_s)
-    except (InputError, RefereeError) as exc:
-        _fail(_message(exc))
+    except RefereeError as exc:
+        fail(str(exc) or type(exc).__name__)
     typer.echo(render(table, summary, rec))
 
-
-from .cli_io import add_io_commands  # noqa: E402  (netlab import / netlab export: real clusters' files)
-add_io_commands(app)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

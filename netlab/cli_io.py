@@ -2,8 +2,10 @@
 
 Every command is a thin shell over :mod:`netlab.integrations` or
 :mod:`netlab.traces.sacct`; bad input (a topology.conf with a cycle, a sacct
-line with a malformed TRES field, ...) is one ``error:`` line naming the
-file, line and field, exit status 2, and nothing is written.
+line with a malformed TRES field, ...) is an :class:`~netlab.errors.InputError`
+naming the file, line and field, raised before anything is written; the root
+command group (:mod:`netlab.cli_base`) prints it as one ``error:`` line, exit
+status 2. :mod:`netlab.cli` adds these sub-apps as ``export`` and ``import``.
 """
 
 from __future__ import annotations
@@ -12,20 +14,10 @@ from pathlib import Path
 
 import typer
 
+from .cli_base import check_out_dir
+
 export_app = typer.Typer(no_args_is_help=True, help="Write a netlab topology (and trace) in a scheduler's formats.")
 import_app = typer.Typer(no_args_is_help=True, help="Read a real cluster's topology or job history into netlab.")
-
-
-def _fail(exc: BaseException) -> None:
-    from .cli import _fail as fail, _message
-
-    fail(_message(exc))
-
-
-def _errors():
-    from .errors import InputError
-
-    return (InputError, KeyError, ValueError, FileNotFoundError)
 
 
 @export_app.command("slurm")
@@ -40,11 +32,8 @@ def export_slurm(
     from .integrations.slurm_topology import LINKS_SUFFIX, format_topology_conf, to_tree
     from .topology import load_topology
 
-    try:
-        topo = load_topology(topology)
-        tree = to_tree(topo)
-    except _errors() as exc:
-        _fail(exc)
+    topo = load_topology(topology)
+    tree = to_tree(topo)
     gpus = sorted(set(int(g) for g in topo.host_gpus))
     links = {"gpus_per_host": gpus[0]} if len(gpus) == 1 else {}
     nics = sorted(set(float(g) for g in topo.host_nic_gbps))
@@ -70,18 +59,14 @@ def export_k8s(
     gpus_per_pod: int = typer.Option(1, min=1, help="GPUs per pod (AppGroup members = GPUs / this)."),
 ):
     """Write Kubernetes scheduler-plugins objects (NetworkTopology, AppGroup) and node labels."""
-    from .cli import _check_out_dir
     from .integrations.k8s import write_k8s
     from .topology import load_topology
     from .traces import load_trace
 
-    _check_out_dir(out)
-    try:
-        topo = load_topology(topology)
-        df = load_trace(trace, max_jobs=max_jobs) if trace else None
-        paths = write_k8s(topo, out, df, hop_cost=hop_cost, namespace=namespace, gpus_per_pod=gpus_per_pod)
-    except _errors() as exc:
-        _fail(exc)
+    check_out_dir(out)
+    topo = load_topology(topology)
+    df = load_trace(trace, max_jobs=max_jobs) if trace else None
+    paths = write_k8s(topo, out, df, hop_cost=hop_cost, namespace=namespace, gpus_per_pod=gpus_per_pod)
     typer.echo("wrote " + ", ".join(str(p) for p in paths))
 
 
@@ -100,10 +85,7 @@ def import_slurm(
 
     options = {k: v for k, v in dict(host_gbps=host_gbps, gpus_per_host=gpus_per_host, oversub=oversub).items()
                if v is not None}
-    try:
-        topo = read_topology_conf(conf, **options)
-    except _errors() as exc:
-        _fail(exc)
+    topo = read_topology_conf(conf, **options)
     typer.echo(repr(topo))
     typer.echo(topo.links_frame().groupby("tier").capacity_gbps.agg(["count", "min", "max"]).to_string())
     if out is not None:
@@ -125,10 +107,8 @@ def import_sacct(
     'sacct,path=DUMP')."""
     from .traces.sacct import sacct
 
-    try:  # the loader itself, not a spec string: a path may hold ',' or '='
-        df = sacct(path=str(dump), gpu_tres=gpu_tres, seed=seed, skip_bad=skip_bad)
-    except _errors() as exc:
-        _fail(exc)
+    # the loader itself, not a spec string: a path may hold ',' or '='
+    df = sacct(path=str(dump), gpu_tres=gpu_tres, seed=seed, skip_bad=skip_bad)
     typer.echo(f"{len(df)} jobs, {int(df.gpus.sum())} GPUs requested in all, span {df.submit_s.max():.0f} s")
     for what, n in df.attrs.get("filtered", {}).items():
         if n:
@@ -137,9 +117,3 @@ def import_sacct(
         out.parent.mkdir(parents=True, exist_ok=True)
         df.to_csv(out, index=False)
         typer.echo(f"wrote {out}")
-
-
-def add_io_commands(app: typer.Typer) -> None:
-    """Register ``import`` and ``export`` on the main command line."""
-    app.add_typer(export_app, name="export")
-    app.add_typer(import_app, name="import")

@@ -65,11 +65,10 @@ def test_demo_prints_table_and_writes_figures(tmp_path):
     assert result.exit_code == 0 and answer in result.output
 
 
-def test_the_cli_simulates_on_the_library_default_network():
-    import inspect
-
-    from netlab.cli import simulate
+def test_the_cli_simulates_on_the_library_default_network(tmp_path):
     from netlab.network import DEFAULT_NETWORK, NETWORKS
 
-    default = inspect.signature(simulate).parameters["network"].default.default
-    assert default == DEFAULT_NETWORK and DEFAULT_NETWORK in NETWORKS.names()
+    result = runner.invoke(app, ["simulate", "--max-jobs", "3", "--quiet", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["network"] == DEFAULT_NETWORK and DEFAULT_NETWORK in NETWORKS.names()

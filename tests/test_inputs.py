@@ -226,12 +226,20 @@ def _err(res) -> str:
     return getattr(res, "stderr", "") or res.output
 
 
-@pytest.mark.parametrize("args", [["--max-jobs", "-5"], ["--max-jobs", "0"], ["--seed", "-1"],
-                                  ["--checkpoint-s", "nan"], ["--restore-s", "inf"]])
-def test_cli_options_out_of_range_are_usage_errors(tmp_path, args):
+@pytest.mark.parametrize("args, needle", [
+    (["--max-jobs", "-5"], "field 'max_jobs' must be >= 1, got -5 (allowed: an integer >= 1"),
+    (["--max-jobs", "0"], "field 'max_jobs' must be >= 1, got 0"),
+    (["--seed", "-1"], "field 'seed' must be >= 0, got -1"),
+    (["--checkpoint-s", "nan"], "field 'checkpoint_s' is not finite"),
+    (["--restore-s", "inf"], "field 'restore_s' is not finite"),
+    (["--restore-s", "-1"], "field 'restore_s' must be >= 0"),
+    (["--link-resolution-s", "0"], "field 'link_resolution_s' must be > 0"),
+])
+def test_cli_options_out_of_range_are_one_error_line_from_the_schema(tmp_path, args, needle):
     res, out = _simulate(tmp_path, *args)
-    assert res.exit_code == 2 and "Invalid value" in _err(res), _err(res)
-    assert not out.exists()
+    err = _err(res)
+    assert res.exit_code == 2 and err.startswith("error: netlab simulate: ") and needle in err, err
+    assert "Traceback" not in err and not out.exists()
 
 
 @pytest.mark.parametrize("content,needle", [
@@ -262,12 +270,12 @@ def test_cli_bad_topology_is_one_error_line(tmp_path, topo, needle):
 
 
 def test_cli_out_that_is_a_file_fails_before_simulating(tmp_path, monkeypatch):
-    import netlab.experiments
+    import netlab.run
 
     def boom(*a, **k):
         raise AssertionError("simulated although --out is a file")
 
-    monkeypatch.setattr(netlab.experiments, "run", boom)
+    monkeypatch.setattr(netlab.run, "run_one", boom)
     target = tmp_path / "out"
     target.write_text("keep me")
     res = CliRunner().invoke(app, ["simulate", "--quiet", "--out", str(target)])
