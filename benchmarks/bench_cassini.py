@@ -33,7 +33,7 @@ import numpy as np
 from netlab.network import NETWORKS
 from netlab.network.demand import build_demand
 from netlab.policies import PLACEMENT
-from netlab.sim.fixtures import scatter
+from netlab.slowdown.samples import scatter
 from netlab.sim.metrics import write_json
 from netlab.sim.state import ClusterView, JobState
 from netlab.topology import load_topology

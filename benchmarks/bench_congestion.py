@@ -29,11 +29,13 @@ from pathlib import Path
 
 import numpy as np
 
-from netlab.congestion import grouped_cv, make_model, simulator_dataset
+from netlab.congestion import simulator_dataset
+from netlab.slowdown.models import grouped_cv, make_model
 from netlab.policies import PLACEMENT
 from netlab.policies.placement.predictive import Oracle, Predictive
 from netlab.sim import ClusterView, JobState, SimConfig, Simulator
-from netlab.sim.fixtures import fair_view, scatter
+from netlab.sim.fixtures import fair_view
+from netlab.slowdown.samples import scatter
 from netlab.sim.metrics import write_json
 from netlab.topology import load_topology
 from netlab.traces import load_trace

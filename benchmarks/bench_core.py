@@ -31,7 +31,7 @@ import numpy as np
 
 from netlab.policies import PLACEMENT
 from netlab.sim import SimConfig, Simulator
-from netlab.sim.fixtures import scatter
+from netlab.slowdown.samples import scatter
 from netlab.sim.metrics import write_json
 from netlab.sim.state import ClusterView, JobState
 from netlab.topology import load_topology

@@ -250,7 +250,7 @@ def placement_run(fabric: str, decisions: int, n_running: int = 5000, seed: int 
     from netlab.network import NETWORKS
     from netlab.policies import PLACEMENT
     from netlab.sched import ClusterView, JobState
-    from netlab.sim.fixtures import scatter
+    from netlab.slowdown.samples import scatter
     from netlab.topology import load_topology
     from netlab.workload.job import Job
 

@@ -38,7 +38,9 @@ from sklearn.model_selection import GridSearchCV, GroupKFold
 
 import pandas as pd
 
-from netlab.congestion import FEATURES, grouped_cv, load_dataset, make_model, median_ape, save_dataset
+from netlab.congestion import load_dataset, save_dataset
+from netlab.slowdown.features import FEATURES
+from netlab.slowdown.models import grouped_cv, make_model, median_ape
 from netlab.congestion.testbed_data import refeaturize, testbed_dataset
 from netlab.sim.metrics import write_json
 from netlab.testbed import NetnsTestbed

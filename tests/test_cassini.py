@@ -9,7 +9,8 @@ import pytest
 from netlab.network import NETWORKS
 from netlab.network.demand import build_demand
 from netlab.policies.base import PlacementPolicy
-from netlab.policies.cassini import Cassini, Wave, affinity_graph, assign_phases, evaluate, optimise, unified_circle
+from netlab.network.circle import unified_circle
+from netlab.policies.cassini import Cassini, Wave, affinity_graph, assign_phases, evaluate, optimise
 from netlab.sched import ClusterView, JobState, Placement
 from netlab.sim import simulate
 from netlab.topology import load_topology

@@ -12,11 +12,12 @@ from sklearn.metrics import r2_score
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold
 from sklearn.utils.estimator_checks import estimator_checks_generator
 
-from netlab.congestion import fluid
-from netlab.congestion.features import DERIVED
-from netlab.congestion import (FEATURES, Background, FeatureSchema, MaxMinShareRegressor, ModelSchemaError,
-                               PhysicsResidualRegressor, PlacementFeaturizer, grouped_cv, load_dataset, load_model,
-                               make_model, placement_features, save_dataset, save_model, simulator_dataset)
+from netlab.congestion import load_dataset, save_dataset, simulator_dataset
+from netlab.slowdown import fluid
+from netlab.slowdown.features import (DERIVED, FEATURES, Background, FeatureSchema, PlacementFeaturizer,
+                                      placement_features)
+from netlab.slowdown.models import (MaxMinShareRegressor, ModelSchemaError, PhysicsResidualRegressor, grouped_cv,
+                                    load_model, make_model, save_model)
 from netlab.network.demand import build_demand
 from netlab.network.model import NETWORKS, CommDemand
 from netlab.sched import ClusterView, JobState, Placement

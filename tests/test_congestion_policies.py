@@ -5,13 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from netlab.congestion import make_model, save_model, simulator_dataset
+from netlab.congestion import simulator_dataset
+from netlab.slowdown.models import make_model, save_model
 from netlab.network.demand import build_demand
 from netlab.network.model import NETWORKS
 from netlab.policies import PLACEMENT
 from netlab.sched import ClusterView, JobState
 from netlab.sim import simulate
-from netlab.sim.fixtures import fair_view, scatter
+from netlab.sim.fixtures import fair_view
+from netlab.slowdown.samples import scatter
 from netlab.topology import load_topology
 from netlab.workload.job import Job, isolated_iter_s
 from netlab.workload.zoo import ModelZoo

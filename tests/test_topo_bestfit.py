@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from netlab.policies import PLACEMENT
-from netlab.policies.placement.topo_bestfit import ANY, HOST, RACK, cross_tier_cost, level_of, topo_info
+from netlab.policies.placement.topo_bestfit import cross_tier_cost, level_of
+from netlab.topology.info import ANY, HOST, RACK, topo_info
 from netlab.sched import ClusterView, JobState, Placement
-from netlab.sim.fixtures import scatter
+from netlab.slowdown.samples import scatter
 from netlab.topology import load_topology
 from netlab.workload.job import Job
 

@@ -16,8 +16,7 @@ import pandas as pd
 
 from ..fileio import atomic_write
 from ..policies import PLACEMENT
-from ..slowdown.samples import (COLUMNS, GPU_P, GPU_SIZES, META, PATTERN_P, STYLES, TARGETS,  # noqa: F401  (re-exported)
-                                check_frame)
+from ..slowdown.samples import check_frame
 from ..slowdown import samples as _samples
 from ..workload.zoo import ModelZoo
 

@@ -36,9 +36,10 @@ from ..network.model import NETWORKS
 from ..sched import JobState, Placement
 from ..workload.job import Job, isolated_iter_s
 from ..workload.zoo import JobModel, ModelZoo
-from .dataset import COLUMNS, check_frame, load_dataset, save_dataset
+from .dataset import load_dataset, save_dataset
 from ..testbed.experiments import rack_hosts, uplink_cables
 from ..slowdown.features import Background, feature_rows
+from ..slowdown.samples import COLUMNS, check_frame
 
 
 @dataclass(frozen=True)

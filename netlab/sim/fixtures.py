@@ -2,7 +2,9 @@
 
 Placement policies are cheap on an empty cluster and expensive on a
 fragmented one; benchmarks and tests need the latter without running a
-whole simulation to get there.
+whole simulation to get there. The fragmenting itself is
+:func:`netlab.slowdown.samples.scatter` (the slowdown model's training rows
+use it too); :func:`fair_view` gives such a state its exact fair rates.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..sched import ClusterView
-from ..slowdown.samples import scatter  # noqa: F401  (moved there: the slowdown model's training rows use it too)
 
 
 def fair_view(topo, running: dict, free: np.ndarray, zoo=None):

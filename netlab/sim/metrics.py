@@ -26,8 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .history import LINK_COLUMNS, empty_links  # noqa: F401  (their home before netlab.sim.history)
-from ..fileio import atomic_write  # noqa: F401  (here since before netlab.fileio; report, sweep and testbed import it here)
+from ..fileio import atomic_write
 
 SUMMARY_KEYS = ("jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "avg_wait_s", "avg_start_delay_s",
                 "gpu_util", "overload_gbit", "wall_s", "events")

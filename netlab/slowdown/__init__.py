@@ -14,7 +14,7 @@ The part the placement policies use, below them and below the simulator
   network model (the placement styles passed in by the caller).
 
 Import the submodules; this package file imports nothing, so a light user
-(``netlab.sim.fixtures`` takes :func:`.samples.scatter`) does not pay for
+(a caller of :func:`.samples.scatter` alone) does not pay for
 scikit-learn. The user-facing front, with simulator/testbed datasets,
 fidelity and interleaving experiments on top, is :mod:`netlab.congestion`.
 """

@@ -45,9 +45,10 @@ from ..network.demand import build_demand
 from ..network.model import Capabilities, LiveNetwork
 from ..policies import ORDERING, PLACEMENT, PREEMPTION
 from ..sched import ClusterView, JobState, Placement, Scheduler
+from ..sim.history import empty_links
 from ..sim.kernel import Kernel, RealtimeClock
 from ..sim.loop import KernelLoop
-from ..sim.metrics import SimResult, empty_links, job_table, summarise
+from ..sim.metrics import SimResult, job_table, summarise
 from ..workload.job import Job, isolated_iter_s
 from ..workload.zoo import ModelZoo
 from .base import TestbedError

@@ -416,7 +416,7 @@ class Controller:
 
     def save(self, out_dir) -> Path:
         """Telemetry and every job's log as parquet, written atomically."""
-        from ..sim.metrics import atomic_write
+        from ..fileio import atomic_write
 
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)

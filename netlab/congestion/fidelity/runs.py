@@ -95,7 +95,7 @@ def scenarios_from_runs(runs: pd.DataFrame) -> dict[tuple, Scenario]:
 
 def write_runs(runs: pd.DataFrame, out) -> Path:
     """Stored runs as zstd-compressed parquet, written atomically."""
-    from ...sim.metrics import atomic_write
+    from ...fileio import atomic_write
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,8 @@ from typing import Callable, Mapping, Sequence
 
 import networkx as nx
 
-from .score import BINS, MAX_PERIODS, optimise
+from ...network.phase import BINS, MAX_PERIODS
+from .score import optimise
 
 
 def contended(link_jobs: Mapping[int, Sequence[int]]) -> dict[int, tuple[int, ...]]:

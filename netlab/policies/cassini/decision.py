@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .index import LinkIndex
-from .score import (all_shifts, base_profiles, circle_bins, evaluate, excess, layout, scan, score_of, to_shifts,
-                    wave_row)
+from ...network.phase import circle_bins
+from .score import all_shifts, base_profiles, evaluate, excess, layout, scan, score_of, to_shifts, wave_row
 
 
 @dataclass

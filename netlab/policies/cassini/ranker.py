@@ -61,7 +61,8 @@ from .affinity import assign_phases
 from .candidates import shortlist
 from .decision import Decision
 from .index import LinkIndex, key_of
-from .score import BINS, MAX_PERIODS, wave_row
+from ...network.phase import BINS, MAX_PERIODS
+from .score import wave_row
 
 EPS = 1e-9
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...network.circle import BINS, MAX_PERIODS, Circle, circle_bins, unified_circle  # noqa: F401  (re-exported)
+from ...network.circle import BINS, MAX_PERIODS, Circle, unified_circle
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,8 @@ import numpy as np
 
 from ...sensitivity import job_sensitivity
 from ..base import PLACEMENT, PlacementPolicy
-from ..placement.topo_bestfit import ANY, HOST, level_of, place_best, topo_info
+from ...topology.info import ANY, HOST, topo_info
+from ..placement.topo_bestfit import level_of, place_best
 from .tuner import AutoTuner
 
 WAIT = "dally_wait_from_s"

@@ -50,7 +50,7 @@ from itertools import chain, islice
 from ...sensitivity import job_sensitivity
 from ..base import PREEMPTION, PreemptionPolicy
 from ..preemption.priority import ByPriority
-from ..placement.topo_bestfit import ANY, HOST, topo_info
+from ...topology.info import ANY, HOST, topo_info
 
 DEFAULT_MAX_PREEMPTIONS = 8
 

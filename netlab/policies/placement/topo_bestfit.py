@@ -34,7 +34,7 @@ import numpy as np
 
 from ...network.demand import build_demand
 from ...sched import Placement
-from ...topology.info import ANY, HOST, LEVELS, RACK, _TopoInfo, topo_info  # noqa: F401  (re-exported: dally, tests)
+from ...topology.info import ANY, HOST, RACK, _TopoInfo, topo_info
 from ...workload.zoo import ModelZoo
 from ..base import PLACEMENT, PlacementPolicy
 from .consolidated import take
