@@ -30,7 +30,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .errors import UnknownNameError, short
 from .network.model import ideal_networks
@@ -144,6 +143,8 @@ def change_interval(value, baseline, confidence: float = 0.95, n_resamples: int 
         return est, float("nan"), float("nan")
     if np.allclose(x * np.mean(b), b * np.mean(x), rtol=1e-12, atol=0.0):  # every resample gives the same ratio
         return est, est, est
+    from scipy import stats  # here, not at import: reading results needs no scipy
+
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", stats.DegenerateDataWarning)

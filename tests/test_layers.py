@@ -273,3 +273,55 @@ def test_the_circle_finder_finds_circles_and_only_them():
 
 def test_the_import_graph_has_no_circle():
     assert circles(module_graph()) == []
+
+
+def _imported_by(code: str) -> set[str]:
+    """Top-level packages a fresh interpreter has loaded after running ``code``."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sorted({m.split('.')[0] "
+                          "for m in sys.modules})))"], check=True, capture_output=True, text=True)
+    return set(out.stdout.split())
+
+
+HEAVY = {"pandas", "pyarrow", "matplotlib", "seaborn", "sklearn", "scipy", "networkx", "numba", "dask", "paramiko",
+         "pyroute2", "psutil", "torch"}
+
+
+def test_the_command_line_and_a_simulation_import_no_heavy_package_they_do_not_use():
+    """Start-up: ``netlab`` itself, and what a simulation imports (its parameters checked, the simulator, the
+    policies, the topology: everything but reading the trace and writing results) load none of these."""
+    assert _imported_by("import netlab.cli") & HEAVY == set()
+    simulation = ("import netlab.cli\nfrom netlab.run import RunParams\nfrom netlab.sim import Simulator\n"
+                  "import netlab.topology, netlab.policies, netlab.network\n"
+                  "RunParams(policy='tiresias', placement='cassini', network='tcp', topology='leafspine,racks=2')")
+    assert _imported_by(simulation) & HEAVY == set()
+
+
+def test_kernels_compile_at_their_first_call_and_replace_their_placeholders():
+    """netlab.jit: numba is imported when a kernel is first called, then every module holds numba dispatchers
+    (a kernel calling a kernel of another module, as fabric calls the network model's, finds a dispatcher)."""
+    code = """
+import sys
+import numpy as np
+from netlab.network import maxmin
+from netlab.sim import fabric
+from netlab.jit import Kernel
+assert "numba" not in sys.modules and isinstance(maxmin._filling, Kernel)
+# two jobs on one 10 Gbit/s link, the second on a second 4 Gbit/s link too: 4 and 6
+res = maxmin.max_min(np.array([10.0, 4.0]), np.array([0, 1, 1]), np.array([0, 0, 1]), np.ones(3), 2)
+assert np.allclose(res.rate, [6.0, 4.0]), res.rate
+from numba.core.registry import CPUDispatcher
+assert isinstance(maxmin._filling, CPUDispatcher) and isinstance(fabric._fair, CPUDispatcher)
+assert not any(isinstance(v, Kernel) for m in list(sys.modules.values()) if m and m.__name__.startswith("netlab")
+               for v in vars(m).values())
+print("ok")
+"""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}  # compiled, whatever the lane
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

@@ -33,8 +33,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from ..jit import njit  # numba is imported at the first kernel call
 from .jit import JIT
 from .links import LinkArrays, LinkState
 from .maxmin import _filling

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from ..jit import njit  # numba is imported at the first kernel call
 
 REL_EPS = 1e-9
 

@@ -23,10 +23,14 @@ from __future__ import annotations
 
 import math
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from ..registry import Registry
+
+if TYPE_CHECKING:  # imported where a table is built, at the end of a run
+    import pandas as pd
 
 HISTORIES: Registry["LinkHistory"] = Registry("link history")
 
@@ -50,11 +54,15 @@ LINK_COLUMNS = ("t_start_s", "t_end_s", "link", "src", "dst", "tier", "capacity_
 
 
 def empty_links() -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame({c: pd.Series(dtype=object if c in ("src", "dst", "tier") else float) for c in LINK_COLUMNS})
 
 
 def links_frame(topology, t0, t1, link, load, over) -> pd.DataFrame:
     """The per-link table from column arrays (link ids index ``topology``'s links)."""
+    import pandas as pd
+
     cap = topology.link_capacity_gbps[link]
     src = np.asarray(topology.link_src, dtype=object)[link]
     dst = np.asarray(topology.link_dst, dtype=object)[link]

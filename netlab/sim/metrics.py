@@ -23,10 +23,14 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from ..fileio import atomic_write
+
+if TYPE_CHECKING:  # imported where a table is built: a simulation runs without pandas until its result
+    import pandas as pd
 
 SUMMARY_KEYS = ("jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "avg_wait_s", "avg_start_delay_s",
                 "gpu_util", "overload_gbit", "wall_s", "events")
@@ -82,6 +86,8 @@ def tier_bytes(links: pd.DataFrame) -> dict:
 
 def link_summary(links: pd.DataFrame, horizon_s: float | None = None) -> pd.DataFrame:
     """Per link: mean utilisation over ``horizon_s`` (default: the recorded span), overload Gbit, bytes."""
+    import pandas as pd
+
     if links.empty:
         return pd.DataFrame(columns=["link", "src", "dst", "tier", "capacity_gbps", "mean_utilisation",
                                      "overload_gbit", "bytes"])
@@ -112,6 +118,8 @@ def job_table(states, topo) -> pd.DataFrame:
     Filled column by column into preallocated numpy arrays (about 180 bytes a job beside the placement text),
     not built from one dict per job, which cost about 1.5 KB a job at its peak (a million-job run).
     """
+    import pandas as pd
+
     states = list(states)
     cols = {name: np.empty(len(states), dtype=dtype) for name, dtype in JOB_COLUMNS[:-len(GOAL_COLUMNS)]}
     (job_id, name, model, pattern, gpus, submit, start, end_col, jct_col, queue, wait, run, n_hosts, racks, placement,

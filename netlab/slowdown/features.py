@@ -78,7 +78,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from numba import njit
+from ..jit import njit  # numba is imported at the first kernel call
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 

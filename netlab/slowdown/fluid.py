@@ -62,7 +62,7 @@ contention), where the column alone scores R^2 0.92 and the ``fluid`` model
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..jit import njit  # numba is imported at the first kernel call
 
 from ..network.model import GBIT, iteration_time
 from ..network.tcp.fluid import NOISE, WAIT, FluidJobs, FluidLinks, FluidRun, FluidState, LinkStats, Starts, simulate

@@ -22,7 +22,7 @@ class _TopoInfo:
         self.oversub = topo.link_tier != "host"
         switch_rack: dict[str, int] = {}
         for h, host in enumerate(topo.hosts):
-            for sw in topo.graph.neighbors(host.name):
+            for sw in topo.neighbors(host.name):
                 switch_rack.setdefault(sw, int(topo.host_rack[h]))
         rack_of_link = np.full(topo.n_links, -1, dtype=np.int64)
         for link in np.flatnonzero(self.oversub).tolist():

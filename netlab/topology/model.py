@@ -34,12 +34,16 @@ import math
 import numbers
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
 from ..errors import InputError
 from .routing import Router, accumulate, shares
+
+if TYPE_CHECKING:  # networkx is imported when a graph is first asked for (routing, exporters), not at start-up
+    import networkx as nx
 
 ECMP_MODES = ("split", "hash")
 _NO_WEIGHTS = np.zeros(0)
@@ -138,8 +142,9 @@ class Topology:
         nodes = set(names) | set(self.switches)
         src, dst, cap, tier = [], [], [], []
         self.link_id: dict[tuple[str, str], int] = {}
-        graph = nx.Graph()
-        graph.add_nodes_from(nodes)
+        adjacency: dict[str, list[str]] = {n: [] for n in nodes}  # neighbours in cable order, as in the graph
+        degree = dict.fromkeys(nodes, 0)
+        cabled: set[frozenset] = set()
         for i, (a, b, gbps, t) in enumerate(self.cables):
             for end in (a, b):
                 if end not in nodes:
@@ -148,30 +153,49 @@ class Topology:
                     or gbps <= 0):
                 raise TopologyError(f"topology {self.name}: cable {i} ({a}-{b}): capacity must be a finite number "
                                     f"> 0 Gbit/s, got {gbps!r}")
-            if graph.has_edge(a, b):
+            if frozenset((a, b)) in cabled:
                 raise TopologyError(f"topology {self.name}: cable {i} ({a}-{b}) given twice")
-            graph.add_edge(a, b)
+            cabled.add(frozenset((a, b)))
+            adjacency[a].append(b)
+            if b != a:
+                adjacency[b].append(a)
+            degree[a] += 1
+            degree[b] += 1
             for u, v in ((a, b), (b, a)):  # cable i is links 2i and 2i + 1 (the router relies on it)
                 self.link_id[(u, v)] = len(src)
                 src.append(u)
                 dst.append(v)
                 cap.append(float(gbps))
                 tier.append(t)
-        self.graph = graph
+        self._adjacency = adjacency
         self.link_src = src
         self.link_dst = dst
         self.link_capacity_gbps = np.array(cap, dtype=float)
         self.link_tier = np.array(tier, dtype=object)
         for h in self.hosts:
-            if graph.degree(h.name) == 0:
+            if degree[h.name] == 0:
                 raise TopologyError(f"topology {self.name}: host {h.name} has no link")
         # Host uplink (NIC) capacity: sum of the host's cables.
         self.host_nic_gbps = np.array(
-            [sum(self.link_capacity_gbps[self.link_id[(h.name, n)]] for n in graph.neighbors(h.name)) for h in self.hosts]
+            [sum(self.link_capacity_gbps[self.link_id[(h.name, n)]] for n in adjacency[h.name]) for h in self.hosts]
         )
         self._router: Router | None = None
         self._split_links: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # flow_links memo
         self._routes: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # route memo (split ECMP)
+
+    @cached_property
+    def graph(self) -> "nx.Graph":
+        """The cabling as an undirected networkx graph (built at the first use)."""
+        import networkx as nx
+
+        graph = nx.Graph()
+        graph.add_nodes_from({h.name for h in self.hosts} | set(self.switches))
+        graph.add_edges_from((a, b) for a, b, _, _ in self.cables)
+        return graph
+
+    def neighbors(self, node: str) -> list[str]:
+        """The nodes cabled to ``node``, in cable order (the graph's order); read-only."""
+        return self._adjacency[node]
 
     # -- sizes ---------------------------------------------------------------
     @property
@@ -301,7 +325,7 @@ class Topology:
     def host_uplink(self, host: int) -> int:
         """Id of the host's first uplink (host -> its switch)."""
         name = self.hosts[host].name
-        return self.link_id[(name, next(iter(self.graph.neighbors(name))))]
+        return self.link_id[(name, self._adjacency[name][0])]
 
     def with_capacity(self, factor_by_tier: dict[str, float], name: str | None = None) -> "Topology":
         """A copy whose links in the given tiers keep ``factor`` of their capacity.
@@ -354,7 +378,9 @@ class Topology:
             "links": [{"a": a, "b": b, "gbps": float(g), "tier": t} for a, b, g, t in self.cables],
         }
 
-    def to_networkx(self) -> nx.DiGraph:
+    def to_networkx(self) -> "nx.DiGraph":
+        import networkx as nx
+
         g = nx.DiGraph(name=self.name)
         for h in self.hosts:
             g.add_node(h.name, kind="host", gpus=h.gpus, rack=h.rack, pod=h.pod)

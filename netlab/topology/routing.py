@@ -33,7 +33,7 @@ every builder.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 #: path counts above this are refused (they would overflow int64 in the split weights); no fabric comes close
 MAX_PATHS = 2**62

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..model import GBIT
 from ..slots import Entries, Jobs

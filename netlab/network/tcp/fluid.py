@@ -22,8 +22,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 
 PRE, COMM, WAIT = 0, 1, 2  # a job's stage inside its iteration (FluidState.stage)

@@ -15,8 +15,8 @@ over its period, whatever the sharing, so loads are kept per row
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..links import LinkArrays
 from ..slots import Component, Rows, component, jobs_at

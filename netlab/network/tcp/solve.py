@@ -17,8 +17,8 @@ import math
 from enum import IntEnum
 
 import numpy as np
-from numba import njit
 
+from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..slots import Entries, Jobs, Rows
 from .components import Alone, Components, Solved, alone, binding_components, comm_from_period, share_weights

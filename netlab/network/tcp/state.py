@@ -13,8 +13,8 @@ the mean field, the job keeps its position under its new period
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..slots import Rows
 from .fluid import COMM, PRE, WAIT

@@ -26,8 +26,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-import networkx as nx
-
 from ...network.phase import BINS, MAX_PERIODS
 from .score import optimise
 
@@ -37,8 +35,11 @@ def contended(link_jobs: Mapping[int, Sequence[int]]) -> dict[int, tuple[int, ..
     return {l: tuple(js) for l, js in link_jobs.items() if len(js) >= 2}
 
 
-def affinity_graph(link_jobs: Mapping[int, Sequence[int]]) -> nx.Graph:
-    """Bipartite graph: nodes ("job", id) and ("link", id), an edge when the job uses the contended link."""
+def affinity_graph(link_jobs: Mapping[int, Sequence[int]]):
+    """Bipartite graph (networkx): nodes ("job", id) and ("link", id), an edge when the job uses the contended
+    link."""
+    import networkx as nx
+
     g = nx.Graph()
     for l, js in contended(link_jobs).items():
         g.add_edges_from((("job", j), ("link", l)) for j in js)

@@ -22,7 +22,7 @@ counts of hosts per free-GPU value (see ``_consolidate``), so a 512-GPU job on
 """
 
 import numpy as np
-from numba import njit
+from ...jit import njit  # numba is imported at the first kernel call
 
 from ...sched import Placement
 from ..base import PLACEMENT, PlacementPolicy
