@@ -53,7 +53,7 @@ def export_k8s(
     out: Path = typer.Option(Path("k8s"), help="Directory for node-labels.yaml, network-topology.yaml, "
                                                "app-groups.yaml."),
     trace: str = typer.Option(None, help="Trace whose jobs become AppGroups (name, spec or path)."),
-    max_jobs: int = typer.Option(None, min=1, help="Keep the first N jobs of the trace."),
+    max_jobs: int = typer.Option(None, help="Keep the first N jobs of the trace (an integer >= 1)."),
     hop_cost: int = typer.Option(10, min=1, max=10_000, help="networkCost per switch-to-switch hop."),
     namespace: str = typer.Option("default", help="Namespace of the NetworkTopology and AppGroups."),
     gpus_per_pod: int = typer.Option(1, min=1, help="GPUs per pod (AppGroup members = GPUs / this)."),
@@ -74,12 +74,13 @@ def export_k8s(
 def import_slurm(
     conf: Path = typer.Argument(..., help="Slurm topology.conf (topology/tree plugin)."),
     out: Path = typer.Option(None, help="Write the topology as netlab YAML here (load it with --topology)."),
-    host_gbps: float = typer.Option(None, min=0, help="Every node's link rate (Gbit/s); default: the YAML beside "
-                                                      "the file, else LinkSpeed, else 100."),
-    gpus_per_host: int = typer.Option(None, min=0, max=1024, help="GPUs per node (default: YAML beside, else 8)."),
-    oversub: float = typer.Option(None, min=0, help="Uplink = downlink capacity / oversub where no rate is given."),
+    host_gbps: float = typer.Option(None, help="Every node's link rate (Gbit/s); default: the YAML beside "
+                                               "the file, else LinkSpeed, else 100."),
+    gpus_per_host: int = typer.Option(None, help="GPUs per node (default: YAML beside, else 8)."),
+    oversub: float = typer.Option(None, help="Uplink = downlink capacity / oversub where no rate is given."),
 ):
-    """Build a netlab topology from topology.conf; print its hosts, racks and links."""
+    """Build a netlab topology from topology.conf; print its hosts, racks and links. The options are checked by
+    the topology.conf reader's schema (netlab.integrations.slurm_topology.LinkSpec)."""
     from .integrations.slurm_topology import read_topology_conf
     from .topology import save_yaml
 
