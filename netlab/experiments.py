@@ -64,5 +64,6 @@ def compare(trace="philly-sample", topology=DEMO_TOPOLOGY, policies=DEMO_POLICIE
     summary = pd.DataFrame(rows)
     ideal = summary[summary.network.isin(ideal_networks())].set_index(["label", "seed"]).avg_jct_s
     if len(ideal):
-        summary["jct_vs_ideal"] = [r.avg_jct_s / ideal.get((r.label, r.seed), float("nan")) for r in summary.itertuples()]
+        summary["jct_vs_ideal"] = [r.avg_jct_s / ideal.get((r.label, r.seed), float("nan"))
+                                   for r in summary.itertuples()]
     return Comparison(pd.concat(jobs, ignore_index=True), summary, pd.concat(links, ignore_index=True))

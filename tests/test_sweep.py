@@ -64,7 +64,8 @@ def test_seeds_are_spawned_per_replicate_and_cell():
 def test_long_form_frames_same_seeds_same_results(tmp_path):
     a = run_sweep(small_grid(), progress=False)
     assert len(a.summary) == 8 and a.errors.empty
-    assert len(a.jobs) == 8 * 30 and {"policy", "placement_policy", "oversub", "seed", "cell_id", "label", "placement"} <= set(a.jobs)
+    assert len(a.jobs) == 8 * 30
+    assert {"policy", "placement_policy", "oversub", "seed", "cell_id", "label", "placement"} <= set(a.jobs)
     assert not a.jobs.duplicated(["cell_id", "job_id"]).any()
     assert set(a.links.seed) == {0} and not a.links.empty
     b = run_sweep(small_grid(), out=tmp_path / "s", progress=False)

@@ -189,7 +189,8 @@ def node_labels(topo: Topology) -> list[dict]:
 def _label(value: str) -> str:
     text = str(value)
     if not re.fullmatch(r"([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]", text):
-        raise InputError(f"{short(text)} cannot be a Kubernetes label value (at most 63 letters, digits, '-', '_', '.')")
+        raise InputError(f"{short(text)} cannot be a Kubernetes label value "
+                         "(at most 63 letters, digits, '-', '_', '.')")
     return text
 
 

@@ -52,7 +52,8 @@ Backfill = Annotated[StrictBool | None, Field(description="true, false, or null 
 #: a registered per-link history mode (None: "full", or "none" when record_links is false)
 LinkHistory = registered(_histories, nullable=True)
 #: the bin width of the "aggregate" history: > 0 seconds, or infinity for one bin
-Resolution = Annotated[float, BeforeValidator(not_bool), Field(description="a number of seconds > 0, or inf for one bin"),
+Resolution = Annotated[float, BeforeValidator(not_bool),
+                       Field(description="a number of seconds > 0, or inf for one bin"),
                        AfterValidator(_positive_or_inf)]
 
 

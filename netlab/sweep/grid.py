@@ -167,14 +167,14 @@ def _axes(doc: dict, where: str = "grid") -> list[list[dict]]:
             raise GridError(f"{where}: grid key {short(key)} is not a parameter name; known: "
                             f"{sorted(set(DEFAULTS) | set(OPTIONAL))}")
         if values is None:
-            raise GridError(f"{where}: grid axis {key!r} is empty (null); give a value or a list of values")
+            raise GridError(f"{where}: grid axis {short(key)} is empty (null); give a value or a list of values")
         values = values if isinstance(values, list) else [values]
         if not values:
-            raise GridError(f"{where}: grid axis {key!r} has no values")
+            raise GridError(f"{where}: grid axis {short(key)} has no values")
         if all(isinstance(v, dict) for v in values):
             axes.append([dict(v) for v in values])
         elif any(isinstance(v, dict) for v in values):
-            raise GridError(f"{where}: grid axis {key!r} mixes mappings and plain values")
+            raise GridError(f"{where}: grid axis {short(key)} mixes mappings and plain values")
         else:
             axes.append([{key: v} for v in values])
     return axes
@@ -218,7 +218,7 @@ def expand(doc: dict, where: str = "grid", max_cells: int | None = None) -> list
         for part in combo:
             unknown = sorted(str(k) for k in set(part) - set(DEFAULTS) - set(OPTIONAL))
             if unknown:
-                raise GridError(f"{where}: unknown grid parameter(s) {unknown}; known: "
+                raise GridError(f"{where}: unknown grid parameter(s) {short(unknown)}; known: "
                                 f"{sorted(set(DEFAULTS) | set(OPTIONAL))}")
             params.update(part)
         combos.append(params)
