@@ -19,12 +19,24 @@ simulation imports (``netlab.experiments``) and its floor (numpy, pandas alone).
 
 Target (issue "Today's clusters"): netlab's whole process >= 3x faster than the reference; start-up <= 0.3 s.
 
+``--startup`` needs no reference: netlab's side alone, start-up and one whole ``netlab simulate`` on the 533-job
+Gavel trace 2869ce (fifo, as above), and with ``--before DIR`` the same for a checkout of an older commit,
+alternating the two, ``--repeats`` fresh processes each (median wall and CPU seconds). Each tree runs with the
+same interpreter from an empty working directory with ``PYTHONPATH=<tree>``, bytecode caches written and a
+warm-up process first (as an installed netlab runs). Measured per tree: the bare interpreter, ``import
+netlab.cli``, ``import netlab.cli`` with the simulator's modules (netlab.sim, .topology, .policies, .network:
+what a simulation imports besides reading its trace and writing its results), and the whole process. It is
+written to the ``startup`` entry of the JSON (the reference cells stay). Targets (issue 25): the whole process
+>= 2x faster than at the commit before; the CLI with the simulator's modules <= 0.3 s.
+
 Usage: python benchmarks/bench_reference_speed.py --tiresias DIR --python2 "CMD ..." [--repeats 3]
+       python benchmarks/bench_reference_speed.py --startup [--before DIR] [--repeats 7] [--trace-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import resource
@@ -63,11 +75,11 @@ def write_inputs(vc: str, trace_dir: str | None, folder: Path) -> tuple[Path, Pa
     return job_csv, spec_csv
 
 
-def timed(argv: list[str], cwd: Path | None = None) -> tuple[float, float]:
+def timed(argv: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, float]:
     """(wall s, user + system CPU s of the child) of one whole process; it must succeed."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -81,16 +93,19 @@ def reference_figures(job_csv: Path) -> dict:
                 makespan_s=float(d.end_time.max()), preemptions=int(d.preempt.sum()))
 
 
+def simulate_argv(vc: str, schedule: str, out: Path, trace_dir: str | None) -> list[str]:
+    """``netlab simulate`` of one reference cell, as :func:`netlab.crossval.run_cell` runs it."""
+    argv = [*NETLAB, "simulate", "--trace", f"gavel,vc={vc}", "--topology", TOPOLOGIES[TRACES[vc]],
+            "--policy", {"dlas-gpu": "tiresias"}.get(schedule, schedule), "--placement", "first-fit",
+            "--network", "ideal", "--checkpoint-s", "0", "--restore-s", "0", "--quiet", "--out", str(out)]
+    return argv + (["--trace-dir", trace_dir] if trace_dir else [])
+
+
 def run_cell(vc, schedule, args, folder: Path) -> dict:
     job_csv, spec_csv = write_inputs(vc, args.trace_dir, folder)
     ref_argv = [*shlex.split(args.python2), "run_sim.py", f"--cluster_spec={spec_csv}", "--scheme=count",
                 f"--trace_file={job_csv}", f"--schedule={schedule}", f"--log_path={folder / ('ref-' + vc + schedule)}"]
-    ours = [*NETLAB, "simulate", "--trace", f"gavel,vc={vc}", "--topology", TOPOLOGIES[TRACES[vc]],
-            "--policy", {"dlas-gpu": "tiresias"}.get(schedule, schedule), "--placement", "first-fit",
-            "--network", "ideal", "--checkpoint-s", "0", "--restore-s", "0", "--quiet",
-            "--out", str(folder / f"netlab-{vc}-{schedule}")]
-    if args.trace_dir:
-        ours += ["--trace-dir", args.trace_dir]
+    ours = simulate_argv(vc, schedule, folder / f"netlab-{vc}-{schedule}", args.trace_dir)
     ref, net = [], []
     for _ in range(args.repeats):
         ref.append(timed(ref_argv, cwd=Path(args.tiresias) / "simulator"))
@@ -111,15 +126,92 @@ def startup_s(module: str, repeats: int = 5) -> float:
     return statistics.median(timed([sys.executable, "-c", f"import {module}"])[0] for _ in range(repeats))
 
 
+#: what a simulation imports besides reading its trace and writing its results
+SIMULATION_IMPORTS = "import netlab.cli, netlab.sim, netlab.topology, netlab.policies, netlab.network"
+STARTUP_TARGETS = dict(whole_process_speedup=2.0, simulation_imports_s=0.3)
+
+
+def _tree_env(tree: Path) -> dict:
+    """The environment a tree runs in: its checkout first on the path, bytecode caches written (as installed)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    return env | {"PYTHONPATH": str(tree)}
+
+
+def _commit(tree: Path) -> str:
+    def git(*argv):
+        return subprocess.run(["git", "-C", str(tree), *argv], capture_output=True, text=True).stdout.strip()
+
+    return git("rev-parse", "--short=12", "HEAD") + ("-dirty" if git("status", "--porcelain", "--", "netlab") else "")
+
+
+def startup(args) -> dict:
+    """netlab's start-up and one whole ``netlab simulate`` (2869ce, fifo) per tree; see the module docstring."""
+    trees = {"after": Path(__file__).resolve().parents[1]}
+    if args.before:
+        trees = {"before": Path(args.before).resolve(), **trees}
+    with tempfile.TemporaryDirectory(prefix="netlab-startup-") as tmp:
+        work = Path(tmp)
+        probes = {"interpreter": [sys.executable, "-c", "pass"],
+                  "import_cli": [sys.executable, "-c", "import netlab.cli"],
+                  "simulation_imports": [sys.executable, "-c", SIMULATION_IMPORTS],
+                  "simulate_2869ce": simulate_argv("2869ce", "fifo", work / "out", args.trace_dir)}
+        runs = {name: {probe: [] for probe in probes} for name in trees}
+        for name, tree in trees.items():  # warm-up: bytecode and numba caches written, the trace read once
+            for argv in probes.values():
+                timed(argv, cwd=work, env=_tree_env(tree))
+        for _ in range(args.repeats):
+            for probe, argv in probes.items():
+                for name, tree in trees.items():  # alternating, so load from elsewhere falls on both
+                    runs[name][probe].append(timed(argv, cwd=work, env=_tree_env(tree)))
+    out = {}
+    for name, tree in trees.items():
+        out[name] = dict(commit=_commit(tree), **{
+            probe: dict(wall_s=statistics.median(w for w, _ in r), cpu_s=statistics.median(c for _, c in r),
+                        wall_runs_s=[round(w, 4) for w, _ in r], cpu_runs_s=[round(c, 4) for _, c in r])
+            for probe, r in runs[name].items()})
+    if "before" in out:
+        out["ratio_before_over_after"] = {
+            probe: dict(wall=out["before"][probe]["wall_s"] / out["after"][probe]["wall_s"],
+                        cpu=out["before"][probe]["cpu_s"] / out["after"][probe]["cpu_s"]) for probe in probes}
+    after = out["after"]
+    out["targets"] = STARTUP_TARGETS
+    out["meets_targets"] = dict(
+        simulation_imports=after["simulation_imports"]["wall_s"] <= STARTUP_TARGETS["simulation_imports_s"],
+        whole_process=(out["ratio_before_over_after"]["simulate_2869ce"]["cpu"]
+                       >= STARTUP_TARGETS["whole_process_speedup"]) if "before" in out else None)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tiresias", required=True, help="a checkout of SymbioticLab/Tiresias")
-    ap.add_argument("--python2", required=True, help="command line of a Python 2.7 that has numpy")
+    ap.add_argument("--tiresias", help="a checkout of SymbioticLab/Tiresias (not with --startup)")
+    ap.add_argument("--python2", help="command line of a Python 2.7 that has numpy (not with --startup)")
+    ap.add_argument("--startup", action="store_true", help="netlab's side alone: start-up and one whole process")
+    ap.add_argument("--before", default=None, help="with --startup: a checkout of an older commit to compare")
     ap.add_argument("--trace-dir", default=None)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=None, help="default: 3, with --startup 7")
     ap.add_argument("--cells", default=None, help="comma-separated vc:schedule (default: all 12)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "reference_speed.json"))
     args = ap.parse_args(argv)
+    if args.startup:
+        args.repeats = args.repeats or 7
+        load_before = os.getloadavg()
+        result = startup(args)
+        result.update(machine=dict(python=platform.python_version(), cpus=os.cpu_count(), loadavg_before=load_before,
+                                   loadavg_after=os.getloadavg()), repeats=args.repeats)
+        for probe in ("interpreter", "import_cli", "simulation_imports", "simulate_2869ce"):
+            line = "  ".join(f"{name} {result[name][probe]['wall_s']:.3f} s ({result[name][probe]['cpu_s']:.3f} cpu)"
+                             for name in ("before", "after") if name in result)
+            ratio = result.get("ratio_before_over_after", {}).get(probe)
+            print(f"{probe:20s} {line}" + (f"  ratio {ratio['wall']:.2f}x wall, {ratio['cpu']:.2f}x cpu" if ratio
+                                           else ""))
+        path = Path(args.out)
+        previous = json.loads(path.read_text()) if path.exists() else {}
+        print("wrote", write_json(path, previous | {"startup": result}))
+        return 0
+    if not (args.tiresias and args.python2):
+        ap.error("--tiresias and --python2 are needed (or --startup for netlab's side alone)")
+    args.repeats = args.repeats or 3
     cells = ([tuple(c.split(":")) for c in args.cells.split(",")] if args.cells else
              [(vc, s) for vc in TRACES for s in ("fifo", "fjf", "dlas-gpu")])
     load_before = os.getloadavg()
