@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import Float, Int, Label, describe_errors
@@ -102,6 +101,8 @@ class ExplicitDoc(_Entry):
 
 def _node_line(node, loc: tuple) -> Optional[int]:
     """The 1-based line of ``loc`` (keys and list indexes) in a composed YAML node tree."""
+    import yaml
+
     line = None
     for part in loc:
         if node is None:
@@ -181,4 +182,6 @@ def load_yaml(path) -> Topology:
 
 def save_yaml(topology: Topology, path) -> None:
     """Write the explicit form; ``load_yaml`` reads it back to an equal topology."""
+    import yaml
+
     Path(path).write_text(yaml.safe_dump(topology.to_dict(), sort_keys=False))
