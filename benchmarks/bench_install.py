@@ -7,7 +7,8 @@ number of installed distributions are recorded, the checkouts alternating ``--re
 is warm after the first install of each package, so every install after the first reads the same cache). Then,
 in the last venv of each checkout, ``netlab simulate`` runs on the bundled trace (the install works), and the
 packages that moved to extras (jupyterlab to ``notebooks``; pyroute2, paramiko, psutil to ``testbed``) are
-looked up (the core install no longer brings them).
+looked up (the core install no longer brings them; ipykernel moved to ``notebooks`` too: its IPython requires
+psutil, and JupyterLab brings it anyway).
 
 Usage: python benchmarks/bench_install.py --tree before=../before --tree after=. [--repeats 2]
 """
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from netlab.sim.metrics import write_json
 
-MOVED = ("jupyterlab", "pyroute2", "paramiko", "psutil")
+MOVED = ("jupyterlab", "ipykernel", "pyroute2", "paramiko", "psutil")
 
 
 def _run(argv, **kw) -> subprocess.CompletedProcess:

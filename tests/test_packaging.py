@@ -26,7 +26,8 @@ def test_wheel_carries_the_agent_source(tmp_path):
 
 
 #: what moved out of the core install into the extras (testbed, notebooks); the main job needs none of it
-EXTRAS_ONLY = ("jupyterlab", "pyroute2", "paramiko", "psutil", "torch", "ipywidgets", "dask", "distributed")
+EXTRAS_ONLY = ("jupyterlab", "ipykernel", "IPython", "pyroute2", "paramiko", "psutil", "torch", "ipywidgets", "dask",
+               "distributed")
 
 
 def test_the_main_job_needs_no_extra(tmp_path):
