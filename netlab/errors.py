@@ -275,24 +275,23 @@ def checked(error: type[InputError], what: str, skip: tuple[str, ...] = ()) -> C
     """
 
     def deco(func):
-        sig = inspect.signature(func)
-        hints = get_type_hints(func, include_extras=True)  # evaluates string annotations (PEP 563)
-        fields = {}
-        for name, p in sig.parameters.items():
-            if name in skip or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
-                continue
-            annotation = hints.get(name, Any)
-            fields[name] = (annotation, ... if p.default is p.empty else p.default)
-        known = sorted(fields) + sorted(skip)
-
         @functools.lru_cache(maxsize=1)
-        def params_model():  # built at the first call, not when the module is imported (start-up time)
-            return create_model(f"{func.__name__}_params", __config__=ConfigDict(extra="forbid",
-                                                                                 arbitrary_types_allowed=True),
-                                **fields)
+        def schema():
+            """(signature, checked fields, known names, model): made at the first call, not at import (start-up)."""
+            sig = inspect.signature(func)
+            hints = get_type_hints(func, include_extras=True)  # evaluates string annotations (PEP 563)
+            fields = {}
+            for name, p in sig.parameters.items():
+                if name in skip or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                    continue
+                fields[name] = (hints.get(name, Any), ... if p.default is p.empty else p.default)
+            model = create_model(f"{func.__name__}_params",
+                                 __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields)
+            return sig, fields, sorted(fields) + sorted(skip), model
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
+            sig, fields, known, model = schema()
             try:
                 bound = sig.bind(*args, **kwargs)
             except TypeError as exc:
@@ -302,7 +301,6 @@ def checked(error: type[InputError], what: str, skip: tuple[str, ...] = ()) -> C
                                 f"known: {', '.join(known)}") from None
                 raise error(f"{what}: {exc}; known parameters: {', '.join(known)}") from None
             given = {k: v for k, v in bound.arguments.items() if k in fields}
-            model = params_model()
             try:
                 values = model.model_validate(given)
             except ValidationError as exc:
