@@ -11,6 +11,7 @@ looked up (the core install no longer brings them; ipykernel moved to ``notebook
 psutil, and JupyterLab brings it anyway).
 
 Usage: python benchmarks/bench_install.py --tree before=../before --tree after=. [--repeats 2]
+       (``after@<commit>=DIR`` names the commit of a copy that is not a git checkout)
 """
 
 from __future__ import annotations
@@ -68,13 +69,23 @@ def check(venv: Path, work: Path) -> dict:
     return dict(simulate_runs=True, moved_packages_installed=present)
 
 
+def commit_of(tree: Path) -> str | None:
+    """The checkout's commit (None for a plain copy, e.g. ``git archive HEAD``: give ``NAME@COMMIT=DIR``)."""
+    proc = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tree", action="append", required=True, help="NAME=DIR, a checkout to install (repeatable)")
+    ap.add_argument("--tree", action="append", required=True,
+                    help="NAME=DIR or NAME@COMMIT=DIR, a checkout to install (repeatable)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "install.json"))
     args = ap.parse_args(argv)
-    trees = {name: Path(d).resolve() for name, d in (t.split("=", 1) for t in args.tree)}
+    given = [t.split("=", 1) for t in args.tree]
+    trees = {label.split("@")[0]: Path(d).resolve() for label, d in given}
+    commits = {label.split("@")[0]: (label.split("@", 1)[1] if "@" in label else commit_of(Path(d)))
+               for label, d in given}
     load_before = os.getloadavg()
     runs: dict[str, list[dict]] = {name: [] for name in trees}
     checks = {}
@@ -93,7 +104,7 @@ def main(argv=None) -> int:
     out = dict(machine=dict(python=platform.python_version(), cpus=os.cpu_count(), loadavg_before=load_before,
                             loadavg_after=os.getloadavg()), repeats=args.repeats, moved_to_extras=list(MOVED))
     for name, r in runs.items():
-        out[name] = dict(tree=str(trees[name]), runs=r, checks=checks[name],
+        out[name] = dict(commit=commits[name], runs=r, checks=checks[name],
                          median_wall_s=statistics.median(x["wall_s"] for x in r),
                          median_cpu_s=statistics.median(x["cpu_s"] for x in r),
                          venv_bytes=r[-1]["venv_bytes"], distributions=r[-1]["distributions"])
