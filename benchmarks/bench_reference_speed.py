@@ -25,9 +25,11 @@ alternating the two, ``--repeats`` fresh processes each (median wall and CPU sec
 same interpreter from an empty working directory with ``PYTHONPATH=<tree>``, bytecode caches written and a
 warm-up process first (as an installed netlab runs). Measured per tree: the bare interpreter, ``import
 netlab.cli``, ``import netlab.cli`` with the simulator's modules (netlab.sim, .topology, .policies, .network:
-what a simulation imports besides reading its trace and writing its results), and the whole process. It is
-written to the ``startup`` entry of the JSON (the reference cells stay). Targets (issue 25): the whole process
->= 2x faster than at the commit before; the CLI with the simulator's modules <= 0.3 s.
+what a simulation imports besides reading its trace and writing its results), the libraries alone (numpy,
+pandas, pyarrow's parquet writer, pydantic, typer: the floor of the whole process), and the whole process. It
+is written to the ``startup`` entry of the JSON (the reference cells stay). Targets (issue 25): the whole process
+>= 2x faster than at the commit before; the CLI with the simulator's modules <= 0.3 s (judged by wall and by CPU
+seconds: on a loaded machine the wall seconds are mostly waiting for a core).
 
 Usage: python benchmarks/bench_reference_speed.py --tiresias DIR --python2 "CMD ..." [--repeats 3]
        python benchmarks/bench_reference_speed.py --startup [--before DIR] [--repeats 7] [--trace-dir DIR]
@@ -128,6 +130,10 @@ def startup_s(module: str, repeats: int = 5) -> float:
 
 #: what a simulation imports besides reading its trace and writing its results
 SIMULATION_IMPORTS = "import netlab.cli, netlab.sim, netlab.topology, netlab.policies, netlab.network"
+#: the libraries a whole ``netlab simulate`` cannot do without, and nothing of netlab: numpy for the run, pandas to
+#: read the trace into its table, pyarrow's parquet writer for the result tables, pydantic for the configuration,
+#: typer for the command line. The floor the whole process can reach by importing less of netlab.
+LIBRARIES = "import numpy, pandas, pyarrow.parquet, pydantic.main, typer"
 STARTUP_TARGETS = dict(whole_process_speedup=2.0, simulation_imports_s=0.3)
 
 
@@ -154,6 +160,7 @@ def startup(args) -> dict:
         probes = {"interpreter": [sys.executable, "-c", "pass"],
                   "import_cli": [sys.executable, "-c", "import netlab.cli"],
                   "simulation_imports": [sys.executable, "-c", SIMULATION_IMPORTS],
+                  "libraries": [sys.executable, "-c", LIBRARIES],
                   "simulate_2869ce": simulate_argv("2869ce", "fifo", work / "out", args.trace_dir)}
         runs = {name: {probe: [] for probe in probes} for name in trees}
         for name, tree in trees.items():  # warm-up: bytecode and numba caches written, the trace read once
@@ -175,10 +182,17 @@ def startup(args) -> dict:
                         cpu=out["before"][probe]["cpu_s"] / out["after"][probe]["cpu_s"]) for probe in probes}
     after = out["after"]
     out["targets"] = STARTUP_TARGETS
+    # wall seconds on a loaded machine are mostly waiting for a core; CPU seconds are what a quiet machine takes
     out["meets_targets"] = dict(
-        simulation_imports=after["simulation_imports"]["wall_s"] <= STARTUP_TARGETS["simulation_imports_s"],
+        simulation_imports_wall=after["simulation_imports"]["wall_s"] <= STARTUP_TARGETS["simulation_imports_s"],
+        simulation_imports_cpu=after["simulation_imports"]["cpu_s"] <= STARTUP_TARGETS["simulation_imports_s"],
         whole_process=(out["ratio_before_over_after"]["simulate_2869ce"]["cpu"]
                        >= STARTUP_TARGETS["whole_process_speedup"]) if "before" in out else None)
+    if "before" in out:  # can the whole process reach 2x at all while it loads these libraries?
+        budget = out["before"]["simulate_2869ce"]["cpu_s"] / STARTUP_TARGETS["whole_process_speedup"]
+        out["whole_process_budget_cpu_s"] = dict(
+            budget=budget, libraries=after["libraries"]["cpu_s"],
+            left_for_netlab_and_the_run=budget - after["libraries"]["cpu_s"])
     return out
 
 
@@ -199,7 +213,7 @@ def main(argv=None) -> int:
         result = startup(args)
         result.update(machine=dict(python=platform.python_version(), cpus=os.cpu_count(), loadavg_before=load_before,
                                    loadavg_after=os.getloadavg()), repeats=args.repeats)
-        for probe in ("interpreter", "import_cli", "simulation_imports", "simulate_2869ce"):
+        for probe in ("interpreter", "import_cli", "simulation_imports", "libraries", "simulate_2869ce"):
             line = "  ".join(f"{name} {result[name][probe]['wall_s']:.3f} s ({result[name][probe]['cpu_s']:.3f} cpu)"
                              for name in ("before", "after") if name in result)
             ratio = result.get("ratio_before_over_after", {}).get(probe)
