@@ -301,19 +301,18 @@ def test_the_command_line_and_a_simulation_import_no_heavy_package_they_do_not_u
 
 def test_kernels_compile_at_their_first_call_and_replace_their_placeholders():
     """netlab.jit: numba is imported when a kernel is first called, then every module holds numba dispatchers
-    (a kernel calling a kernel of another module, as fabric calls the network model's, finds a dispatcher)."""
+    (a kernel calling a kernel of another module, as the fair model calls maxmin's, finds a dispatcher)."""
     code = """
 import sys
 import numpy as np
-from netlab.network import maxmin
-from netlab.sim import fabric
+from netlab.network import fair, maxmin
 from netlab.jit import Kernel
 assert "numba" not in sys.modules and isinstance(maxmin._filling, Kernel)
 # two jobs on one 10 Gbit/s link, the second on a second 4 Gbit/s link too: 4 and 6
 res = maxmin.max_min(np.array([10.0, 4.0]), np.array([0, 1, 1]), np.array([0, 0, 1]), np.ones(3), 2)
 assert np.allclose(res.rate, [6.0, 4.0]), res.rate
 from numba.core.registry import CPUDispatcher
-assert isinstance(maxmin._filling, CPUDispatcher) and isinstance(fabric._fair, CPUDispatcher)
+assert isinstance(maxmin._filling, CPUDispatcher) and isinstance(fair._filling, CPUDispatcher)
 assert not any(isinstance(v, Kernel) for m in list(sys.modules.values()) if m and m.__name__.startswith("netlab")
                for v in vars(m).values())
 print("ok")

@@ -1,6 +1,6 @@
 """CASSINI (NSDI 2024): interleave jobs' communication phases on shared links.
 
-* :mod:`.score`: per-link compatibility on a unified circle (:mod:`netlab.network.phase`), shift optimisation;
+* :mod:`.score`: per-link compatibility on a unified circle (:mod:`netlab.network.circle`), shift optimisation;
 * :mod:`.affinity`: the job/link affinity graph and its breadth-first phase assignment;
 * :mod:`.candidates`: the host scheduler's short list of acceptable placements;
 * :mod:`.ranker`: the ``cassini`` placement policy (candidates, ranking, phases and shifts);

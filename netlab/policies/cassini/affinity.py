@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from ...network.phase import BINS, MAX_PERIODS
+from ...network.circle import BINS, MAX_PERIODS
 from .score import optimise
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .index import LinkIndex
-from ...network.phase import circle_bins
+from ...network.circle import circle_bins
 from .score import all_shifts, base_profiles, evaluate, excess, layout, scan, score_of, to_shifts, wave_row
 
 

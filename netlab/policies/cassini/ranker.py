@@ -61,7 +61,7 @@ from .affinity import assign_phases
 from .candidates import shortlist
 from .decision import Decision
 from .index import LinkIndex, key_of
-from ...network.phase import BINS, MAX_PERIODS
+from ...network.circle import BINS, MAX_PERIODS
 from .score import wave_row
 
 EPS = 1e-9
