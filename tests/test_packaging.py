@@ -47,4 +47,4 @@ print(sorted(m for m in {EXTRAS_ONLY!r} if m in sys.modules))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "[]"
-    assert (tmp_path / "demo" / "report.html").is_file()
+    assert (tmp_path / "demo" / "report" / "report.html").is_file()  # the demo writes its report folder there
