@@ -156,13 +156,14 @@ def test_the_command_line_lists_the_family_and_simulates_with_one(tmp_path):
 
 
 def test_a_sweep_grid_takes_netpolicy_as_an_optional_key():
-    from netlab.sweep.grid import GridError, expand
+    from netlab.errors import UnknownNameError
+    from netlab.sweep.grid import expand
 
     plain = expand(dict(grid=dict(policy=["fifo"])))
     assert "netpolicy" not in plain[0].params  # grids without it keep their cell ids
     cells = expand(dict(grid=dict(policy=["fifo"], netpolicy=["none", "crux-paths"])))
     assert sorted(c.label for c in cells) == ["fifo+default", "fifo+default+crux-paths"]
-    with pytest.raises(GridError, match="'netpolicy': 'nope' is not a registered network policy"):
+    with pytest.raises(UnknownNameError, match="field 'netpolicy': unknown network policy 'nope'; allowed: .*crux"):
         expand(dict(grid=dict(netpolicy=["nope"])))
 
 

@@ -133,7 +133,7 @@ def test_max_jobs_is_cut_once_by_whoever_reads_the_trace():
     frame = load_trace("philly-sample", max_jobs=10)
     calls = []
 
-    def load(trace, seed, max_jobs, trace_dir):  # a loader that (wrongly) ignores max_jobs: nobody cuts again
+    def load(trace, seed, max_jobs, trace_dir, cluster_gpus):  # (wrongly) ignores max_jobs: nobody cuts again
         calls.append(max_jobs)
         return frame
 
