@@ -1,4 +1,4 @@
-"""The three narrow policy interfaces, shared by the simulator and the testbed.
+"""The four narrow policy interfaces (ordering, placement, preemption, network) the simulator and testbed share.
 
 Policy is kept apart from mechanism: a policy reads a
 :class:`~netlab.sched.ClusterView` (free GPUs per host, running jobs, link
