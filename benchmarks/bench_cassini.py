@@ -35,7 +35,7 @@ from netlab.network.demand import build_demand
 from netlab.policies import PLACEMENT
 from netlab.slowdown.samples import scatter
 from netlab.sim.metrics import write_json
-from netlab.sim.state import ClusterView, JobState
+from netlab.sched import ClusterView, JobState
 from netlab.topology import load_topology
 from netlab.workload.job import Job
 from netlab.workload.zoo import ModelZoo

@@ -33,7 +33,7 @@ from netlab.policies import PLACEMENT
 from netlab.sim import SimConfig, Simulator
 from netlab.slowdown.samples import scatter
 from netlab.sim.metrics import write_json
-from netlab.sim.state import ClusterView, JobState
+from netlab.sched import ClusterView, JobState
 from netlab.topology import load_topology
 from netlab.traces import load_trace
 from netlab.workload.job import Job, jobs_from_frame
