@@ -1,5 +1,8 @@
 """The results store: one directory per sweep, resumable after any crash.
 
+One idea in one module although it is over 500 lines: the store's on-disk contract (make, lock, write, verify,
+repair) is kept together so the rules that keep a store consistent are read, and changed, side by side.
+
 Layout::
 
     DIR/manifest.json                configuration, versions, git commit, seeds, cells, runs (start/end)

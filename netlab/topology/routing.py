@@ -1,5 +1,8 @@
 """Equal-cost routing from per-destination tables, the way switches do it.
 
+One idea in one module although it is over 500 lines: the tables, the walk and the checks that keep them equal to
+the graph rule belong together.
+
 The rule is the one :mod:`netlab.topology.model` documents: a flow between two
 hosts uses the hop-shortest paths of the cable graph, listed in the order of
 their node names (the order ``sorted(networkx.all_shortest_paths(...))``
