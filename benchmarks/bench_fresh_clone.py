@@ -121,8 +121,8 @@ def main(argv=None) -> int:
                             check=True).stdout.strip()
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     cmds = readme_commands(clone / "README.md")
-    env_note = {k: os.environ[k] for k in ("NETLAB_TRACE_DIR",) if k in os.environ}
-    result = dict(commit=commit, clone=str(clone), euid=os.geteuid(), cpus=os.cpu_count(), env=env_note,
+    env_set = [k for k in ("NETLAB_TRACE_DIR",) if k in os.environ]  # whether set, not this machine's path
+    result = dict(commit=commit, clone="<tmp>/clone", euid=os.geteuid(), cpus=os.cpu_count(), env_set=env_set,
                   loadavg_1min_before=os.getloadavg()[0], steps={})
     steps = result["steps"]
     t0 = time.perf_counter()
@@ -153,6 +153,8 @@ def main(argv=None) -> int:
     report = clone / "results" / "demo" / "report" / "report.json"
     if report.exists():
         result["demo_answer"] = json.loads(report.read_text())["answer"]
+    # the temporary folder is this machine's: the result names paths inside it as <tmp>/...
+    result = json.loads(json.dumps(result).replace(str(tmp), "<tmp>"))
     write_json(args.out, result)
     print(json.dumps({k: v for k, v in result.items() if k != "steps"}, indent=2))
     return 0 if result["passed"] else 1

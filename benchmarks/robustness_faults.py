@@ -457,7 +457,9 @@ def refused_inputs(tmp: Path) -> list[dict]:
         rows.append(dict(input=name, bytes=path.stat().st_size, refused=rc == 2 and err.strip().startswith("error:"),
                          peak_rss_mb=round(mb, 1), trivial_refusal_rss_mb=round(baselines[key], 1),
                          target_mb=round(target, 1), within_target=mb <= target, seconds=round(seconds, 1),
-                         error=err.strip().splitlines()[-1][:200] if err.strip() else ""))
+                         # the temporary folder's name is this machine's: the message names the file inside it
+                         error=(err.strip().splitlines()[-1].replace(str(tmp), "<tmp>")[:200]
+                                if err.strip() else "")))
         print(f"  {name:45s} {size_mb:8.1f} MB in  peak {mb:6.0f} MB (trivial refusal {baselines[key]:.0f} MB, "
               f"target {target:.0f} MB) {'ok' if mb <= target else 'OVER'}  {seconds:.1f} s", flush=True)
     return rows
