@@ -17,13 +17,16 @@ class), both against the simulator's default model (``tcp``) run on the same sce
 
 The testbed measure is each job's median period over the steady window (after ``warmup`` iterations, while
 both jobs run; :func:`netlab.testbed.scenarios.summarise_logs`), per repeat; the row gives the median over
-repeats and their spread. The simulator column comes from the default network model run on the same scenario
-when the model declares it honours the case's allocation kinds (``Capabilities.allocations``) and the
-scenario prediction hands them over; until then it is the ideal allocation computed by hand from the
-documented rules of :class:`netlab.sched.NetAllocation` for these two-job cases (``sim_source`` says which
-and why): strict priority (the low job, always sending, gets the link while the high one computes), weighted
-sharing (2:1 of a link both saturate), a cap (the capped job at its cap, the other the rest), and a collision
-(two always-sending jobs on one link halve it). Each row is checked against the 10% target.
+repeats and their spread. The simulator column is the default network model (``tcp``) run on the same
+scenario with the jobs' allocations (:func:`netlab.testbed.scenarios.predict_scenario` hands them to the
+model), and each comparison is checked against the 10% target. Beside it, for the allocated cases, the ideal
+allocation computed by hand from the documented rules of :class:`netlab.sched.NetAllocation` for these
+two-job cases (``hand_iter_s``): strict priority (the low job, always sending, gets the link while the high one
+computes), weighted sharing (2:1 of a link both saturate), a cap (the capped job at its cap, the other the
+rest), and a collision (two always-sending jobs on one link halve it). A third column (``tcp_lead0_iter_s``)
+is a sensitivity, not a score: the same model without its leader advantage (``lead=0``), the term by which a
+TCP flow further into its transfer out-competes a fresh one in a shared FIFO queue, which per-job HTB classes
+do not have.
 
 Every run also checks that every byte of an allocated job went through its own HTB class (its classes'
 bytes on its hosts' egress against the default class's growth there), that the tc, address, route and rule
@@ -134,25 +137,16 @@ def hand_iter_s(case: Case) -> dict[int, float]:
     raise KeyError(case.name)
 
 
-def simulator_iter_s(case: Case, tb) -> tuple[dict[int, float], str]:
+def simulator_iter_s(case: Case, tb, **network_kwargs) -> tuple[dict[int, float], str]:
     """(iteration time per job, where it came from): the default network model (``tcp``) run on the same
-    scenario when it can answer (no allocations, or a model and a scenario prediction that honour them),
-    else the hand rules of the ideal allocation (see the module doc), labelled with why."""
+    scenario, allocations included, iteration counts as the testbed runs it."""
     from netlab.network import model as netmodel
 
     name = netmodel.DEFAULT_NETWORK
-    kinds = frozenset().union(*(x.allocation.kinds() for x in case.jobs if x.allocation is not None))
-    caps = getattr(netmodel.NETWORKS.create(name), "capabilities", None)  # models declare them from issue 25 on
-    honoured = getattr(caps, "allocations", frozenset())
-    if kinds - honoured:
-        return hand_iter_s(case), (f"hand: the ideal allocation by NetAllocation's documented rules (model {name} "
-                                   f"honours {sorted(honoured) or 'no'} allocations; this case needs {sorted(kinds)})")
     sc = sized(case, expected_s(case))  # the scenario the testbed runs, iteration counts included
-    try:
-        pred = predict_scenario(tb, sc, network=name, wire_overhead=HEADER_OVERHEAD)
-    except ValueError as exc:  # the prediction cannot hand the allocations over yet
-        return hand_iter_s(case), f"hand: the ideal allocation by NetAllocation's documented rules ({exc})"
-    return dict(zip(pred.job_id, pred.predicted_iter_s)), f"model:{name}"
+    pred = predict_scenario(tb, sc, network=name, wire_overhead=HEADER_OVERHEAD, **network_kwargs)
+    extra = "".join(f",{k}={v}" for k, v in network_kwargs.items())
+    return dict(zip(pred.job_id, pred.predicted_iter_s)), f"model:{name}{extra}"
 
 
 # -- the testbed -----------------------------------------------------------------------------------------
@@ -281,6 +275,8 @@ def score(runs: list[dict], teardown: list[dict], meta: dict) -> dict:
     for case in cases():
         tb = make_testbed(case.backend, case.topology)  # never brought up: topology and rates only
         sim, source = simulator_iter_s(case, tb)
+        lead0, _ = simulator_iter_s(case, tb, lead=0.0)
+        hand = hand_iter_s(case) if any(x.allocation is not None for x in case.jobs) else None
         for job in case.jobs:
             got = df[(df.case == case.name) & (df.job_id == job.job_id)]
             if got.empty:
@@ -294,7 +290,12 @@ def score(runs: list[dict], teardown: list[dict], meta: dict) -> dict:
                        testbed_iter_s=med, testbed_iter_s_repeats=[float(x) for x in per_rep],
                        testbed_spread=float((per_rep.max() - per_rep.min()) / med),
                        sim_iter_s=float(sim[job.job_id]), sim_source=source, error=float(err),
-                       within_target=bool(abs(err) <= TARGET), all_overlapped=bool(got.overlapped.all()))
+                       within_target=bool(abs(err) <= TARGET), all_overlapped=bool(got.overlapped.all()),
+                       tcp_lead0_iter_s=float(lead0[job.job_id]), tcp_lead0_error=float(med / lead0[job.job_id] - 1))
+            if hand is not None:
+                row.update(hand_iter_s=float(hand[job.job_id]), hand_error=float(med / hand[job.job_id] - 1),
+                           hand_within_target=bool(abs(med / hand[job.job_id] - 1) <= TARGET),
+                           model_vs_hand=float(sim[job.job_id] / hand[job.job_id] - 1))
             if job.allocation is not None and "classified" in got:
                 row["classified_min"] = float(got.classified.min())
                 row["default_class_bytes_max"] = int(got.default_class_bytes.max())
@@ -308,6 +309,8 @@ def score(runs: list[dict], teardown: list[dict], meta: dict) -> dict:
         rows=rows,
         comparisons_within_target=sum(r["within_target"] for r in comparisons), comparisons=len(comparisons),
         max_abs_error=max(abs(r["error"]) for r in comparisons) if comparisons else None,
+        hand_within_target=sum(r["hand_within_target"] for r in comparisons),
+        tcp_lead0_within_target=sum(abs(r["tcp_lead0_error"]) <= TARGET for r in comparisons),
         classified_min=min((r["classified_min"] for r in rows if "classified_min" in r), default=None),
         tc_state_equals_plan=not mism, tc_mismatches=mism,
         nothing_left_after_teardown=all(not t["namespaces_left"] for t in teardown), teardown=teardown,
@@ -354,9 +357,11 @@ def main(argv=None) -> int:
                                     "link_mbit", "grad_bytes", "header_overhead", "rate_scale")}
     report = score(runs, teardown, meta)
     write_json(out, report)
-    cols = ["case", "job_id", "testbed_iter_s", "testbed_spread", "sim_iter_s", "error", "within_target"]
-    print(pd.DataFrame(report["rows"])[cols].round(4).to_string(index=False))
-    print(f"{report['comparisons_within_target']}/{report['comparisons']} comparisons within {TARGET:.0%}; "
+    cols = ["case", "job_id", "testbed_iter_s", "testbed_spread", "sim_iter_s", "error", "within_target", "hand_iter_s",
+            "hand_error", "tcp_lead0_error"]
+    print(pd.DataFrame(report["rows"]).reindex(columns=cols).round(4).to_string(index=False))
+    print(f"{report['comparisons_within_target']}/{report['comparisons']} comparisons within {TARGET:.0%} of the model "
+          f"(hand rules: {report['hand_within_target']}, tcp lead=0: {report['tcp_lead0_within_target']}); "
           f"classified >= {report['classified_min']}; tc state equals plan: {report['tc_state_equals_plan']}; "
           f"nothing left: {report['nothing_left_after_teardown']}")
     print("wrote", out)

@@ -163,19 +163,15 @@ def _demands(topo, rate_scale: float, sc: Scenario, wire_overhead: float) -> lis
     from ..network.demand import build_demand
     from ..workload.zoo import JobModel
 
-    allocated = [j.job_id for j in sc.jobs if j.allocation is not None and not j.allocation.is_default]
-    if allocated:  # predicting them without their allocations would answer another question, silently
-        raise ValueError(f"scenario {sc.name}: jobs {allocated} carry network allocations, which the scenario "
-                         "prediction does not hand to network models yet; predict them without")
     index = {h.name: i for i, h in enumerate(topo.hosts)}
     demands = []
     for j in sc.jobs:
         model = JobModel(f"job{j.job_id}", j.compute_ms / 1000.0, j.grad_bytes / rate_scale * wire_overhead)
         hosts = [index[h] for h in j.hosts]
-        iso_d, _ = build_demand(topo, model, "ring", j.job_id, hosts, [1] * len(hosts))
+        iso_d, _ = build_demand(topo, model, "ring", j.job_id, hosts, [1] * len(hosts), allocation=j.allocation)
         iso = iso_d.iter_s(iso_d.iso_rate_gbps) if iso_d is not None else model.compute_s
         phase = (j.offset_ms / 1000.0 / iso) % 1.0 if iso > 0 else 0.0
-        d, _ = build_demand(topo, model, "ring", j.job_id, hosts, [1] * len(hosts), iso, phase)
+        d, _ = build_demand(topo, model, "ring", j.job_id, hosts, [1] * len(hosts), iso, phase, j.allocation)
         demands.append((j, d, model))
     return demands
 
