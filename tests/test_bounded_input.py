@@ -229,6 +229,58 @@ def test_a_trace_of_bad_rows_is_refused_at_its_first_rows_in_bounded_memory(tmp_
     assert len(message) < 3000  # the first rows described, the rest counted
 
 
+def _built_rows_kept_when_the_last_row_is_bad(tmp_path, monkeypatch, validate_first_bytes: int) -> int:
+    """Chunks of 2 rows, good rows then one bad row: how many earlier chunks' built frames were still alive
+    when the bad chunk was built."""
+    import gc
+    import weakref
+
+    import pandas as pd
+
+    from netlab.traces import TraceError, reader
+
+    monkeypatch.setattr(reader, "CHUNK_ROWS", 2)
+    monkeypatch.setattr(reader, "VALIDATE_FIRST_BYTES", validate_first_bytes)
+    path = tmp_path / "late.csv"
+    path.write_text("a\n" + "".join(f"{i}\n" for i in range(8)) + "x\n")
+    built, alive_at_bad = [], []
+
+    def build(t):
+        values = t.number("a")
+        if values.isna().any():
+            gc.collect()
+            alive_at_bad.append(sum(ref() is not None for ref in built))
+        out = pd.DataFrame({"a": values, "line": t.frame["line"]})
+        built.append(weakref.ref(out))
+        return out
+
+    with pytest.raises(TraceError, match="line 10, field 'a': not a number"):
+        reader.Table(path, required=("a",)).load(build)
+    return alive_at_bad[0]
+
+
+def test_a_large_trace_refused_for_its_last_row_keeps_no_converted_row(tmp_path, monkeypatch):
+    # one pass keeps the four good chunks' rows until the bad one is found; validating first keeps none
+    assert _built_rows_kept_when_the_last_row_is_bad(tmp_path, monkeypatch, validate_first_bytes=2**30) == 4
+    assert _built_rows_kept_when_the_last_row_is_bad(tmp_path, monkeypatch, validate_first_bytes=0) == 0
+
+
+def test_a_large_good_trace_loads_the_same_when_checked_first(tmp_path, monkeypatch):
+    from netlab.traces import load_trace, reader
+
+    monkeypatch.setattr(reader, "CHUNK_ROWS", 3)
+    path = tmp_path / "philly_good.csv"
+    path.write_text(PHILLY_HEADER + "".join(f"2017-10-0{1 + i % 9} 10:{i:02d}:00,{100 + i},{1 << (i % 4)},vc{i % 3}\n"
+                                            for i in range(20)))
+    monkeypatch.setattr(reader, "VALIDATE_FIRST_BYTES", 2**30)
+    once = load_trace(path)
+    monkeypatch.setattr(reader, "VALIDATE_FIRST_BYTES", 0)
+    checked_first = load_trace(path)
+    assert len(once) == 20
+    pd_testing = pytest.importorskip("pandas.testing")
+    pd_testing.assert_frame_equal(once, checked_first)
+
+
 def test_skip_bad_describes_the_first_bad_rows_and_counts_the_rest(tmp_path):
     from netlab.traces import load_trace
     from netlab.traces.reader import MAX_REPORTED

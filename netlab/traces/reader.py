@@ -51,6 +51,8 @@ YEARS = (1970, 2200)
 MAX_REPORTED = 10
 #: rows held as Python lists before they become string columns
 CHUNK_ROWS = 50_000
+#: files over this size are checked whole before any converted row is kept (see :meth:`Table.load`)
+VALIDATE_FIRST_BYTES = 16 * 2**20
 
 
 def _open_trace(path: Path):
@@ -181,8 +183,23 @@ class Table:
         """``build`` applied to every chunk, bad rows dropped: (the trace's rows, the first bad rows described).
 
         Raises :class:`TraceError` naming the first :data:`MAX_REPORTED` bad rows (file, line, field) unless
-        ``skip_bad``.
+        ``skip_bad``. A file over :data:`VALIDATE_FIRST_BYTES` is read twice without ``skip_bad``: first
+        every chunk is built and dropped, then, when no row was bad, built again and kept, so a refusal of a
+        large file (one bad row at its end) holds one chunk, not every good row before it.
         """
+        if not self.skip_bad and self._size() > VALIDATE_FIRST_BYTES:
+            self._pass(build, keep=False)
+            if self.bad_count:
+                raise self._error()
+            self.problems, self.bad_before, self.misshapen, self.stopped_at = [], 0, 0, None
+        return self._pass(build, keep=True)
+
+    def _size(self) -> int:
+        with _open_trace(self.path) as fh:  # the same checks as reading (a regular file within the bound)
+            return os.fstat(fh.fileno()).st_size
+
+    def _pass(self, build, keep: bool) -> tuple[pd.DataFrame, list[dict]]:
+        """One read of the file, ``build`` on each chunk; the built rows are kept only with ``keep``."""
         parts, first = [], None
         with contextlib.closing(_rows(self.path, self.sep, MAX_ROWS)) as rows:  # the file closes however this ends
             for chunk in self._chunks(rows):
@@ -193,19 +210,22 @@ class Table:
                 if self.bad_rows.any():
                     self.bad_before += int(self.bad_rows.sum())
                     out = out[~self.bad_rows]
-                if len(out):
+                if keep and len(out):
                     parts.append(out)
+                del out
                 if not self.skip_bad and self.bad_count >= MAX_REPORTED:  # enough to say what is wrong: stop
                     self.stopped_at = int(chunk["line"].iloc[-1])
                     break
             self.frame, self.bad_rows = None, np.zeros(0, dtype=bool)
+        if not keep:
+            return first, []
         total = self.bad_count
         if total and not self.skip_bad:
             raise self._error()
         if total:
             warnings.warn(f"{self.path}: skipped {total:,} bad row(s) (the first {len(self.problems)} in "
                           f"df.attrs['skipped']); first: line {self.problems[0]['line']}, field "
-                          f"{self.problems[0]['field']!r}: {self.problems[0]['reason']}", stacklevel=3)
+                          f"{self.problems[0]['field']!r}: {self.problems[0]['reason']}", stacklevel=4)
         df = (pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)) if parts \
             else first
         return df, list(self.problems)
