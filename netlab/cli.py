@@ -46,7 +46,8 @@ def simulate(
     netpolicy: str = typer.Option(None, help="Network policy: per-job priority class, weight, rate cap and "
                                   "paths (see `netlab policies`); default none: every job alike."),
     network: str = typer.Option(None, help="Network model (see `netlab policies`): tcp (the default, "
-                                "netlab.network.DEFAULT_NETWORK), fair, phase, ideal."),
+                                "netlab.network.DEFAULT_NETWORK), fair, phase, ideal, or a transport regime's "
+                                "model (see `netlab regimes`): tcp-shallow, dctcp, dcqcn."),
     seed: int = typer.Option(None, help="Seed for every random stream of the run (an integer >= 0; default 0)."),
     out: Path = typer.Option(Path("results/simulate"), help="Output directory."),
     max_jobs: int = typer.Option(None, help="Keep the first N jobs by submit time."),
@@ -94,6 +95,15 @@ def policies():
         typer.echo(f"{title}:")
         for name, doc in reg.describe().items():
             typer.echo(f"  {name:18s} {doc}")
+
+
+@app.command()
+def regimes():
+    """List the transport regimes: the network model (--network) that represents each and its referee transport."""
+    from .network.regimes import regimes as all_regimes
+
+    for r in all_regimes():
+        typer.echo(f"  {r.name:13s} --network {r.network:12s} referee {r.referee:13s} {r.description}")
 
 
 @app.command()

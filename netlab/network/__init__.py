@@ -7,7 +7,9 @@ from .model import (ALLOCATION_KINDS, DEFAULT_NETWORK, NETWORKS, Capabilities, C
                     NetSolution, NetworkModel, UnsupportedAllocation, capabilities_of, ideal_networks, is_ideal,
                     iteration_time,
                     make_network)
+from .regimes import DEFAULT_REGIME, REGIMES, Regime, regime
 
-__all__ = ["ALLOCATION_KINDS", "DEFAULT_NETWORK", "max_min", "MaxMinResult", "NETWORKS", "Capabilities", "CommDemand",
-           "LiveNetwork", "Moved", "NetSolution", "NetworkModel", "UnsupportedAllocation", "capabilities_of",
-           "ideal_networks", "is_ideal", "iteration_time", "make_network"]
+__all__ = ["ALLOCATION_KINDS", "DEFAULT_NETWORK", "DEFAULT_REGIME", "max_min", "MaxMinResult", "NETWORKS", "REGIMES",
+           "Capabilities", "CommDemand", "LiveNetwork", "Moved", "NetSolution", "NetworkModel", "Regime",
+           "UnsupportedAllocation", "capabilities_of", "ideal_networks", "is_ideal", "iteration_time", "make_network",
+           "regime"]

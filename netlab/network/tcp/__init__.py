@@ -69,6 +69,7 @@ component its way), :mod:`~.incremental` (the simulator's re-solves),
 for two or three jobs, the referee the tests hold the compiled model to).
 """
 
+from . import transports  # noqa: F401  (registers the transport variants)
 from .model import TcpNetwork
 
 __all__ = ["TcpNetwork"]

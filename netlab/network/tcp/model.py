@@ -48,7 +48,7 @@ class TcpNetwork(NetworkModel):
         return self.params.draws
 
     def fresh(self) -> TcpNetwork:
-        return TcpNetwork(**self.params._asdict())
+        return type(self)(**self.params._asdict())
 
     def simulate_starts(self, demands, capacity_gbps, start_s: dict, iterations: dict, draw: int = 0) -> dict:
         """Iteration start times per job from given start times (see
