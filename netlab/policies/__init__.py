@@ -8,6 +8,7 @@ them are in :mod:`netlab.sched`.
 
 from . import network, ordering, placement, preemption  # noqa: F401  (registers every policy)
 from . import dally  # noqa: F401  (Dally: ordering, placement and preemption)
+from . import joint  # noqa: F401  (joint GPU + bandwidth allocation: a placement and a network policy)
 from .base import (NETWORK_POLICIES, ORDERING, PLACEMENT, PREEMPTION, NetworkPolicy, OrderingPolicy,
                    PlacementPolicy, PreemptionPolicy)
 

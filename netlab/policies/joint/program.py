@@ -1,0 +1,104 @@
+"""The joint allocator's bandwidth program: the speeds that keep the most GPU work going over the links.
+
+Objective (stated once, used by both halves of ``joint``): **GPU computation utilisation**, the GPU-seconds of
+compute the jobs do per second (the measure ``benchmarks/bench_crux.py`` scores): job ``j`` on ``g_j`` GPUs,
+computing ``c_j`` seconds an iteration, contributes ``g_j c_j / t_j`` at ``t_j`` seconds an iteration.
+
+Model (a steady-state fluid bound): job ``j`` puts ``M_je`` Gbit on link ``e`` per iteration, so at speed
+``z_j`` (a fraction of its speed alone, ``t_j = t_iso_j / z_j``) it loads the link on average with
+``M_je z_j / t_iso_j``; the links' capacities bound the sum. With ``G_j = g_j c_j / t_iso_j`` (its
+utilisation alone) and ``a_je = M_je / (t_iso_j B_e)`` (the share of link ``e`` it takes at full speed):
+
+    maximise   sum_j G_j z_j
+    subject to sum_j a_je z_j <= 1  on every link,   f <= z_j <= 1,
+
+a linear program (solved exactly by SciPy's HiGHS). On one link its optimum serves jobs in the order of
+``G_j / a_je``, the compute they keep going per unit of the link: Crux's GPU intensity. The floor ``f``
+(``min_speed``, lowered where the links cannot give every job that much) keeps the least intensive job
+moving: the LP's corner would stop it, and a stopped job holds its GPUs doing nothing. Only links the jobs
+could overload (``sum_j a_je > 1``) constrain; a job on none of them keeps ``z = 1``.
+
+The fluid bound ignores when each job communicates inside its iteration (it is the time average), so it
+promises what perfect interleaving would give: the program ranks placements and sets shares, the network
+model still decides the speeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+GBIT = 1e9
+#: the least speed (fraction of its speed alone) the program leaves a job, where the links allow it
+MIN_SPEED = 0.05
+
+
+@dataclass(frozen=True)
+class JointJob:
+    """One job as the program sees it: its GPU work per iteration, its speed alone, its Gbit per link."""
+
+    job_id: int
+    gpu_compute_s: float  # g_j x c_j: GPU-seconds of compute per iteration
+    iso_iter_s: float  # t_iso_j on its (candidate) placement
+    links: np.ndarray  # link ids
+    gbit: np.ndarray  # M_je: Gbit per iteration on each of ``links``
+
+    @property
+    def util_alone(self) -> float:
+        """G_j: GPU-seconds of compute per second at full speed."""
+        return self.gpu_compute_s / self.iso_iter_s
+
+
+@dataclass(frozen=True)
+class Shares:
+    """The program's answer: each job's speed ``z`` (1: as alone), the objective (GPU-seconds per second), and
+    the jobs on a link the jobs could overload (the ones whose shares the links decide)."""
+
+    speed: dict[int, float]
+    gpu_util: float
+    constrained: frozenset = frozenset()
+
+
+def job_of(job_id: int, gpus: int, demand) -> JointJob | None:
+    """The program's view of a job from its network demand (None: no traffic, nothing to share)."""
+    if demand is None or not demand.flow_bytes:
+        return None
+    iso = float(demand.iter_s(demand.iso_rate_gbps))
+    gbit = demand.flow_bytes * 8 / GBIT * np.asarray(demand.weights, dtype=float)
+    return JointJob(job_id, gpus * float(demand.compute_s), iso, np.asarray(demand.links, dtype=np.int64), gbit)
+
+
+def solve(jobs: list[JointJob], capacity_gbps: np.ndarray, min_speed: float = MIN_SPEED) -> Shares:
+    """Maximise ``sum_j G_j z_j`` over the links' capacities (see the module doc)."""
+    if not jobs:
+        return Shares({}, 0.0)
+    cap = np.asarray(capacity_gbps, dtype=float)
+    n = len(jobs)
+    link_ids = np.unique(np.concatenate([j.links for j in jobs]))
+    col = {int(l): k for k, l in enumerate(link_ids)}
+    a = np.zeros((len(link_ids), n))  # a[e, j] = M_je / (t_iso_j B_e)
+    for i, j in enumerate(jobs):
+        for l, g in zip(j.links.tolist(), j.gbit.tolist()):
+            a[col[l], i] += g / j.iso_iter_s / cap[l]
+    util = np.array([j.util_alone for j in jobs])
+    z = np.ones(n)
+    binding = a.sum(axis=1) > 1 + 1e-9
+    idx = np.zeros(0, dtype=np.int64)
+    if binding.any():
+        a = a[binding]
+        idx = np.flatnonzero((a > 0).any(axis=0))  # jobs on a binding link; the others keep full speed
+        z[idx] = _solve_lp(util[idx], a[:, idx], min_speed)
+    return Shares({j.job_id: float(v) for j, v in zip(jobs, z)}, float(util @ z),
+                  frozenset(jobs[i].job_id for i in idx))
+
+
+def _solve_lp(util: np.ndarray, a: np.ndarray, min_speed: float) -> np.ndarray:
+    """``argmax util . z`` s.t. ``a z <= 1``, ``floor <= z <= 1``; the floor lowered to what the links allow."""
+    from scipy.optimize import linprog
+
+    floor = min(min_speed, 1.0 / float(a.sum(axis=1).max()))
+    res = linprog(-util, A_ub=a, b_ub=np.ones(len(a)), bounds=[(floor, 1.0)] * len(util), method="highs")
+    if res.status != 0:  # cannot happen (z = floor is feasible); say so rather than guess
+        raise RuntimeError(f"joint: the bandwidth program failed: {res.message}")
+    return np.clip(res.x, floor, 1.0)

@@ -1,0 +1,100 @@
+"""The joint GPU + bandwidth allocator: its program, its weights and its placement scores, by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from netlab.policies import NETWORK_POLICIES, PLACEMENT, PlacementPolicy
+from netlab.policies.joint.program import JointJob, solve
+from netlab.sched import ClusterView, JobState, Placement
+from netlab.sim import SimConfig, Simulator
+from netlab.topology import load_topology
+from netlab.workload.job import Job
+from netlab.workload.zoo import JobModel, ModelZoo
+
+
+def jj(job_id, gpu_compute_s, iso_s, gbit, link=0):
+    return JointJob(job_id, gpu_compute_s, iso_s, np.array([link]), np.array([float(gbit)]))
+
+
+def test_one_link_serves_the_more_gpu_intensive_job_first_down_to_the_floor():
+    # 10 Gbit/s link; each job alone sends 10 Gbit in its 1 s iteration (a = 1: they need twice the link).
+    # Job 0 keeps 8 GPU-s of compute going per second alone, job 1 2: job 0 first, job 1 at the floor (0.05),
+    # job 0 takes the rest (0.95). Utilisation 8 x 0.95 + 2 x 0.05 = 7.7.
+    s = solve([jj(0, 8.0, 1.0, 10), jj(1, 2.0, 1.0, 10)], np.array([10.0]))
+    assert s.speed == pytest.approx({0: 0.95, 1: 0.05})
+    assert s.gpu_util == pytest.approx(7.7)
+    assert s.constrained == {0, 1}
+
+
+def test_a_job_that_needs_little_of_the_link_runs_at_full_speed_and_the_other_gets_the_rest():
+    # Job 0: a = 0.5, 2 GPU-s/s (4 per unit of link); job 1: a = 1, 3 GPU-s/s (3 per unit). Job 0 at full
+    # speed takes half the link; job 1 gets the other half: z = 0.5. Utilisation 2 + 1.5.
+    s = solve([jj(0, 2.0, 1.0, 5), jj(1, 3.0, 1.0, 10)], np.array([10.0]))
+    assert s.speed == pytest.approx({0: 1.0, 1: 0.5})
+    assert s.gpu_util == pytest.approx(3.5)
+
+
+def test_links_the_jobs_cannot_overload_leave_every_job_at_full_speed():
+    s = solve([jj(0, 2.0, 1.0, 4), jj(1, 3.0, 1.0, 5)], np.array([10.0]))  # 0.4 + 0.5 <= 1
+    assert s.speed == {0: 1.0, 1: 1.0} and s.constrained == frozenset()
+    assert s.gpu_util == pytest.approx(5.0)
+
+
+def test_the_floor_is_lowered_where_the_links_cannot_give_every_job_that_much():
+    # 40 jobs that each need the whole link: a floor of 0.05 would need 2 links; each gets 1/40 at least.
+    s = solve([jj(i, 1.0, 1.0, 10) for i in range(40)], np.array([10.0]))
+    assert min(s.speed.values()) == pytest.approx(1 / 40)
+    assert sum(s.speed.values()) == pytest.approx(1.0)
+
+
+# Three racks of two one-GPU hosts, one spine: every link 100 Gbit/s. A 2-rank ring puts one 50 Gbit flow
+# (6.25e9 bytes) each way per iteration; across racks it crosses both racks' ToR-spine links.
+TOPO = load_topology("leafspine,racks=3,hosts_per_rack=2,gpus_per_host=1,oversub=2,spines=1,ecmp=hash")
+ZOO = ModelZoo({"m0": JobModel("m0", 0.25, 6.25e9), "m1": JobModel("m1", 0.5, 6.25e9)})
+# m0: 0.25 s compute + 0.5 s traffic = 0.75 s alone, a = 50 / (0.75 x 100) = 2/3 of each uplink, 2 GPUs:
+#     G = 2 x 0.25 / 0.75 = 2/3 GPU-s per second.
+# m1: 0.5 + 0.5 = 1 s alone, a = 1/2, G = 1. Together on the uplinks: 2/3 + 1/2 > 1.
+# The program serves m1 first (G / a = 2 against 1): m1 at full speed, m0 at (1 - 1/2) / (2/3) = 0.75.
+
+
+class Fixed(PlacementPolicy):
+    name = "fixed"
+
+    def place(self, job, view):
+        return Placement({0: (0, 2), 1: (1, 3)}[job.job_id], (1, 1))
+
+
+def test_the_network_policy_weights_jobs_by_the_rate_they_need_while_sending():
+    # m1 at full speed sends 50 Gbit in 0.5 s: 100 Gbit/s. m0 at 0.75 iterates in 1 s, 0.75 s of it sending:
+    # 66.7 Gbit/s. Weights 1 and 2/3.
+    policy = NETWORK_POLICIES.create("joint")
+    seen = []
+    inner = policy.allocate
+    policy.allocate = lambda view: seen.append(inner(view)) or seen[-1]
+    jobs = [Job(0, 0.0, 2, "m0", 10.0), Job(1, 0.0, 2, "m1", 10.0)]
+    Simulator(TOPO, jobs, "fifo", Fixed(), None, SimConfig(network="fair"), zoo=ZOO, netpolicy=policy).run()
+    first = seen[0]
+    assert first[1].weight == pytest.approx(1.0) and first[0].weight == pytest.approx(2 / 3)
+    assert first[0].priority == first[1].priority == 0 and first[0].rate_cap_gbps is None
+
+
+def test_the_placement_scores_what_a_candidate_adds_to_utilisation_with_the_links_re_shared():
+    # m0 runs on hosts 0 and 2 (racks 0 and 1). Job 1 (m1) on hosts 1 and 3 shares both uplinks: with it the
+    # program gives 1 + 2/3 x 0.75 = 1.5, without it m0 alone 2/3: it adds 5/6. On hosts 4 and 5 (rack 2) it
+    # shares nothing and adds its own 1. Scores are minus what is added (the least wins): rack 2.
+    running = {}
+    js0 = JobState(Job(0, 0.0, 2, "m0", 10.0), 0.75)
+    js0.placement = Placement((0, 2), (1, 1))
+    view0 = ClusterView(TOPO, np.ones(6, dtype=np.int64), running, 0.0, zoo=ZOO)
+    js0.demand = view0.demand_for(js0, js0.placement)
+    js0.status = "running"
+    running[0] = js0
+    free = np.array([0, 1, 0, 1, 1, 1])
+    view = ClusterView(TOPO, free, running, 0.0, zoo=ZOO)
+    job = JobState(Job(1, 0.0, 2, "m1", 10.0), 1.0)
+    policy = PLACEMENT.create("joint")
+    a, b = Placement((1, 3), (1, 1)), Placement((4, 5), (1, 1))
+    assert policy.score(job, [a, b], view) == pytest.approx([-(1.5 - 2 / 3), -1.0])
+    assert policy.place(job, view).hosts in {(4, 5), (5, 4)}
