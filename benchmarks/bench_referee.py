@@ -193,20 +193,37 @@ def score_scenario(sc, rec, specs, fluid_max_jobs: int) -> tuple[pd.DataFrame, d
     return rows, info
 
 
+def own_model(transport: str) -> str | None:
+    """The network model of the regime validated against referee transport ``transport`` (None: no regime is)."""
+    from netlab.network.regimes import regimes
+
+    names = [r.network for r in regimes() if r.referee == transport]
+    return names[0] if names else None
+
+
+def with_own_model(entry: dict, transport: str) -> dict:
+    """``entry`` with an ``own_model`` row: the regime's own model's scores (its ``solve``, what a simulation uses)."""
+    name = own_model(transport)
+    if name is not None and name in entry["models"]:
+        entry["own_model"] = dict(model=name, **entry["models"][name])
+    return entry
+
+
 def summarise(rows: pd.DataFrame, infos: list[dict]) -> dict:
     out = {}
     info = pd.DataFrame(infos)
     for (family, regime), d in rows.groupby(["family", "regime"], sort=True):
         i = info[(info.family == family) & (info.regime == regime)]
-        out.setdefault(regime, {})[family] = dict(
+        out.setdefault(regime, {})[family] = with_own_model(dict(
             scenarios=int(len(i)), jobs=int(i.n_jobs.sum()), models=error_summary(d),
             drops=int(i.drops.sum()), rtos=int(i.rtos.sum()), ecn_marks=int(i.ecn_marks.sum()),
-            scenarios_with_drops=int((i.drops > 0).sum()), max_slowdown=float(i.max_slowdown.max()))
+            scenarios_with_drops=int((i.drops > 0).sum()), max_slowdown=float(i.max_slowdown.max())), regime)
     for regime, d in rows.groupby("regime", sort=True):
         i = info[info.regime == regime]
-        out[regime]["all"] = dict(scenarios=int(len(i)), jobs=int(i.n_jobs.sum()), models=error_summary(d),
-                                  drops=int(i.drops.sum()), rtos=int(i.rtos.sum()), ecn_marks=int(i.ecn_marks.sum()),
-                                  scenarios_with_drops=int((i.drops > 0).sum()))
+        out[regime]["all"] = with_own_model(dict(
+            scenarios=int(len(i)), jobs=int(i.n_jobs.sum()), models=error_summary(d), drops=int(i.drops.sum()),
+            rtos=int(i.rtos.sum()), ecn_marks=int(i.ecn_marks.sum()), scenarios_with_drops=int((i.drops > 0).sum())),
+            regime)
     return out
 
 
@@ -329,9 +346,10 @@ def main(argv=None) -> int:
                 "slowdown (its iteration over its own alone) applied to the referee's measured time alone, against "
                 "the referee; ape_raw: the model's own iteration time; over contended jobs (a link shared with "
                 "another job); heavy: jobs the referee slows >= 2x; signed: prediction / referee - 1"),
-        halves=dict(scored="scoring (odd seeds)", calibration="even seeds, not scored here"),
+        halves=dict(scored="scoring (odd seeds)", calibration="even seeds, not scored here: the regimes' parameters "
+                    "are fitted on them (bench_regimes_fit.py, regimes_fit.json)"),
         families={f: dict(FAMILIES[f].__dict__) for f in args.families},
-        regimes={r: dict(REGIMES[r].__dict__) for r in args.regimes},
+        regimes={r: dict(REGIMES[r].__dict__, own_model=own_model(r)) for r in args.regimes},
         models={m: dict(network=n, kwargs=k, how=h) for m, (n, k, h) in specs.items()},
         fluid_max_jobs=args.fluid_max_jobs,
         issue_now=ISSUE_NOW,
@@ -355,6 +373,10 @@ def main(argv=None) -> int:
         a = per["all"]["models"]
         print(f"{regime}: " + ", ".join(f"{m} {v['median_ape']:.3f}/{v['p90_ape']:.3f}" for m, v in a.items()
                                         if v["median_ape"] is not None))
+        own = per["all"].get("own_model")
+        if own:
+            print(f"  own model {own['model']}: median {own['median_ape']:.3f}, p90 {own['p90_ape']:.3f}, max "
+                  f"{own['max_ape']:.3f}, heavy bias {own['heavy_median_signed']}")
     print(f"wrote {args.out} ({time.time() - t_start:.0f} s)")
     return 0
 

@@ -12,7 +12,7 @@ from .components import Solved
 from .incremental import adds_nonbinding, binding_component, clear_row_load, resolve_touched, row_loads, write_back
 from .mean_field import mean_field_counts
 from .params import (ALPHA, BUFFER_US, DRAWS, ECN_THRESHOLD_US, HORIZON, JITTER, LEAD, MAX_EVENTS, MAX_EXACT_JOBS,
-                     REPORT_RTOL, WARMUP, TcpParams)
+                     REPORT_RTOL, STRETCH, WARMUP, TcpParams)
 from .scenarios import simulate_starts
 from .solve import SolveCode, solve_component, solve_unless_exact
 
@@ -33,11 +33,13 @@ class TcpNetwork(NetworkModel):
 
     def __init__(self, alpha: float = ALPHA, jitter: float = JITTER, lead: float = LEAD, horizon: int = HORIZON,
                  warmup: int = WARMUP, max_exact_jobs: int = MAX_EXACT_JOBS, max_events: int = MAX_EVENTS,
-                 ecn_threshold_us: float = ECN_THRESHOLD_US, buffer_us: float = BUFFER_US, draws: int = DRAWS):
+                 ecn_threshold_us: float = ECN_THRESHOLD_US, buffer_us: float = BUFFER_US, draws: int = DRAWS,
+                 stretch: float = STRETCH):
         """Parameters: see :mod:`~netlab.network.tcp.params` (one ValueError if any is out of range)."""
         self.params = TcpParams.checked(alpha=alpha, jitter=jitter, lead=lead, horizon=horizon, warmup=warmup,
                                         max_exact_jobs=max_exact_jobs, max_events=max_events,
-                                        ecn_threshold_us=ecn_threshold_us, buffer_us=buffer_us, draws=draws)
+                                        ecn_threshold_us=ecn_threshold_us, buffer_us=buffer_us, draws=draws,
+                                        stretch=stretch)
         self._slots = SlotTable()  # every job's row: its demand, last time and phase state
         self.exact_solves = self.mean_field_solves = 0
         self.counts = mean_field_counts()  # over mean-field solves (MeanFieldCounts)
@@ -84,8 +86,22 @@ class TcpNetwork(NetworkModel):
         out = self.solve_rows(now_s, rows, Entries(job, link, weight.astype(float)),
                               np.ascontiguousarray(capacity_gbps[links], dtype=np.float64), jobs_of(demands))
         ids = [d.job_id for d in demands]
-        return NetSolution(dict(zip(ids, out.iter_s.tolist())), dict(zip(ids, out.comm_s.tolist())), links,
-                           out.load_gbps, out.overload_gbps, queue_frac=out.queue_frac)
+        it, comm = self._stretched(demands, out.iter_s.tolist(), out.comm_s.tolist())
+        return NetSolution(dict(zip(ids, it)), dict(zip(ids, comm)), links, out.load_gbps, out.overload_gbps,
+                           queue_frac=out.queue_frac)
+
+    def _stretched(self, demands, iter_s: list, comm_s: list) -> tuple[list, list]:
+        """Each job's delay beyond its time alone stretched by ``1 + stretch`` (``params.STRETCH``), the extra
+        time counted as communication; unchanged (the same lists) when ``stretch`` is 0."""
+        k = self.params.stretch
+        if k == 0.0:
+            return iter_s, comm_s
+        it, comm = [], []
+        for d, t, c in zip(demands, iter_s, comm_s):
+            extra = k * max(t - d.iter_s(d.alone_rate_gbps), 0.0)
+            it.append(t + extra)
+            comm.append(c + extra)
+        return it, comm
 
     def solve_rows(self, now_s: float, rows: np.ndarray, e: Entries, cap_link: np.ndarray, jobs: Jobs) -> Solved:
         """Solve the jobs of ``rows`` (local job ``i`` is row ``rows[i]``; ``jobs`` their parameters, ``e`` the
@@ -178,4 +194,6 @@ class TcpNetwork(NetworkModel):
             self.mean_field_solves += code == SolveCode.MEAN_FIELD
         self._new.clear()
         self._touched[:] = False
-        return Moved(ids.tolist(), it.tolist(), comm.tolist())
+        ids = ids.tolist()
+        it, comm = self._stretched([self._demands[j] for j in ids], it.tolist(), comm.tolist())
+        return Moved(ids, it, comm)

@@ -15,6 +15,11 @@ MAX_EVENTS = 20_000  # per simulation: beyond it, the mean-field fixed point
 ECN_THRESHOLD_US = 50.0  # queue above this many microseconds of the link's rate counts as marking
 BUFFER_US = 2_000.0  # the queue holds at most this many microseconds of the link's rate
 DRAWS = 1  # scenario predictions: jitter draws averaged
+#: a contended job's delay beyond its time alone is stretched by (1 + STRETCH): the time a transport loses to
+#: congestion control beyond what work-conserving fluid sharing predicts (loss recovery and retransmission timeouts
+#: under shallow drop-tail queues, ECN rate cuts undershooting); 0 for deep-buffer Reno, whose fluid shares are the
+#: referee's (referee.json, reno-deep). Applied to ``solve``'s answers, not to ``simulate_starts``' raw fluid.
+STRETCH = 0.0
 REPORT_RTOL = 1e-3  # incremental solves: a job's time must move by more to be reported (the mean field's tolerance)
 
 
@@ -31,6 +36,7 @@ class TcpParams(NamedTuple):
     ecn_threshold_us: float = ECN_THRESHOLD_US
     buffer_us: float = BUFFER_US
     draws: int = DRAWS  # jitter draws a scenario prediction averages over (``simulate_starts``' ``draw``)
+    stretch: float = STRETCH
 
     @classmethod
     def checked(cls, **kw) -> TcpParams:
@@ -38,12 +44,13 @@ class TcpParams(NamedTuple):
         p = cls(**kw)
         if not (p.alpha >= 0 and p.jitter >= 0 and p.lead >= 0 and p.horizon > p.warmup + 1 and p.warmup >= 0
                 and p.max_exact_jobs >= 1 and p.max_events > 0 and 0 <= p.ecn_threshold_us <= p.buffer_us
-                and p.draws >= 1):
+                and p.draws >= 1 and p.stretch >= 0):
             raise ValueError("tcp network: need alpha >= 0, jitter >= 0, lead >= 0, horizon > warmup + 1 >= 1, "
-                             "max_exact_jobs >= 1, max_events > 0, 0 <= ecn_threshold_us <= buffer_us, draws >= 1")
+                             "max_exact_jobs >= 1, max_events > 0, 0 <= ecn_threshold_us <= buffer_us, draws >= 1, "
+                             "stretch >= 0")
         return cls(float(p.alpha), float(p.jitter), float(p.lead), int(p.horizon), int(p.warmup),
                    int(p.max_exact_jobs), int(p.max_events), float(p.ecn_threshold_us), float(p.buffer_us),
-                   int(p.draws))
+                   int(p.draws), float(p.stretch))
 
 
 #: the transport variants of ``tcp`` (:mod:`~.transports`): name -> (what it stands for, defaults that differ from

@@ -41,4 +41,21 @@ def simulate_starts(model, demands, capacity_gbps, start_s: dict, iterations: di
     fluid_links = FluidLinks(cap_link, cap_link * p.ecn_threshold_us * 1e-6, cap_link * p.buffer_us * 1e-6)
     run = FluidRun(p.jitter, p.lead, NOISE, -1, most, max(p.max_events, 40 * n * most))
     simulate(fjobs, state, fluid_links, run, starts, link_stats(len(links)))
-    return {d.job_id: starts.time_s[i, :min(starts.count[i], most + 1)].copy() for i, d in enumerate(demands)}
+    out = {d.job_id: starts.time_s[i, :min(starts.count[i], most + 1)].copy() for i, d in enumerate(demands)}
+    return stretch_starts(out, demands, p.stretch)
+
+
+def stretch_starts(starts: dict, demands, stretch: float) -> dict:
+    """Each job's mean delay per iteration beyond its time alone, ``stretch`` times, added to every iteration
+    (the model's ``stretch``, as its solve applies it to the mean; unchanged when 0)."""
+    if stretch == 0.0:
+        return starts
+    out = {}
+    for d in demands:
+        s = starts[d.job_id]
+        if len(s) < 2:
+            out[d.job_id] = s
+            continue
+        extra = stretch * max(float(np.mean(np.diff(s))) - d.iter_s(d.alone_rate_gbps), 0.0)
+        out[d.job_id] = s + extra * np.arange(len(s))
+    return out
