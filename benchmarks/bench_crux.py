@@ -17,7 +17,8 @@ Setup (what was assumed is said here and in the JSON):
 * **Arms** (FIFO ordering with backfill, the default ``tcp`` network): ``consolidated`` (placement alone, no
   network policy), ``cassini`` (CASSINI placement and time shifts), ``crux-paths`` (Crux's GPU-intensity path
   selection without priorities: the priority-less baseline), ``crux`` (paths and 8 priority classes), each on
-  the same jobs per seed.
+  the same jobs per seed; ``joint`` (the joint GPU + bandwidth allocator, ``netlab.policies.joint``: placement
+  and per-job weights from one program maximising GPU computation utilisation, the metric below).
 * **Metrics**: GPU computation utilisation = compute work (iterations x per-GPU compute time x GPUs) over the
   GPU time the jobs held (the paper's "GPU computation utilisation": work done per GPU-second allocated);
   average JCT. Per seed, the ratio of each arm to ``consolidated``; mean and a 95% t-interval over seeds.
@@ -54,6 +55,7 @@ ARMS = {
     "cassini": dict(placement="cassini", netpolicy="none"),
     "crux-paths": dict(placement="consolidated", netpolicy="crux-paths"),
     "crux": dict(placement="consolidated", netpolicy="crux"),
+    "joint": dict(placement="joint", netpolicy="joint"),
 }
 PAPER = {
     "gpu_util_gain_testbed": "+8.3% to +14.8% (96 x A100 testbed)",
@@ -141,7 +143,9 @@ def claims(runs: dict, compare: dict) -> list[dict]:
         dict(claim="GPU utilisation +4% to +23% in simulation over Sincronia, TACCL and CASSINI",
              netlab_crux_vs_cassini=gain("cassini", "crux"), netlab_crux_vs_consolidated=gain("consolidated", "crux"),
              netlab_crux_paths_vs_cassini=gain("cassini", "crux-paths"),
-             netlab_crux_paths_vs_consolidated=gain("consolidated", "crux-paths")),
+             netlab_crux_paths_vs_consolidated=gain("consolidated", "crux-paths"),
+             netlab_joint_vs_consolidated=gain("consolidated", "joint"),
+             netlab_joint_vs_cassini=gain("cassini", "joint")),
         dict(claim="over 10% of jobs use 128 GPUs or more", netlab=mean("share_128_plus")),
         dict(claim="36.3% of jobs at risk of contention", netlab_cross_tor=mean("cross_tor_share"),
              netlab_multi_host=mean("multi_host_share"), netlab_slowed_over_1pct=mean("slowed_share")),

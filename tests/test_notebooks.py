@@ -47,6 +47,7 @@ SMALL = {
                                           "cores_per_plane=1,host_gbps=100,oversub=2",
                                  PLACEMENTS=["consolidated", "k8s-netoverhead", "tp-aware"], SEEDS=2,
                                  BACKEND="serial"),
+    "09-network-policies.ipynb": dict(CRUX="../benchmarks/results/crux.json"),  # reads the recorded results only
 }
 # Notebooks that drive the emulated testbed need root, sshd and torch; they skip with the reason elsewhere.
 NEEDS_TESTBED = {"04-testbed.ipynb"}
