@@ -196,6 +196,8 @@ def _where(row: pd.Series, setting: list[str], varying: set[str]) -> str:
             parts.append("at the topology's own oversubscription" if pd.isna(v) else f"at {v:g}:1")
         elif c == "network":
             parts.append(f"on {v}")
+        elif c == "regime":
+            parts.append(f"in the {v} regime")
         else:
             parts.append(f"{c}={v}")
     return (" " + " ".join(parts)) if parts else ""
@@ -210,10 +212,12 @@ def verdict_word(row) -> str:
     return "no clear difference"
 
 
-def verdicts(comparison: pd.DataFrame, decide_on: str = "avg_jct_s", always: tuple = ("oversub",)) -> list[str]:
+def verdicts(comparison: pd.DataFrame, decide_on: str = "avg_jct_s",
+             always: tuple = ("oversub", "regime")) -> list[str]:
     """One line per setting and policy: every metric's change with its interval, then the verdict on
     ``decide_on`` (its interval excludes 0 or not) and in how many seeds it was lower. ``always``: setting
-    columns named even when they do not vary (the oversubscription a verdict holds at)."""
+    columns named even when they do not vary (the oversubscription a verdict holds at, the transport regime it
+    was computed for)."""
     if comparison.empty:
         return []
     meta = set(COLUMNS)

@@ -132,10 +132,10 @@ def fake_runs():
     rows = []
     for seed, cassini_avg in ((0, 80.0), (1, 110.0)):
         base = dict(setup="snapshot", oversub=4, host="themis", seed=seed, p99_jct_s=200.0, overload_gbit=1.0)
-        rows += [dict(base, placement="consolidated", network="tcp", avg_jct_s=100.0, ecn_s=10.0),
-                 dict(base, placement="aligned", network="tcp", avg_jct_s=120.0, ecn_s=20.0),
-                 dict(base, placement="cassini", network="tcp", avg_jct_s=cassini_avg, ecn_s=5.0),
-                 dict(base, placement="consolidated", network="ideal", avg_jct_s=50.0, ecn_s=0.0)]
+        rows += [dict(base, placement="consolidated", regime="reno-deep", network="tcp", avg_jct_s=100.0, ecn_s=10.0),
+                 dict(base, placement="aligned", regime="reno-deep", network="tcp", avg_jct_s=120.0, ecn_s=20.0),
+                 dict(base, placement="cassini", regime="reno-deep", network="tcp", avg_jct_s=cassini_avg, ecn_s=5.0),
+                 dict(base, placement="consolidated", regime=None, network="ideal", avg_jct_s=50.0, ecn_s=0.0)]
     return __import__("pandas").DataFrame(rows)
 
 

@@ -25,9 +25,10 @@ SMALL = {
                                                                 ("tiresias", "consolidated"), ("dally", None)],
                                 BACKEND="serial"),
     "02-dally.ipynb": dict(TRACES=["synthetic,jobs=50,load=0.9,cluster_gpus=256,gpus=0.2+0.3+0.3+0.2"],
-                           MAX_JOBS=None, OVERSUB=[8], BACKGROUND=[], NETWORKS=["tcp"], SEEDS=[0],
+                           MAX_JOBS=None, OVERSUB=[8], BACKGROUND=[], REGIMES=["reno-deep", "dcqcn"], SEEDS=[0],
                            BACKEND="serial"),
-    "03-cassini.ipynb": dict(JOBS=30, SWEEP_OVERSUB=[1, 4], SWEEP_LOADS=[0.9], SEEDS=1, BACKEND="serial"),
+    "03-cassini.ipynb": dict(JOBS=30, SWEEP_OVERSUB=[1, 4], SWEEP_LOADS=[0.9], SEEDS=1, BACKEND="serial",
+                             REGIMES=["reno-deep", "dcqcn"]),
     # Testbed runs measure in the window where every job of a scenario ran, after its warm-up iterations
     # (2 in 04's experiments, 10 in 05's fidelity scenarios); fewer iterations than that leaves under 2 steady
     # ones in the window and netlab.testbed.scenarios.summarise_logs rightly warns (RuntimeWarning) that the

@@ -8,9 +8,13 @@ import pytest
 from netlab import repro
 
 
+REGIME = "reno-deep"  # a registered regime (its model here is a stand-in: the tables read only the column)
+
+
 def fake_result():
-    """Two seeds; on the fair network Tiresias takes 100/50/90 s (makespan/avg/p99) and Dally 80/25/60 s;
-    on the ideal network both take half. Per job: Tiresias slowdown 2.0 on 10 s alone, Dally 1.5 on 2 s."""
+    """Two seeds; in one regime (on the fair network) Tiresias takes 100/50/90 s (makespan/avg/p99) and Dally
+    80/25/60 s; on the ideal network (no regime) both take half. Per job: Tiresias slowdown 2.0 on 10 s alone,
+    Dally 1.5 on 2 s."""
     rows = []
     for seed in (0, 1):
         for label, makespan, avg, p99 in (("tiresias+consolidated", 100.0, 50.0, 90.0),
@@ -18,11 +22,13 @@ def fake_result():
             for network in ("fair", "ideal"):
                 scale = 1.0 if network == "fair" else 0.5
                 rows.append(dict(trace="t", batch=False, oversub=4, background=0.0, label=label, network=network,
+                                 regime=REGIME if network == "fair" else None,
                                  seed=seed, makespan_s=makespan * scale, avg_jct_s=avg * scale,
                                  p99_jct_s=p99 * scale, avg_start_delay_s=1.0 + (label == "dally+default"),
                                  avg_wait_s=3.0))
     summary = pd.DataFrame(rows)
     jobs = pd.DataFrame([dict(trace="t", batch=False, oversub=4, background=0.0, label=l, network=n, seed=s,
+                              regime=REGIME if n == "fair" else None,
                               comm_fraction=0.5, slowdown=2.0 if l.startswith("tiresias") else 1.5,
                               isolated_s=10.0 if l.startswith("tiresias") else 2.0)
                          for l in ("tiresias+consolidated", "dally+default") for s in (0, 1) for n in ("fair", "ideal")])
@@ -58,14 +64,15 @@ def test_comm_overhead_is_extra_network_time():
 def test_acceptance_and_claims():
     dally = repro.dally_table(fake_result())
     acc = repro.acceptance(dally, pd.DataFrame(columns=["oversub", "load", "label", "avg_jct_s", "p99_jct_s"]))
-    entry = acc["dally-setup/t/oversub=4"]
+    entry = acc[f"dally-setup/t/{REGIME}/oversub=4"]  # per trace, regime and oversubscription
     assert entry["best"] == "dally+default" and entry["beats_on_both"]
     assert entry["avg_jct_ratio"] == pytest.approx(2.0) and entry["p99_jct_ratio"] == pytest.approx(1.5)
     claims = repro.claims_vs_measured(dally=dally).set_index("claim")
     row = claims.loc["up to 83% better average JCT"]
-    assert row.measured_gain == pytest.approx(0.5) and row.holds is False
-    # no tcp rows in this table: the claims fall back to the fair network, with the setup's room beside them
-    assert row.network == "fair" and row.baseline_ideal_ratio == pytest.approx(2.0) and row.seeds == [0, 1]
+    assert row.measured_gain == pytest.approx(0.5) and not row.holds
+    # each claim names the regime it was measured in and the network that regime ran on, with the setup's room
+    assert (row.regime, row.network) == (REGIME, "fair")
+    assert row.baseline_ideal_ratio == pytest.approx(2.0) and row.seeds == [0, 1]
     assert claims.loc["up to 98% less communication overhead"].measured_gain == pytest.approx(0.9)
 
 
@@ -86,12 +93,25 @@ def test_a_gain_comes_with_its_seeds_range():
 def test_grids_expand_to_the_documented_cells():
     from netlab.sweep.grid import expand
 
+    regimes = ("reno-deep", "dcqcn")
     cells = expand(repro.dally_grid(traces=("philly-sample",), oversub=(4, 8), background=(0.5,), seeds=2,
-                                    max_jobs=50))
-    # setups: (4, 0), (8, 0), (8, 0.5) on tcp and on fair, plus one ideal; x 2 submission modes x 2 seeds
+                                    max_jobs=50, regimes=regimes))
+    # setups: (4, 0), (8, 0), (8, 0.5) in each of two regimes, plus one ideal; x 2 submission modes x 2 seeds
     assert len(cells) == (3 * 2 + 1) * len(repro.DALLY_POLICIES) * 2 * 2
     ideal = [c for c in cells if c.params["network"] == "ideal"]
     assert len(ideal) == len(repro.DALLY_POLICIES) * 2 * 2 and all(c.params["oversub"] == 4 for c in ideal)
+    assert all("regime" not in c.params for c in ideal)  # the bound belongs to no regime
+    # every other cell names its regime and runs on the network the registry names for it
+    from netlab.network.regimes import regime
+
+    congested = [c for c in cells if c not in ideal]
+    assert {c.params["regime"] for c in congested} == set(regimes)
+    assert all(c.params["network"] == regime(c.params["regime"]).network for c in congested)
+    # all registered regimes by default
+    from netlab.network.regimes import REGIMES
+
+    every = expand(repro.dally_grid(traces=("philly-sample",), oversub=(4,), background=(), batch=(False,)))
+    assert {c.params.get("regime") for c in every} == set(REGIMES.names()) | {None}
     assert {c.params["seed"] for c in expand(repro.dally_grid(traces=("philly-sample",), seeds=(3, 5)))} == {3, 5}
 
 
@@ -106,7 +126,8 @@ def test_batch_cells_submit_every_job_at_once_and_pair_with_their_own_ideal_run(
 def cassini_summary_rows():
     """One tcp setup: CASSINI 1.2x its host on avg JCT (1.1x vs aligned), 3x on p99, 40x on the queue proxy;
     the host alone 1.1x its ideal-network JCT; worst seed 0.95x."""
-    return pd.DataFrame([dict(setup="snapshot", oversub=4, host="themis", network="tcp", base_vs_ideal=1.1,
+    return pd.DataFrame([dict(setup="snapshot", oversub=4, host="themis", regime=REGIME, network="tcp",
+                              base_vs_ideal=1.1,
                               avg_jct_s_vs_random=1.2, avg_jct_s_vs_aligned=1.1, p99_jct_s_vs_random=3.0,
                               p99_jct_s_vs_aligned=2.0, ecn_s_vs_random=40.0, ecn_s_vs_aligned=50.0,
                               worst_avg_vs_random=0.95, worst_p99_vs_random=1.0, seeds="10,11")])
@@ -142,8 +163,9 @@ def test_cassini_claims_give_reasons_and_the_testbed_column():
 
 
 def test_dally_claims_say_they_were_not_measured_on_the_testbed():
-    c = repro.dally_claims(repro.dally_table(fake_result()), network="fair")
+    c = repro.dally_claims(repro.dally_table(fake_result()))
     assert len(c) == 3 and (c.testbed == repro.NOT_ON_TESTBED).all()
+    assert (c.regime == REGIME).all()
 
 
 def test_testbed_results_reads_only_the_files_that_exist(tmp_path):

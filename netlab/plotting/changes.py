@@ -115,10 +115,11 @@ def oversub_axis(ax, levels, axis: str = "x") -> None:
 def gain_vs_oversub(rows: pd.DataFrame, ax=None, gain: str = "avg_jct_gain", room: str = "baseline_ideal_ratio",
                     claim: float | None = None):
     """A policy's gain over the baseline per oversubscription (points: mean over seeds; bars: the smallest and
-    largest seed, ``<gain>_seed_min``/``_max``), one colour per trace and network, beside the room the network
-    leaves (dashed: ``1 - 1/ratio``, the most any placement can gain) and the paper's ``claim`` (dotted)."""
+    largest seed, ``<gain>_seed_min``/``_max``), one colour per trace and transport regime (per network for rows
+    without a ``regime``), beside the room the network leaves (dashed: ``1 - 1/ratio``, the most any placement can
+    gain) and the paper's ``claim`` (dotted)."""
     ax = _ax(ax)
-    groups = rows.groupby(["trace", "network"], sort=True)
+    groups = rows.groupby(["trace", "regime" if "regime" in rows else "network"], sort=True)
     colours = dict(zip(groups.groups, SPARE_COLOURS))
     for (trace, network), g in groups:
         g = g.sort_values("oversub")

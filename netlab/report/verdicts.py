@@ -27,19 +27,22 @@ def settings(cmp: pd.DataFrame) -> list[str]:
 
 
 def setting_name(row, cols: list[str], varying: set[str]) -> str:
-    """How a setting reads in a header or a sentence: ``8:1`` for an oversubscription, else ``name=value``."""
+    """How a setting reads in a header or a sentence: ``8:1`` for an oversubscription, the network's or the
+    transport regime's name, else ``name=value``."""
     parts = []
     for c in cols:
         if c not in varying:
             continue
         v = row[c]
         parts.append(oversub_name(v) or "own oversubscription" if c == "oversub" else
-                     (str(v) if c == "network" else f"{c}={v}"))
+                     (str(v) if c in ("network", "regime") else f"{c}={v}"))
     return ", ".join(parts)
 
 
 def _varying(cmp: pd.DataFrame, cols: list[str]) -> set[str]:
-    return {c for c in cols if cmp[c].nunique(dropna=False) > 1 or (c == "oversub" and cmp[c].notna().any())}
+    """The setting columns a verdict names: those that vary, and always the oversubscription and the regime."""
+    return {c for c in cols if cmp[c].nunique(dropna=False) > 1 or (c in ("oversub", "regime")
+                                                                    and cmp[c].notna().any())}
 
 
 def verdict_rows(cmp: pd.DataFrame, metric: str = DECIDE_ON) -> pd.DataFrame:

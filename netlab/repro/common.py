@@ -33,13 +33,16 @@ NETWORK_AWARE = ("cassini", "dally", "topo-bestfit")
 
 # ------------------------------------------------------------ acceptance
 def acceptance(dally: pd.DataFrame, cassini: pd.DataFrame) -> dict:
-    """Does the best network-aware policy beat consolidation-based Tiresias on avg and p99 JCT?
+    """Does the best network-aware policy beat consolidation-based Tiresias on avg and p99 JCT (per trace, regime
+    and oversubscription)?
 
     Ratios are Tiresias+consolidated / policy (> 1: the network-aware policy wins).
     """
     out = {}
-    for (trace, oversub), g in dally.groupby(["trace", "oversub"]):
-        out[f"dally-setup/{trace}/oversub={oversub}"] = _best_vs_baseline(g)
+    by = ["trace", "regime", "oversub"] if "regime" in dally else ["trace", "oversub"]
+    for key, g in dally.groupby(by):
+        where = "/".join(map(str, key[:-1]))
+        out[f"dally-setup/{where}/oversub={key[-1]}"] = _best_vs_baseline(g)
     for (oversub, load), g in cassini.groupby(["oversub", "load"]):
         if (g.label == BASELINE).any():
             out[f"cassini-setup/oversub={oversub}/load={load}"] = _best_vs_baseline(g)
@@ -65,50 +68,65 @@ def seed_range(frame: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.Data
     return out.reset_index()
 
 
-def claims_vs_measured(dally: pd.DataFrame | None = None, cassini: pd.DataFrame | None = None,
-                       network: str = "tcp") -> pd.DataFrame:
-    """Each paper claim next to the best gain netlab measured for it (over setups).
+def claims_vs_measured(dally: pd.DataFrame | None = None, regimes=None) -> pd.DataFrame:
+    """Each Dally claim next to the best gain netlab measured for it (over setups), once per transport regime
+    (``regimes``, default the table's, in the registry's order; the ``regime`` column names it).
 
-    Dally rows are taken on ``network`` (falling back to ``fair`` when the
-    table has no such rows) and carry the setup's ``baseline_ideal_ratio``
-    (the room the network leaves: no placement gain exceeds 1 - 1/ratio), the
-    seeds averaged, and the smallest and largest gain of one of them
-    (``seed_min``, ``seed_max``): the best setup is the largest of many noisy
-    means, so its seeds' spread says how far to trust it.
+    Each row carries the setup's ``baseline_ideal_ratio`` (the room the network leaves: no placement gain exceeds
+    1 - 1/ratio), the seeds averaged, and the smallest and largest gain of one of them (``seed_min``,
+    ``seed_max``): the best setup is the largest of many noisy means, so its seeds' spread says how far to trust
+    it; ``network`` is the model spec the regime ran on. The CASSINI claims are
+    :func:`netlab.repro.cassini.cassini_claims`'.
     """
+    from .regimes import ordered
+
     rows = []
-    for c in CLAIMS.itertuples():
-        measured, where, ratio, seeds, net = np.nan, "", np.nan, None, None
-        seed_min = seed_max = np.nan
-        if c.system == "Dally" and dally is not None:
-            col = {"makespan": "makespan_gain", "avg_jct": "avg_jct_gain", "comm_overhead": "comm_overhead_gain"}[c.metric]
-            d = dally[dally.label.str.startswith("dally")]
-            if "network" in d.columns:
-                net = network if (d.network == network).any() else "fair"
-                d = d[d.network == net]
-            d = d.reset_index(drop=True)
-            if len(d):
-                i = d[col].idxmax()
-                r = d.loc[i]
+    if dally is None:
+        return pd.DataFrame()
+    for regime in ordered(regimes, dally.regime):
+        d = dally[dally.label.str.startswith("dally") & (dally.regime == regime)].reset_index(drop=True)
+        for c in CLAIMS[CLAIMS.system == "Dally"].itertuples():
+            measured, where, ratio, seeds, net = np.nan, "", np.nan, None, None
+            seed_min = seed_max = np.nan
+            col = {"makespan": "makespan_gain", "avg_jct": "avg_jct_gain", "comm_overhead": "comm_overhead_gain"}[
+                c.metric]
+            if len(d) and d[col].notna().any():
+                r = d.loc[d[col].idxmax()]
                 where = f"{r['label']} on {r['trace']} {r['oversub']}:1"
                 if r.get("background", 0):
                     where += f" + {r['background']:.0%} background"
                 if r.get("batch", False):
                     where += ", batch submission"
-                measured, ratio = r[col], r.get("baseline_ideal_ratio", np.nan)
+                measured, ratio, net = r[col], r.get("baseline_ideal_ratio", np.nan), r.get("network")
                 seeds = r.get("seeds")
                 seed_min, seed_max = r.get(f"{col}_seed_min", np.nan), r.get(f"{col}_seed_max", np.nan)
-        if c.system == "CASSINI" and cassini is not None:
-            col = {"avg_jct": "avg_jct_s_ratio", "p99_jct": "p99_jct_s_ratio", "ecn_marks": "overload_gbit_ratio"}[c.metric]
-            d = cassini[cassini.label.str.contains("cassini")].replace([np.inf], np.nan).reset_index(drop=True)
-            if len(d) and d[col].notna().any():
-                i = d[col].idxmax()
-                measured, where = 1 - 1 / d.loc[i, col], f"{d.loc[i, 'label']} at {d.loc[i, 'oversub']}:1"
-        rows.append(dict(system=c.system, claim=c.claim, claim_gain=c.claim_gain, measured_gain=measured,
-                         best_setup=where, holds=bool(measured >= c.claim_gain) if np.isfinite(measured) else None,
-                         network=net, baseline_ideal_ratio=ratio, seeds=seeds, seed_min=seed_min,
-                         seed_max=seed_max))
+            rows.append(dict(system=c.system, regime=regime, claim=c.claim, claim_gain=c.claim_gain,
+                             measured_gain=measured, best_setup=where,
+                             holds=bool(measured >= c.claim_gain) if np.isfinite(measured) else None,
+                             network=net, baseline_ideal_ratio=ratio, seeds=seeds, seed_min=seed_min,
+                             seed_max=seed_max))
     return pd.DataFrame(rows)
+
+
+def claims_table(dally_claims: pd.DataFrame | None, cassini_claims: pd.DataFrame | None) -> pd.DataFrame:
+    """Every paper claim in every regime, one table: ``system``, ``regime``, the claim, the paper's figure and what
+    netlab measured, as a factor (``paper_factor``, ``measured_factor``: 1.6 = 1.6x better; a Dally gain g is
+    1 / (1 - g)), whether it holds, where, and which regime the paper's setup corresponds to
+    (``paper_regime``, ``is_paper_regime``; the why is in the per-system tables)."""
+    parts = []
+    if dally_claims is not None and len(dally_claims):
+        d = dally_claims
+        factor = lambda g: 1 / (1 - g) if pd.notna(g) and g < 1 else np.nan  # noqa: E731
+        parts.append(pd.DataFrame(dict(system="Dally", regime=d.regime, claim=d.claim,
+                                       paper_factor=d.claim_gain.map(factor), measured_factor=d.measured_gain.map(factor),
+                                       holds=d.holds, setup=d.best_setup, paper_regime=d.paper_regime,
+                                       is_paper_regime=d.is_paper_regime)))
+    if cassini_claims is not None and len(cassini_claims):
+        c = cassini_claims
+        parts.append(pd.DataFrame(dict(system="CASSINI", regime=c.regime, claim=c.paper, paper_factor=c.paper_factor,
+                                       measured_factor=c.measured_factor, holds=c.holds, setup=c.best_setup,
+                                       paper_regime=c.paper_regime, is_paper_regime=c.is_paper_regime)))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 # ------------------------------------------------------------ the testbed beside each claim

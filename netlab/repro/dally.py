@@ -19,10 +19,13 @@ Why the setups look like this:
 * **batch submission**: on the trace's own arrivals the makespan is set by
   the last long jobs and barely moves; with every job submitted at once it
   measures how fast the cluster drains the work (``batch=True`` cells);
-* **networks**: ``tcp`` (TCP-like sharing with phase state, the most
-  faithful model under contention) and ``fair`` (max-min) side by side; the
-  ideal network runs once per trace, seed, policy and submission mode, as
-  the reference for every congested setup.
+* **transport regimes**: every congested setup runs in each transport regime
+  (a grid's ``regime`` axis: the model spec the regime registry names for
+  it, :mod:`netlab.repro.regimes`), since a placement's cost depends on how
+  the transport shares a link; the paper's own setup (an ASTRA-sim-based
+  simulator) corresponds to the rate-fair, lossless one. The ideal network
+  runs once per trace, seed, policy and submission mode, as the reference
+  for every congested setup and regime.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ DALLY_POLICIES = (
 #: the final table's policies: the baseline, full Dally and topology-aware best fit (the ablation runs on
 #: the development seed: the full grid on three seeds takes ~1 h on a shared 2-core machine)
 DALLY_REPORT_POLICIES = DALLY_POLICIES[:2] + DALLY_POLICIES[5:6]
-#: setup columns a row of the table is keyed by (besides the policy and the network)
+#: setup columns a row of the table is keyed by (besides the policy, the regime and its network)
 SETUP = ("trace", "batch", "oversub", "background")
 DALLY_DEV_SEEDS = (0,)  # what the fixes and setups were developed and checked on
 DALLY_REPORT_SEEDS = (1, 2, 3)  # the final table (never looked at while developing)
@@ -58,28 +61,33 @@ def _seeds(seeds) -> list[int]:
 
 
 def congestion_setups(oversub: Sequence[int] = (4, 8, 16, 32), background: Sequence[float] = (0.25, 0.5),
-                      background_oversub: int = 8, networks: Sequence[str] = ("tcp", "fair"),
+                      background_oversub: int = 8, regimes: Sequence[str] | None = None,
                       ideal: bool = True) -> list[dict]:
-    """The zipped (oversub, background, network) values of the sweep: every oversubscription without
-    background, each background share at ``background_oversub``, on each network; plus one ideal cell."""
+    """The zipped (oversub, background, regime) values of the sweep: every oversubscription without background,
+    each background share at ``background_oversub``, in each regime (default: every registered one); plus one
+    ideal cell (no regime: the bound every regime is measured against)."""
+    from . import regimes as reg
+
     pairs = [(o, 0.0) for o in oversub] + [(background_oversub, float(b)) for b in background if b]
-    out = [dict(oversub=o, background=b, network=n) for n in networks for o, b in pairs]
+    out = [dict(oversub=o, background=b, regime=r) for r in (reg.names() if regimes is None else regimes)
+           for o, b in pairs]
     if ideal:  # the non-blocking network ignores capacities: one reference per trace/seed/policy/mode
         out.append(dict(oversub=int(oversub[0]), background=0.0, network="ideal"))
     return out
 
 
 def dally_grid(traces=("philly", "itp,cluster=03"), oversub=(4, 8, 16, 32), background=(0.25, 0.5),
-               background_oversub: int = 8, networks=("tcp", "fair"), batch=(False, True), seeds=(0,),
+               background_oversub: int = 8, regimes: Sequence[str] | None = None, batch=(False, True), seeds=(0,),
                max_jobs: int | None = 2000, topology: str = DALLY_TOPOLOGY, ideal: bool = True,
                policies=DALLY_POLICIES) -> dict:
-    """Consolidation-based Tiresias vs Dally (full and each part) vs FIFO over the congestion sweep.
+    """Consolidation-based Tiresias vs Dally (full and each part) vs FIFO over the congestion sweep, in each
+    transport regime (``regimes``, default every registered one).
 
     ``seeds``: an int (replicates 0..n-1) or the replicate indices themselves
     (a development set and a disjoint reporting set).
     """
     grid = dict(trace=list(traces), batch=[bool(b) for b in batch], pairs=list(policies),
-                setup=congestion_setups(oversub, background, background_oversub, networks, ideal),
+                setup=congestion_setups(oversub, background, background_oversub, regimes, ideal),
                 seed=_seeds(seeds))
     return dict(name="dally-repro", topology=topology, max_jobs=max_jobs, grid=grid)
 
@@ -91,11 +99,11 @@ def comm_overhead(jobs: pd.DataFrame) -> pd.Series:
 
 
 def dally_table(result, by: Sequence[str] = SETUP) -> pd.DataFrame:
-    """Makespan, average/p99 JCT, queueing and communication overhead per setup, network and policy
-    (mean over seeds), with the room the network leaves.
+    """Makespan, average/p99 JCT, queueing and communication overhead per setup, regime (and its network) and
+    policy (mean over seeds), with the room the network leaves.
 
     * ``*_gain``: 1 - policy / consolidation-based Tiresias in the same setup,
-      network and seed (the papers' "X% better");
+      regime and seed (the papers' "X% better");
     * ``*_gain_seed_min`` / ``*_gain_seed_max``: the smallest and largest gain
       of one seed. One run moves by several percent on its own
       (``benchmarks/bench_sensitivity.py``), so a mean gain is read beside them;
@@ -112,8 +120,8 @@ def dally_table(result, by: Sequence[str] = SETUP) -> pd.DataFrame:
             if k not in frame.columns:
                 frame[k] = default
             frame[k] = frame[k].fillna(default)
-    keys = [k for k in by if k in s.columns] + ["label", "network", "seed"]
-    per_run = jobs.groupby(keys, as_index=False).agg(comm_overhead_s=("comm_s", "sum"))
+    keys = [k for k in by if k in s.columns] + ["label", "regime", "network", "seed"]
+    per_run = jobs.groupby(keys, as_index=False, dropna=False).agg(comm_overhead_s=("comm_s", "sum"))
     s = s.merge(per_run, on=keys, how="left")
     from ..network import ideal_networks
     bound = s.network.isin(ideal_networks())
@@ -121,7 +129,7 @@ def dally_table(result, by: Sequence[str] = SETUP) -> pd.DataFrame:
     mode = [k for k in ("trace", "batch") if k in by] + ["seed"]
     ideal_jct = ideal.groupby(mode).avg_jct_s.first()
     s = s[~bound].copy()
-    group = [k for k in by if k in s.columns] + ["network", "seed"]
+    group = [k for k in by if k in s.columns] + ["regime", "network", "seed"]
     base = s[s.label == BASELINE].set_index(group)
     for metric in ("makespan_s", "avg_jct_s", "p99_jct_s", "comm_overhead_s"):
         ref = base[metric].reindex(pd.MultiIndex.from_frame(s[group])).to_numpy()
@@ -136,7 +144,7 @@ def dally_table(result, by: Sequence[str] = SETUP) -> pd.DataFrame:
             "baseline_ideal_ratio",
             "makespan_gain", "avg_jct_gain", "p99_jct_gain", "comm_overhead_gain"]
     cols = [c for c in cols if c in s.columns]
-    out_keys = [k for k in by if k in s.columns] + ["network", "label"]
+    out_keys = [k for k in by if k in s.columns] + ["regime", "network", "label"]
     out = s.groupby(out_keys, as_index=False)[cols].mean()
     out = out.merge(seed_range(s, out_keys, [c for c in cols if c.endswith("_gain")]), on=out_keys, how="left")
     seeds = s.groupby(out_keys).seed.agg(lambda x: sorted(set(int(v) for v in x)))
@@ -147,20 +155,23 @@ def dally_table(result, by: Sequence[str] = SETUP) -> pd.DataFrame:
 def locality_table(result, gpus=(2, 8), by: Sequence[str] = SETUP) -> pd.DataFrame:
     """Hosts per job (its last placement), share on more than one host, and mean slowdown of the jobs
     with ``gpus[0]``-``gpus[1]`` GPUs (they fit one 8-GPU host, so every extra host is lost locality),
-    per setup, network and policy (mean over seeds)."""
+    per setup, regime (the ideal network's rows have none) and policy (mean over seeds)."""
     j = result.jobs
     j = j[(j.gpus >= gpus[0]) & (j.gpus <= gpus[1])].assign(multi_host=lambda d: d.hosts > 1)
-    keys = [k for k in by if k in j.columns] + ["network", "label"]
-    per_seed = j.groupby(keys + ["seed"], as_index=False).agg(hosts=("hosts", "mean"),
+    keys = [k for k in by if k in j.columns] + ["regime", "network", "label"]
+    per_seed = j.groupby(keys + ["seed"], as_index=False, dropna=False).agg(hosts=("hosts", "mean"),
                                                               multi_host=("multi_host", "mean"),
                                                               slowdown=("slowdown", "mean"),
                                                               preemptions=("preemptions", "sum"))
-    return per_seed.groupby(keys, as_index=False)[["hosts", "multi_host", "slowdown", "preemptions"]].mean()
+    return per_seed.groupby(keys, as_index=False, dropna=False)[["hosts", "multi_host", "slowdown",
+                                                                  "preemptions"]].mean()
 
 
-def dally_claims(table: pd.DataFrame, network: str = "tcp") -> pd.DataFrame:
-    """Each Dally claim: the paper's figure, the best setup netlab found for it, the measured gain, the
-    room that setup leaves, and, where the claim does not hold, the measured reason.
+def dally_claims(table: pd.DataFrame, regimes=None) -> pd.DataFrame:
+    """Each Dally claim per transport regime (``regimes``, default the table's): the paper's figure, the best
+    setup netlab found for it, the measured gain, the room that setup leaves, where the claim does not hold the
+    measured reason, and which regime the paper's setup corresponds to and why (``paper_regime``,
+    ``paper_regime_why``, ``is_paper_regime``: :data:`netlab.repro.regimes.PAPER_REGIMES`).
 
     ``room`` = 1 - 1 / baseline_ideal_ratio: the most any placement could gain
     on average JCT there (the ideal network's JCT is the floor). For the
@@ -169,9 +180,12 @@ def dally_claims(table: pd.DataFrame, network: str = "tcp") -> pd.DataFrame:
     what the testbed measured: nothing for Dally (its claims are simulator-only here).
     """
     from .common import claims_vs_measured, with_testbed
+    from .regimes import with_paper_regime
 
-    c = claims_vs_measured(dally=table, network=network)
-    c = c[c.system == "Dally"].drop(columns="system").reset_index(drop=True)
+    c = claims_vs_measured(dally=table, regimes=regimes)
+    if c.empty:
+        return c
+    c = c.drop(columns="system")
     c["room"] = 1 - 1 / c.baseline_ideal_ratio
     reasons = []
     for r in c.itertuples():
@@ -189,4 +203,4 @@ def dally_claims(table: pd.DataFrame, network: str = "tcp") -> pd.DataFrame:
             reasons.append(f"room {r.room:.0%} (baseline {r.baseline_ideal_ratio:.2f}x the ideal network); "
                            f"Dally reached {r.measured_gain:.0%}")
     c["reason"] = reasons
-    return with_testbed(c, "Dally", {})  # Dally never ran on the testbed: the column says so
+    return with_testbed(with_paper_regime(c, "Dally"), "Dally", {})  # Dally never ran on the testbed: it says so

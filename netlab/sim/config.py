@@ -27,6 +27,12 @@ def _networks():
     return NETWORKS
 
 
+def _regimes():
+    from ..network.regimes import REGIMES
+
+    return REGIMES
+
+
 def _histories():
     from .history import HISTORIES
 
@@ -43,6 +49,8 @@ def _positive_or_inf(value: float) -> float:
 Network = registered(_networks)
 #: a registered network model, or None: the model passed to the simulator as ``network=``, else the default
 NetworkOrModel = registered(_networks, nullable=True)
+#: a registered transport regime (netlab.network.regimes), or None: the network is named directly
+Regime = registered(_regimes, nullable=True)
 #: a seed for every random stream of a run (numpy's SeedSequence entropy)
 Seed = Int(ge=0, le=2**63 - 1, what="an integer >= 0")
 #: a finite duration in seconds

@@ -64,6 +64,7 @@ def run_cell(cell: Cell) -> CellResult:
     """Simulate one cell (:func:`netlab.run.run_one` with the cell's derived workload and simulation seeds)."""
     p = dict(cell.params)
     del p["base_seed"]
+    p.pop("regime", None)  # expand() set the regime's network beside it
     params = RunParams(**p | dict(seed=cell.sim_seed, workload_seed=cell.workload_seed))
     res = run_one(params, load=_trace)
     summary = _flat(res.summary) | {"preemption_policy": res.summary["preemption"],

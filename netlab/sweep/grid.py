@@ -13,6 +13,7 @@ A grid document (a YAML file or a dict)::
       placement: consolidated       # a scalar inside ``grid`` is a fixed value too
       oversub: [2, 4]               # sets ``oversub=`` in the base topology spec
       network: [fair, ideal]
+      regime: [reno-deep, dcqcn]    # or a transport regime: it sets the network (the regime registry's model)
       seed: [0, 1, 2]               # replicate indices, not raw seeds (see below)
       pairs:                        # a list of mappings is zipped: each mapping is one value
         - {policy: sjf, placement: random}
@@ -55,7 +56,7 @@ from ..errors import InputError, Int, Schema, short
 from ..network.model import DEFAULT_NETWORK
 from ..run import (Background, Batch, MaxJobs, NetPolicy, Oversub, Placement, Policy, Preemption, TopologyText,
                    TraceText, topology_spec as _spec)
-from ..sim.config import Backfill, Network, Seconds, Seed
+from ..sim.config import Backfill, Network, Regime, Seconds, Seed
 from ..yaml_input import load_yaml, load_yaml_file
 
 DEMO_TOPOLOGY = "leafspine,racks=4,hosts_per_rack=4,gpus_per_host=8,host_gbps=100,spines=2"
@@ -71,12 +72,16 @@ DEMO_SCHEDULERS = (
 )
 DEMO_BASELINE = "tiresias+consolidated"  # the label the demo's comparisons are against
 DEMO_OVERSUB = (2, 8)
+#: the transport regimes the main job's verdicts are computed for (netlab.network.regimes): the default
+#: network's (deep-buffer TCP) and the rate-fair one (RoCE/DCQCN-like), whose verdicts on time-shift and
+#: placement policies can differ (issue 26)
+DEMO_REGIMES = ("reno-deep", "dcqcn")
 #: replicates: per-seed changes against the baseline spread by about +-10% (the jobs' model mix), so
 #: 5 seeds left Dally's 8:1 interval across 0 ([-12%, +6%]) and 10 separate it ([-16%, -3%])
 DEMO_SEEDS = 10
 
 META_KEYS = ("name", "description", "links", "grid")
-#: the largest grid a sweep expands unless raised (NETLAB_MAX_CELLS, or max_cells=): the demo is 210 cells
+#: the largest grid a sweep expands unless raised (NETLAB_MAX_CELLS, or max_cells=): the demo is 350 cells
 MAX_CELLS = 10_000
 
 
@@ -105,11 +110,16 @@ class CellParams(Schema):
     background: Background = 0.0  # optional
     batch: Batch = False  # optional
     netpolicy: NetPolicy = "none"  # optional: the network policy (per-job network allocations)
+    # optional: a transport regime (netlab.network.regimes); the cell runs on the model the regime registry
+    # names for it (:func:`regime_network` sets ``network``)
+    regime: Regime = None
 
 
 #: optional parameters: they enter a cell (and its id) only when a grid sets them, so adding
 #: one never changes the ids of cells already stored
-OPTIONAL = {k: CellParams.model_fields[k].default for k in ("background", "batch", "netpolicy")}
+OPTIONAL = {k: CellParams.model_fields[k].default for k in ("background", "batch", "netpolicy", "regime")}
+#: parameters that say which network a cell runs on (not a setting of their own beside it)
+NETWORK_PARAMS = ("network", "regime")
 #: parameters every cell has, with their defaults (all of them enter the cell id)
 DEFAULTS = {k: f.default for k, f in CellParams.model_fields.items() if k not in OPTIONAL}
 
@@ -221,7 +231,7 @@ def expand(doc: dict, where: str = "grid", max_cells: int | None = None) -> list
                 raise GridError(f"{where}: unknown grid parameter(s) {short(unknown)}; known: "
                                 f"{sorted(set(DEFAULTS) | set(OPTIONAL))}")
             params.update(part)
-        combos.append(params)
+        combos.append(regime_network(params, where))
     check_cells(combos, where)
     for params in combos:
         cid = short_hash(params)
@@ -237,6 +247,23 @@ def expand(doc: dict, where: str = "grid", max_cells: int | None = None) -> list
 
 
 # -- checking a whole grid before anything is written ----------------------------------------------------------------
+
+def regime_network(params: dict, where: str = "grid") -> dict:
+    """``params`` with the network of its ``regime`` (the model the regime registry names for it), if it names
+    one. A cell naming both a regime and another
+    network is a :class:`GridError`: the regime says which model it runs on."""
+    if params.get("regime") is None:
+        return params
+    from ..network.regimes import REGIMES, regime
+
+    if params["regime"] not in REGIMES:  # check_cells names it with the registered regimes
+        return params
+    net = regime(params["regime"]).network
+    if params.get("network", DEFAULT_NETWORK) not in (DEFAULT_NETWORK, net):
+        raise GridError(f"{where}: a cell names regime {params['regime']!r} and network {params['network']!r}; "
+                        "a regime sets the network (give one of them)")
+    return params | dict(network=net)
+
 
 def _check_meta(doc: dict, where: str) -> None:
     for key in ("name", "description"):
@@ -293,15 +320,16 @@ def read_grid(what) -> dict:
 
 
 def demo_grid(trace="philly-sample", max_jobs=None, topology=DEMO_TOPOLOGY, seeds: int = DEMO_SEEDS,
-              ideal: bool = True, oversub=DEMO_OVERSUB) -> dict:
-    """The main job's sweep: every demo scheduler x oversub x seeds on the default network, plus each
-    scheduler and seed once on the ideal network.
+              ideal: bool = True, oversub=DEMO_OVERSUB, regimes=DEMO_REGIMES) -> dict:
+    """The main job's sweep: every demo scheduler x oversub x seeds in each transport regime (``regimes``: each on
+    the model the regime registry names for it), plus each scheduler and seed once on the ideal network.
 
     The ideal (non-blocking) network ignores oversubscription, so its cells carry none (the base
     topology's own): one per scheduler and seed, not one per oversub, and :func:`~netlab.sweep.runner.
-    add_ideal_ratio` pairs it with every oversub. Per-link rows are kept for seed 0 at the highest oversub.
+    add_ideal_ratio` pairs it with every oversub and regime. Per-link rows are kept for seed 0 at the highest
+    oversub in the first regime.
     """
-    nets = [dict(network=DEFAULT_NETWORK, oversub=o) for o in oversub] + ([dict(network="ideal")] if ideal else [])
+    nets = [dict(regime=r, oversub=o) for r in regimes for o in oversub] + ([dict(network="ideal")] if ideal else [])
     return dict(name="demo", trace=trace, max_jobs=max_jobs, topology=topology, base_seed=0,
-                links={"network": DEFAULT_NETWORK, "seed": 0, "oversub": max(oversub)},
+                links={"regime": regimes[0], "seed": 0, "oversub": max(oversub)},
                 grid=dict(scheduler=[dict(c) for c in DEMO_SCHEDULERS], setting=nets, seed=list(range(seeds))))

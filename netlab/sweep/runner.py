@@ -22,7 +22,7 @@ from ..network.model import ideal_networks
 from ..procguard import stop_signals_unwind
 from ..run import tag_jobs
 from .backends import BACKENDS, Backend
-from .grid import DEFAULTS, OPTIONAL, Cell, expand, grid_source, read_grid
+from .grid import DEFAULTS, NETWORK_PARAMS, OPTIONAL, Cell, expand, grid_source, read_grid
 from .store import MemoryStore, Store, StoreError
 
 PARAM_COLUMNS = tuple(DEFAULTS)
@@ -51,7 +51,7 @@ def add_ideal_ratio(summary: pd.DataFrame) -> pd.DataFrame:
     if summary.empty or "network" not in summary or not (ideal := summary.network.isin(ideal_networks())).any():
         return summary
     # optional parameters a grid sets are part of the match too (else batch and trace-time cells would pair up)
-    keys = [c for c in PARAM_COLUMNS + tuple(OPTIONAL) if c != "network" and c in summary]
+    keys = [c for c in PARAM_COLUMNS + tuple(OPTIONAL) if c not in NETWORK_PARAMS and c in summary]
     if "oversub" in keys and summary.loc[ideal, "oversub"].isna().all():
         keys.remove("oversub")  # ideal cells without an oversub (non-blocking: it cannot matter) pair with every one
     ideal = summary.loc[ideal, keys + ["avg_jct_s"]].rename(columns={"avg_jct_s": "_ideal"})
