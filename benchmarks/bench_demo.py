@@ -5,7 +5,9 @@
    ``.venv/bin/pip install -q .``, ``.venv/bin/netlab demo --out results/demo``
    (numba compiles from nothing: the new site-packages has no cache). Target:
    under 4 minutes in all on the 2-core machine. The report's one-sentence
-   answer is recorded.
+   answer is recorded, and the verdicts per transport regime (the demo runs
+   in :data:`netlab.sweep.grid.DEMO_REGIMES`: the default network's and the
+   rate-fair one; each verdict names the regime it was computed for).
 2. Warm-up or not (``--ab``): the demo's sweep alone, on this environment, with
    an empty numba cache each time (``NUMBA_CACHE_DIR``, a fresh directory),
    with the process backend's ``warm_up`` (the first cell in the parent, so
@@ -56,8 +58,20 @@ def fresh_clone(tmp: Path) -> dict:
     return dict(commit=commit, **{k: round(v, 1) for k, v in steps.items()}, total_s=round(total, 1),
                 sweep_wall_s=round(manifest["runs"][-1]["wall_s"], 1), cells=manifest["runs"][-1]["ran"],
                 answer=json.loads((clone / "results/demo/report/report.json").read_text())["answer"],
+                verdicts_by_regime=verdicts_by_regime(clone / "results/demo/report/comparison.csv"),
                 loadavg_1min_before=load_before, loadavg_1min_after=os.getloadavg()[0],
                 target_s=TARGET_S, met=bool(total <= TARGET_S))
+
+
+def verdicts_by_regime(comparison_csv: Path) -> dict:
+    """The report's verdicts (:func:`netlab.compare.verdicts`, one line per policy and setting, each naming its
+    regime) grouped by the transport regime they were computed for."""
+    import pandas as pd
+
+    from netlab.compare import verdicts
+
+    cmp = pd.read_csv(comparison_csv)
+    return {str(r): verdicts(g) for r, g in cmp.groupby("regime", sort=False)}
 
 
 def _cold_sweep(warm_up: bool, tmp: Path) -> dict:

@@ -195,7 +195,8 @@ def _where(row: pd.Series, setting: list[str], varying: set[str]) -> str:
         if c == "oversub":
             parts.append("at the topology's own oversubscription" if pd.isna(v) else f"at {v:g}:1")
         elif c == "network":
-            parts.append(f"on {v}")
+            if "regime" not in row or pd.isna(row["regime"]):  # a regime names its network
+                parts.append(f"on {v}")
         elif c == "regime":
             parts.append(f"in the {v} regime")
         else:

@@ -31,8 +31,8 @@ def setting_name(row, cols: list[str], varying: set[str]) -> str:
     transport regime's name, else ``name=value``."""
     parts = []
     for c in cols:
-        if c not in varying:
-            continue
+        if c not in varying or (c == "network" and "regime" in cols and pd.notna(row["regime"])):
+            continue  # a regime names its network
         v = row[c]
         parts.append(oversub_name(v) or "own oversubscription" if c == "oversub" else
                      (str(v) if c in ("network", "regime") else f"{c}={v}"))
