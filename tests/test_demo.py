@@ -24,9 +24,12 @@ def test_demo_grid_runs_network_aware_against_classic_with_one_ideal_cell_per_sc
     assert len(ideal) == len(DEMO_SCHEDULERS) * 2
     assert all(c.params["oversub"] is None for c in ideal)
     assert len({(c.label, c.params["seed"]) for c in ideal}) == len(ideal)
-    # per-link rows (the heatmap) only for seed 0 at the most congested level
+    # per-link rows (the heatmap) only for seed 0 at the most congested level, in each of the demo's regimes
+    from netlab.network.regimes import regime
+    from netlab.sweep.grid import DEMO_REGIMES
+
     assert {(c.params["network"], c.params["oversub"], c.params["seed"]) for c in cells if c.keep_links} == {
-        ("tcp", 8, 0)}
+        (regime(r).network, 8, 0) for r in DEMO_REGIMES}
 
 
 def test_the_ideal_cell_pairs_with_every_oversub():

@@ -13,6 +13,7 @@ import pytest  # noqa: E402
 
 import browser  # noqa: E402
 from netlab.demo import demo_report  # noqa: E402
+from netlab.sweep.grid import DEMO_REGIMES  # noqa: E402
 
 pytestmark = pytest.mark.skipif(browser.CHROMIUM is None, reason=browser.MISSING)
 
@@ -28,11 +29,11 @@ def test_the_rendered_report_answers_first_then_the_verdict_table_then_the_headl
     answer = re.search(r'<p class="answer" id="answer">([^<]+)</p>', dom).group(1)
     assert "tiresias+consolidated" in answer and answer.endswith(".")
     table = dom[dom.index('id="verdicts"'):dom.index("</table>", dom.index('id="verdicts"'))]
-    # 6 policies against tiresias+consolidated, one column each for 2:1 and 8:1
-    assert re.findall(r"<th>([^<]+)</th>", table) == ["2:1", "8:1"]
+    # 6 policies against tiresias+consolidated, one column each for 2:1 and 8:1 in each of the demo's regimes
+    assert re.findall(r"<th>([^<]+)</th>", table) == [f"{o}, {r}" for o in ("2:1", "8:1") for r in sorted(DEMO_REGIMES)]
     assert len(re.findall(r'<tr><th class="policy">', table)) == 6
     cells = re.findall(r'<td class="(better|worse|no-clear-difference)" title="[^"]+">([^<]+)</td>', table)
-    assert len(cells) == 12 and all(re.search(r"· lower in [012]/2$", t) for _, t in cells), cells
+    assert len(cells) == 6 * 2 * len(DEMO_REGIMES) and all(re.search(r"· lower in [012]/2$", t) for _, t in cells), cells
     head = re.search(r'<figure id="comparison"><img alt="Change against tiresias\+consolidated[^"]*" '
                      r'src="data:image/png;base64,([^"]{1000,})"', dom)
     assert head, "the headline figure is not in the rendered DOM"

@@ -112,7 +112,7 @@ def test_every_claim_row_names_a_registered_regime_and_the_papers_regime():
     assert (row.paper_factor, row.measured_factor) == pytest.approx((2.0, 1.25))
 
 
-def test_the_demo_runs_each_of_its_regimes_and_keeps_links_in_the_first():
+def test_the_demo_runs_each_of_its_regimes_and_keeps_links_in_each():
     from netlab.sweep import demo_grid
     from netlab.sweep.grid import DEMO_REGIMES, DEMO_SCHEDULERS
 
@@ -123,4 +123,4 @@ def test_the_demo_runs_each_of_its_regimes_and_keeps_links_in_the_first():
         assert len(mine) == len(DEMO_SCHEDULERS) * 2 * 2  # schedulers x oversub x seeds
         assert {c.params["network"] for c in mine} == {regime(name).network}
     assert {(c.params.get("regime"), c.params["oversub"], c.params["seed"]) for c in cells if c.keep_links} == {
-        (DEMO_REGIMES[0], 8, 0)}
+        (name, 8, 0) for name in DEMO_REGIMES}
