@@ -319,7 +319,8 @@ def _claims(summary: pd.DataFrame, regime: str) -> pd.DataFrame:
             rows.append(dict(regime=regime, claim=name, paper=claim, paper_factor=factor, measured_factor=np.nan,
                              holds=None))
     worst = s.loc[s.worst_avg_vs_random.idxmin()] if len(s) else None
-    rows.append(dict(regime=regime, claim="never_worse", paper="never worse than its host scheduler in any setup (implied)",
+    rows.append(dict(regime=regime, claim="never_worse",
+                     paper="never worse than its host scheduler in any setup (implied)",
                      paper_factor=1.0,
                      measured_factor=float(worst.worst_avg_vs_random) if worst is not None else np.nan,
                      best_setup=(f"worst: {worst.setup} {worst.host} {worst.oversub}:1 (seeds {worst.seeds})"

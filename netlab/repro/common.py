@@ -118,7 +118,8 @@ def claims_table(dally_claims: pd.DataFrame | None, cassini_claims: pd.DataFrame
         d = dally_claims
         factor = lambda g: 1 / (1 - g) if pd.notna(g) and g < 1 else np.nan  # noqa: E731
         parts.append(pd.DataFrame(dict(system="Dally", regime=d.regime, claim=d.claim,
-                                       paper_factor=d.claim_gain.map(factor), measured_factor=d.measured_gain.map(factor),
+                                       paper_factor=d.claim_gain.map(factor),
+                                       measured_factor=d.measured_gain.map(factor),
                                        holds=d.holds, setup=d.best_setup, paper_regime=d.paper_regime,
                                        is_paper_regime=d.is_paper_regime)))
     if cassini_claims is not None and len(cassini_claims):
