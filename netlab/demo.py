@@ -13,15 +13,25 @@ from .report import render_report
 def policy_grid(policies, trace="philly-sample", topology=None, oversub=None, seeds: int | None = None, max_jobs=None,
                 ideal: bool = True, name: str = "policies", regimes=None) -> dict:
     """The main job's sweep (:func:`netlab.sweep.demo_grid`) with other policies: ``policies`` as (ordering,
-    placement) pairs (placement None: the policy's own), every one on the same jobs per seed, in each of
-    ``regimes`` (default :data:`netlab.sweep.grid.DEMO_REGIMES`)."""
+    placement) pairs (placement None: the policy's own) or (ordering, placement, network policy) triples, every one
+    on the same jobs per seed, in each of ``regimes`` (default :data:`netlab.sweep.grid.DEMO_REGIMES`)."""
     from .sweep import demo_grid
     from .sweep.grid import DEMO_OVERSUB, DEMO_REGIMES, DEMO_SEEDS, DEMO_TOPOLOGY
 
     grid = demo_grid(trace=trace, max_jobs=max_jobs, topology=topology or DEMO_TOPOLOGY, seeds=seeds or DEMO_SEEDS,
                      ideal=ideal, oversub=tuple(oversub or DEMO_OVERSUB), regimes=tuple(regimes or DEMO_REGIMES))
-    grid["grid"]["scheduler"] = [dict(policy=p) if pl is None else dict(policy=p, placement=pl) for p, pl in policies]
+    grid["grid"]["scheduler"] = [_scheduler(*entry) for entry in policies]
     return dict(grid, name=name)
+
+
+def _scheduler(ordering, placement=None, netpolicy=None) -> dict:
+    """One entry of the grid's ``scheduler`` axis (placement None: the ordering's own; netpolicy None: none)."""
+    out = dict(policy=ordering)
+    if placement is not None:
+        out["placement"] = placement
+    if netpolicy not in (None, "none"):
+        out["netpolicy"] = netpolicy
+    return out
 
 
 def demo_report(out, trace="philly-sample", topology=None, seeds: int | None = None, max_jobs=None, backend="processes",

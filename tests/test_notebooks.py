@@ -22,7 +22,8 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.i
 
 SMALL = {
     "01-quickstart.ipynb": dict(MAX_JOBS=60, SEEDS=2, POLICIES=[("fifo", "consolidated"),
-                                                                ("tiresias", "consolidated"), ("dally", None)],
+                                                                ("tiresias", "consolidated"), ("dally", None),
+                                                                ("tiresias", "consolidated", "crux")],
                                 BACKEND="serial"),
     "02-dally.ipynb": dict(TRACES=["synthetic,jobs=50,load=0.9,cluster_gpus=256,gpus=0.2+0.3+0.3+0.2"],
                            MAX_JOBS=None, OVERSUB=[8], BACKGROUND=[], REGIMES=["reno-deep", "dcqcn"], SEEDS=[0],
