@@ -45,6 +45,8 @@ def simulate(
     placement: str = typer.Option(None, help="Placement policy; default: the policy's own, else consolidated."),
     netpolicy: str = typer.Option(None, help="Network policy: per-job priority class, weight, rate cap and "
                                   "paths (see `netlab policies`); default none: every job alike."),
+    migration: str = typer.Option(None, help="Migration policy: move running jobs whose slowdown stays high "
+                                  "(see `netlab policies`); default none."),
     network: str = typer.Option(None, help="Network model (see `netlab policies`): tcp (the default, "
                                 "netlab.network.DEFAULT_NETWORK), fair, phase, ideal, or a transport regime's "
                                 "model (see `netlab regimes`): tcp-shallow, dctcp, dcqcn."),
@@ -52,8 +54,13 @@ def simulate(
     out: Path = typer.Option(Path("results/simulate"), help="Output directory."),
     max_jobs: int = typer.Option(None, help="Keep the first N jobs by submit time."),
     trace_dir: Path = typer.Option(None, help="Directory holding the shared traces."),
-    checkpoint_s: float = typer.Option(None, help="Checkpoint cost paid at each restart (s; default 10)."),
-    restore_s: float = typer.Option(None, help="Restore cost paid at each restart (s; default 20)."),
+    checkpoint_s: float = typer.Option(None, help="Checkpoint cost paid at each restart, the same for every job (s; "
+                                       "default: each job's own, its model's state over --storage-gbps)."),
+    restore_s: float = typer.Option(None, help="Restore cost paid at each restart, the same for every job (s; "
+                                    "default: --launch-s plus its model's state over --storage-gbps)."),
+    storage_gbps: float = typer.Option(None, help="Bandwidth of a job's checkpoints to and from storage (Gbit/s; "
+                                       "default 20, netlab.workload.checkpoint)."),
+    launch_s: float = typer.Option(None, help="Process and framework start at each restart (s; default 30)."),
     quiet: bool = typer.Option(False, help="No progress bar."),
     link_history: str = typer.Option(None, help="Per-link history in links.parquet: full (every interval; the "
                                      "default), aggregate (per-link time-weighted load per --link-resolution-s) "
@@ -65,7 +72,9 @@ def simulate(
 
     check_out_dir(out)
     given = dict(trace=trace, topology=topology, policy=policy, placement=placement, netpolicy=netpolicy,
+                 migration=migration,
                  network=network, seed=seed, max_jobs=max_jobs, checkpoint_s=checkpoint_s, restore_s=restore_s,
+                 storage_gbps=storage_gbps, launch_s=launch_s,
                  link_history=link_history, link_resolution_s=link_resolution_s)
     params = RunParams.parse({k: v for k, v in given.items() if v is not None} | dict(progress=None if not quiet
                                                                                        else False),
@@ -85,12 +94,13 @@ def simulate(
 
 @app.command()
 def policies():
-    """List the registered ordering, placement, preemption and network policies and network models."""
+    """List the registered ordering, placement, preemption, network and migration policies and network models."""
     from .network import NETWORKS
-    from .policies import NETWORK_POLICIES, ORDERING, PLACEMENT, PREEMPTION
+    from .policies import MIGRATION, NETWORK_POLICIES, ORDERING, PLACEMENT, PREEMPTION
 
     for title, reg in (("ordering (--policy)", ORDERING), ("placement (--placement)", PLACEMENT),
                        ("preemption", PREEMPTION), ("network policy (--netpolicy)", NETWORK_POLICIES),
+                       ("migration (--migration)", MIGRATION),
                        ("network (--network)", NETWORKS)):
         typer.echo(f"{title}:")
         for name, doc in reg.describe().items():

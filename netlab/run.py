@@ -57,6 +57,12 @@ def _netpolicy():
     return NETWORK_POLICIES
 
 
+def _migration():
+    from .policies import MIGRATION
+
+    return MIGRATION
+
+
 def _text(value):
     """Text (a path is its text) that is not blank."""
     if isinstance(value, PurePath):
@@ -98,6 +104,8 @@ Placement = registered(_placement, nullable=True)
 Preemption = registered(_preemption, nullable=True)
 #: per-job priority class, weight, rate cap and paths (:mod:`netlab.policies.network`); none: every job alike
 NetPolicy = registered(_netpolicy)
+#: moving running jobs whose slowdown stays high (:mod:`netlab.policies.migration`); none: jobs stay put
+Migration = registered(_migration)
 #: share of every switch-to-switch link taken by steady background traffic that does not back off
 Background = Float(ge=0, lt=1, what="a finite number >= 0 and < 1 (a share of each link)")
 #: every job submitted at t = 0 (their order kept by job id): a batch-submission makespan experiment
@@ -119,6 +127,7 @@ class RunParams(SimConfig):
     placement: Placement = None
     preemption: Preemption = None
     netpolicy: NetPolicy = "none"
+    migration: Migration = "none"
     background: Background = 0.0
     batch: Batch = False
     workload_seed: Seed | None = None
@@ -186,7 +195,7 @@ def run_one(params: RunParams | Mapping, trace_dir=None, zoo=None, load: Callabl
     p = params if isinstance(params, RunParams) else RunParams.parse(params)
     topo, jobs, frame = bind(p, trace_dir, zoo, load)
     result = Simulator(topo, jobs, p.policy, p.placement, p.preemption, p.sim_config(), zoo=zoo,
-                       netpolicy=p.netpolicy).run()
+                       netpolicy=p.netpolicy, migration=p.migration).run()
     result.config["trace"] = "<DataFrame>" if _is_frame(p.trace) else p.trace
     result.config["max_jobs"] = p.max_jobs
     result.config["offered_load"] = offered_load(frame, topo.total_gpus)  # what the trace asks of these GPUs

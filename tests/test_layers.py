@@ -40,8 +40,8 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "netlab"
-REGISTRY_FRONT = {"ORDERING", "PLACEMENT", "PREEMPTION", "NETWORK_POLICIES", "OrderingPolicy", "PlacementPolicy",
-                  "PreemptionPolicy", "NetworkPolicy"}
+REGISTRY_FRONT = {"ORDERING", "PLACEMENT", "PREEMPTION", "NETWORK_POLICIES", "MIGRATION", "OrderingPolicy",
+                  "PlacementPolicy", "PreemptionPolicy", "NetworkPolicy", "MigrationPolicy"}
 
 
 def _module(path: Path) -> tuple[str, bool]:

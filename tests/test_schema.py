@@ -158,4 +158,5 @@ def test_the_cli_writes_what_the_schema_accepts(tmp_path):
                               "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     config = json.loads((tmp_path / "config.json").read_text())
-    assert (config["network"], config["seed"], config["max_jobs"], config["checkpoint_s"]) == ("ideal", 2, 3, 10.0)
+    assert (config["network"], config["seed"], config["max_jobs"], config["checkpoint_s"]) == ("ideal", 2, 3, None)
+    assert (config["storage_gbps"], config["launch_s"]) == (20.0, 30.0)  # each job's restart from its model's size

@@ -1,4 +1,5 @@
-"""The four narrow policy interfaces (ordering, placement, preemption, network) the simulator and testbed share.
+"""The five narrow policy interfaces (ordering, placement, preemption, network, migration) the simulator and testbed
+share.
 
 Policy is kept apart from mechanism: a policy reads a
 :class:`~netlab.sched.ClusterView` (free GPUs per host, running jobs, link
@@ -24,6 +25,11 @@ sides, so this layer never imports the simulator.
   running job (priority class, weight, rate cap, paths); the scheduling pass
   asks after every pass that started or stopped a job, and every
   ``period_s`` while jobs run if the policy asks for it.
+* :class:`MigrationPolicy`: which running jobs to move, and where.
+  ``migrations(view)`` returns a new :class:`~netlab.sched.Placement` per job
+  to move; the scheduling pass asks every ``period_s`` while jobs run and the
+  mechanism stops the job and starts it on the new placement, paying its
+  checkpoint and restore (a mechanism that cannot move a job refuses).
 
 Policies that need randomness get a seeded ``numpy.random.Generator`` through
 ``reset(rng)`` at the start of every run.
@@ -42,6 +48,7 @@ ORDERING: Registry["OrderingPolicy"] = Registry("ordering policy")
 PLACEMENT: Registry["PlacementPolicy"] = Registry("placement policy")
 PREEMPTION: Registry["PreemptionPolicy"] = Registry("preemption policy")
 NETWORK_POLICIES: Registry["NetworkPolicy"] = Registry("network policy")
+MIGRATION: Registry["MigrationPolicy"] = Registry("migration policy")
 
 
 class Policy:
@@ -112,4 +119,23 @@ class NetworkPolicy(Policy):
     allocates: bool = True
 
     def allocate(self, view: ClusterView) -> dict[int, NetAllocation]:  # pragma: no cover
+        raise NotImplementedError
+
+
+class MigrationPolicy(Policy):
+    """Re-placement of running jobs (the fifth decision).
+
+    ``migrations`` returns, for each running job to move, its new placement
+    (GPUs free once the job has released its own; the pass checks it). It
+    reads the view only: measured speeds (``JobState.iter_s`` over
+    ``iso_iter_s``), the network model for predictions, and
+    ``view.restart_s(job)``, what a move costs that job.
+    """
+
+    #: ask every ``period_s`` seconds while jobs run
+    period_s: float = 60.0
+    #: False: the policy never moves anything, so the pass need not ask it (results as without one)
+    migrates: bool = True
+
+    def migrations(self, view: ClusterView) -> dict[int, Placement]:  # pragma: no cover
         raise NotImplementedError

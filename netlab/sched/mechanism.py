@@ -6,7 +6,8 @@ time), the live testbed (wall time, ranks started by agents) and the Slurm
 advisor (``sbatch``). The pass asks the mechanism what it can do rather than
 knowing which one it talks to: a mechanism that cannot preempt (a killed rank
 on the testbed loses its state; the advisor submits, it does not requeue)
-says so with :attr:`Mechanism.can_preempt`.
+says so with :attr:`Mechanism.can_preempt`, and one that cannot move a
+running job with :attr:`Mechanism.can_migrate`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class Mechanism:
     running: Mapping[int, JobState]  # running jobs by id, in the order they started
     #: whether :meth:`preempt` can be carried out at all (the pass never asks otherwise)
     can_preempt: bool = False
+    #: whether :meth:`migrate` can be carried out (a migration policy that moves jobs is refused otherwise)
+    can_migrate: bool = False
 
     def view(self, now: float) -> ClusterView:  # pragma: no cover - every mechanism builds its own
         """What the policies may look at, at ``now``."""
@@ -50,6 +53,11 @@ class Mechanism:
     def preempt(self, job: JobState, now: float) -> None:
         """Stop running ``job`` and return its GPUs; it waits again (only called if :attr:`can_preempt`)."""
         raise PolicyError(f"{type(self).__name__} cannot preempt job {job.job_id}")
+
+    def migrate(self, job: JobState, placement: Placement, now: float) -> None:
+        """Move running ``job`` to ``placement`` (checked against the GPUs free once it releases its own): it
+        stops, pays its checkpoint and restore, and runs on. Only called if :attr:`can_migrate`."""
+        raise PolicyError(f"{type(self).__name__} cannot migrate job {job.job_id}")
 
     def allocate(self, allocations: Mapping[int, NetAllocation], now: float) -> None:
         """Give every running job (by id) its network allocation; the default one changes nothing.

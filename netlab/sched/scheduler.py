@@ -21,7 +21,10 @@ walk goes on past it (no reservations); without it the pass stops there
 After a pass that started or stopped a job (and every ``period_s`` of the
 network policy while jobs run), the network policy, if any, allocates the
 network to the running jobs and the mechanism applies its decisions
-(:meth:`Scheduler.allocate`).
+(:meth:`Scheduler.allocate`). Every ``period_s`` of the migration policy, if
+any, while jobs run, it names running jobs to move and their new
+placements; each is checked against the GPUs free once the job releases its
+own and the mechanism moves it (:meth:`Scheduler.migrate`).
 
 The walk is hot in the simulator (full Philly: tens of thousands of passes
 over queues of thousands), so waiting jobs are kept by size, each size a
@@ -53,10 +56,16 @@ class Scheduler:
     """
 
     def __init__(self, ordering, placement, preemption, mechanism: Mechanism, backfill: bool | None = None,
-                 network=None):
+                 network=None, migration=None):
         self.ordering, self.placement, self.preemption = ordering, placement, preemption
         # The network policy; one that never allocates (``none``) is not asked at all.
         self.network = network if network is not None and network.allocates else None
+        # The migration policy; one that never moves a job (``none``) is not asked at all.
+        self.migration = migration if migration is not None and migration.migrates else None
+        if self.migration is not None and not mechanism.can_migrate:
+            raise PolicyError(f"{type(mechanism).__name__} cannot move a running job, so the migration policy "
+                              f"{self.migration.name!r} cannot be carried out here; use migration 'none'")
+        self._migration_armed = False
         self.net_dirty = False  # the running set changed since the network policy last allocated
         self._net_tick_armed = False
         self.mechanism = mechanism
@@ -71,8 +80,9 @@ class Scheduler:
 
     def reset(self, seed: int) -> None:
         """Give each policy its own random stream for a run (ordering, placement, preemption, in that order)."""
-        seeds = np.random.SeedSequence(seed).spawn(4)
-        for policy, s in zip((self.ordering, self.placement, self.preemption, self.network), seeds):
+        # the migration policy's stream is spawned fifth, so adding it changed none of the other four
+        seeds = np.random.SeedSequence(seed).spawn(5)
+        for policy, s in zip((self.ordering, self.placement, self.preemption, self.network, self.migration), seeds):
             if policy is not None:
                 policy.reset(np.random.default_rng(s))
 
@@ -152,6 +162,9 @@ class Scheduler:
         self.run_order.add((js.key, js.job_id))
         self._arm_key_change(js, now)
         self.net_dirty = True
+        if self.migration is not None and not self._migration_armed:
+            self._migration_armed = True
+            mech.wake_at(now + self.migration.period_s, self._migration_tick)
 
     def _preempt(self, js: JobState, now: float) -> None:
         self.stopped(js)
@@ -199,6 +212,44 @@ class Scheduler:
         self._net_tick_armed = False
         self.net_dirty = True
         return True
+
+    # ---------------------------------------------------------- migration
+    def migrate(self, now: float) -> bool:
+        """Ask the migration policy which running jobs to move and have the mechanism move them; True if any moved.
+
+        Every running job's accounting is brought up to ``now`` first (the policy reads its remaining work).
+        """
+        policy, mech = self.migration, self.mechanism
+        for js in mech.running.values():
+            mech.advance(js, now)
+        moves = policy.migrations(mech.view(now))
+        free = mech.free_gpus.copy()  # every move checked, in order, before any is carried out
+        for jid, placement in moves.items():
+            js = mech.running.get(jid)
+            if js is None:
+                raise PolicyError(f"{policy.name}: migration of job {jid}, which is not running")
+            np.add.at(free, list(js.placement.hosts), list(js.placement.gpus))
+            check_placement(policy.name, js, placement, free)
+            np.subtract.at(free, list(placement.hosts), list(placement.gpus))
+        for jid, placement in moves.items():
+            js = mech.running[jid]
+            self.stopped(js)
+            mech.migrate(js, placement, now)
+            js.key = self.ordering.key(js, now)
+            self.run_order.add((js.key, js.job_id))
+            self._arm_key_change(js, now)
+        return bool(moves)
+
+    def _migration_tick(self, now: float) -> bool:
+        """The migration policy's period ended: move what it says, and look again a period later while jobs
+        run. A move changes the running set: a pass follows at this instant."""
+        self._migration_armed = False
+        if not self.mechanism.running:
+            return False
+        moved = self.migrate(now)
+        self._migration_armed = True
+        self.mechanism.wake_at(now + self.migration.period_s, self._migration_tick)
+        return moved
 
     # -------------------------------------------------------------- pass
     def schedule(self, now: float, round_pass: bool = False) -> bool:

@@ -23,7 +23,7 @@ class JobState:
     __slots__ = ("job", "status", "placement", "first_start_s", "end_s", "remaining", "iter_s", "comm_s",
                  "last_update_s", "progress_from_s", "attained_gpu_s", "run_s", "progress_s", "comm_time_s",
                  "preemptions", "iso_iter_s", "key", "version", "key_version", "phase", "demand", "last_start_s",
-                 "allocation", "extra", "runs")
+                 "allocation", "extra", "runs", "migrations")
 
     def __init__(self, job: Job, iso_iter_s: float):
         self.job = job
@@ -42,6 +42,7 @@ class JobState:
         self.progress_s = 0.0  # time making progress (run time less restore overheads)
         self.comm_time_s = 0.0
         self.preemptions = 0
+        self.migrations = 0  # moves to another placement while running (a migration policy's decisions)
         self.iso_iter_s = iso_iter_s
         self.key = None
         self.version = 0
@@ -92,7 +93,8 @@ class ClusterView:
 
     def __init__(self, topology, free_gpus: np.ndarray, running: Mapping[int, JobState], now: float,
                  link_load_gbps: np.ndarray | None = None, waiting: Iterable[JobState] = (), zoo=None,
-                 network: NetworkModel | None = None, free_total: Callable[[], int] | None = None):
+                 network: NetworkModel | None = None, free_total: Callable[[], int] | None = None,
+                 restart_s: Callable[[JobState], float] | None = None):
         if network is not None and not isinstance(network, NetworkModel):
             raise TypeError(f"ClusterView: network must be a NetworkModel (e.g. NETWORKS.create({network!r})), "
                             f"got {type(network).__name__}")
@@ -105,6 +107,12 @@ class ClusterView:
         self.zoo = zoo
         self.network: NetworkModel = network if network is not None else NETWORKS.create(DEFAULT_NETWORK)
         self._free_total = free_total  # the owner's running count of free GPUs, if it keeps one
+        self._restart_s = restart_s
+
+    def restart_s(self, job: JobState) -> float:
+        """Seconds ``job`` would spend without progress if stopped and started again (its checkpoint and restore,
+        as the mechanism charges them; 0 where the mechanism charges nothing)."""
+        return 0.0 if self._restart_s is None else float(self._restart_s(job))
 
     def phase(self, job_id: int) -> float:
         """Where a running job's iterations start, as a fraction of its period: the network model's current
@@ -146,7 +154,8 @@ class ClusterView:
         owner = self._free_total
         free_total = None if owner is None else (lambda: owner() + sum(js.gpus for js in jobs))
         return ClusterView(self.topology, free, running, self.now, link_load_gbps=self._link_load,
-                           waiting=self._waiting, zoo=self.zoo, network=self.network, free_total=free_total)
+                           waiting=self._waiting, zoo=self.zoo, network=self.network, free_total=free_total,
+                           restart_s=self._restart_s)
 
     def demand_for(self, job: JobState, placement: Placement, phase: float = 0.0):
         """The network demand ``job`` would have on ``placement`` (None inside one host).

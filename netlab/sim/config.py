@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field, StrictBool
 
 from ..errors import Float, Int, Schema, not_bool, registered
+from ..workload.checkpoint import LAUNCH_S, STORAGE_GBPS, CheckpointCost
 
 
 def _networks():
@@ -55,6 +56,10 @@ Regime = registered(_regimes, nullable=True)
 Seed = Int(ge=0, le=2**63 - 1, what="an integer >= 0")
 #: a finite duration in seconds
 Seconds = Float(ge=0, what="a finite number of seconds >= 0")
+#: a fixed restart cost for every job, or None: each job's own from its model's size
+RestartSeconds = Annotated[Seconds | None, Field(description="seconds >= 0, or null: from the model's size")]
+#: the bandwidth a job's checkpoints get to and from storage (Gbit/s)
+StorageRate = Float(gt=0, what="a finite number of Gbit/s > 0")
 #: walk past a waiting job that cannot start? None: the ordering policy's own rule
 Backfill = Annotated[StrictBool | None, Field(description="true, false, or null for the ordering policy's own rule")]
 #: a registered per-link history mode (None: "full", or "none" when record_links is false)
@@ -72,8 +77,13 @@ class SimConfig(Schema):
     # object wins; naming another model beside it is an error (netlab.network.model.make_network).
     network: NetworkOrModel = None
     seed: Seed = 0
-    checkpoint_s: Seconds = 10.0
-    restore_s: Seconds = 20.0  # Pollux's 30 s restart penalty, split
+    # What a stopped job pays when it starts again (preemption, migration): by default each job's own, from its
+    # model's size (netlab.workload.checkpoint: state bytes over storage_gbps, plus launch_s at the restore).
+    # checkpoint_s / restore_s, when given, replace the formula by fixed seconds for every job.
+    checkpoint_s: RestartSeconds = None
+    restore_s: RestartSeconds = None
+    storage_gbps: StorageRate = STORAGE_GBPS
+    launch_s: Seconds = LAUNCH_S
     # Walk past a waiting job that cannot start (no reservations)? None: the ordering policy's own
     # choice (OrderingPolicy.backfill: False for strict fifo, True for fjf and the others).
     backfill: Backfill = None
@@ -84,6 +94,14 @@ class SimConfig(Schema):
     link_resolution_s: Resolution = 3600.0
     progress: StrictBool | None = False  # tqdm bar over finished jobs (None: auto)
     network_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    def restart_s(self, model) -> float:
+        """Seconds a restarted job of ``model`` (a zoo ``JobModel``) holds its GPUs without progress: its checkpoint
+        written at the stop, then its restore (``checkpoint_s`` / ``restore_s`` if given, else the formula)."""
+        cost = CheckpointCost(self.storage_gbps, self.launch_s)
+        checkpoint = cost.checkpoint_s(model) if self.checkpoint_s is None else self.checkpoint_s
+        restore = cost.restore_s(model) if self.restore_s is None else self.restore_s
+        return checkpoint + restore
 
     @property
     def history_mode(self) -> str:

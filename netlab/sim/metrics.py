@@ -3,6 +3,7 @@
 Per-job columns (``jobs.parquet``): job_id, name, model, pattern, gpus,
 submit_s, start_s, end_s, jct_s, queue_s (first start - submit), wait_s (all
 time not holding GPUs), run_s, hosts, racks, placement, preemptions,
+migrations (moves by a migration policy, each paying a restart like a preemption),
 comm_fraction (share of progress time spent communicating), iterations,
 iso_iter_s, isolated_s (iterations at isolated speed), slowdown (progress time
 / isolated time: the network's cost), jct_slowdown (JCT / isolated time),
@@ -105,7 +106,8 @@ def link_summary(links: pd.DataFrame, horizon_s: float | None = None) -> pd.Data
 JOB_COLUMNS = (("job_id", np.int64), ("name", object), ("model", object), ("pattern", object), ("gpus", np.int64),
                ("submit_s", float), ("start_s", float), ("end_s", float), ("jct_s", float), ("queue_s", float),
                ("wait_s", float), ("run_s", float), ("hosts", np.int64), ("racks", np.int64), ("placement", object),
-               ("preemptions", np.int64), ("comm_fraction", float), ("iterations", float), ("iso_iter_s", float),
+               ("preemptions", np.int64), ("migrations", np.int64), ("comm_fraction", float), ("iterations", float),
+               ("iso_iter_s", float),
                ("isolated_s", float), ("slowdown", float), ("jct_slowdown", float), ("runs", object))
 #: the job's goals as the trace gave them, filled by :func:`_goal_columns`
 GOAL_COLUMNS = (("priority", np.int64), ("tenant", object), ("deadline_s", float), ("deadline_met", object))
@@ -123,7 +125,7 @@ def job_table(states, topo) -> pd.DataFrame:
     states = list(states)
     cols = {name: np.empty(len(states), dtype=dtype) for name, dtype in JOB_COLUMNS[:-len(GOAL_COLUMNS)]}
     (job_id, name, model, pattern, gpus, submit, start, end_col, jct_col, queue, wait, run, n_hosts, racks, placement,
-     preemptions, comm, iterations, iso, isolated, slowdown, jct_slowdown, runs) = cols.values()
+     preemptions, migrations, comm, iterations, iso, isolated, slowdown, jct_slowdown, runs) = cols.values()
     host_rack, host_names = topo.host_rack, topo.hosts
     for i, js in enumerate(states):
         j = js.job
@@ -144,6 +146,7 @@ def job_table(states, topo) -> pd.DataFrame:
         placement[i] = where = ",".join(f"{host_names[h].name}:{g}" for h, g in zip(p.hosts, p.gpus)) if p else ""
         runs[i] = _runs(js, where, host_names) if js.runs else ""
         preemptions[i] = js.preemptions
+        migrations[i] = js.migrations
         comm[i] = js.comm_time_s / js.progress_s if js.progress_s > 0 else 0.0
         iterations[i], iso[i], isolated[i] = j.iterations, js.iso_iter_s, js.isolated_s
         slowdown[i] = js.progress_s / js.isolated_s if js.isolated_s > 0 else np.nan
@@ -181,13 +184,15 @@ def build_result(sim, wall_s: float) -> SimResult:
     links = _links_frame(sim)
     summary = summarise(jobs, links, topo.total_gpus, wall_s, sim.kernel.events)
     summary.update(ordering=sim.ordering.name, placement=sim.placement.name, preemption=sim.preemption.name,
-                   netpolicy=sim.netpolicy.name, network=sim.network.name, topology=topo.name, seed=sim.config.seed,
+                   netpolicy=sim.netpolicy.name, migration=sim.migration.name, network=sim.network.name,
+                   topology=topo.name, seed=sim.config.seed,
                    tier_bytes=tier_bytes(links))
     config = dict(
         ordering=sim.ordering.describe(), placement=sim.placement.describe(), preemption=sim.preemption.describe(),
-        netpolicy=sim.netpolicy.describe(), network=sim.network.name, seed=sim.config.seed,
-        checkpoint_s=sim.config.checkpoint_s,
-        restore_s=sim.config.restore_s, topology=topo.params | {"name": topo.name}, jobs=len(jobs),
+        netpolicy=sim.netpolicy.describe(), migration=sim.migration.describe(), network=sim.network.name,
+        seed=sim.config.seed, checkpoint_s=sim.config.checkpoint_s, restore_s=sim.config.restore_s,
+        storage_gbps=sim.config.storage_gbps, launch_s=sim.config.launch_s, topology=topo.params | {"name": topo.name},
+        jobs=len(jobs),
         # the backfill rule in force: SimConfig's override, else the ordering policy's own
         backfill=sim.ordering.backfill if sim.config.backfill is None else sim.config.backfill,
     )
@@ -221,6 +226,7 @@ def summarise(jobs: pd.DataFrame, links: pd.DataFrame, total_gpus: int, wall_s: 
         overload_gbit=overload,
         avg_slowdown=float(done.slowdown.mean()) if len(done) else np.nan,
         preemptions=int(jobs.preemptions.sum()),
+        migrations=int(jobs.migrations.sum()) if "migrations" in jobs.columns else 0,
         **deadline_summary(jobs),
         wall_s=float(wall_s), events=int(events),
     )

@@ -17,9 +17,11 @@ testbed runs too):
 Jobs progress lazily: a job's remaining iterations are brought up to date
 only when its speed changes or it stops. Rates are never stepped in time.
 
-Preemption (and migration, which is a preemption plus a restart) costs
-``checkpoint_s + restore_s`` at the next start, during which the job holds
-its GPUs but makes no progress.
+Preemption (and migration, which is a preemption plus a restart) costs the
+job's checkpoint plus its restore at the next start, during which the job
+holds its GPUs but makes no progress: by default from its model's size
+(:mod:`netlab.workload.checkpoint`), or fixed ``checkpoint_s + restore_s``
+seconds when the configuration gives them (:meth:`SimConfig.restart_s`).
 """
 
 from __future__ import annotations
@@ -31,10 +33,10 @@ import numpy as np
 
 from ..errors import UnknownNameError, unknown_name
 from ..network.model import NetworkModel, iteration_time, make_network
-from ..policies import (NETWORK_POLICIES, ORDERING, PLACEMENT, PREEMPTION, NetworkPolicy, OrderingPolicy,
-                        PlacementPolicy, PreemptionPolicy)
+from ..policies import (MIGRATION, NETWORK_POLICIES, ORDERING, PLACEMENT, PREEMPTION, MigrationPolicy, NetworkPolicy,
+                        OrderingPolicy, PlacementPolicy, PreemptionPolicy)
 from ..sched import ClusterView, JobState, NetAllocation, Placement, Scheduler
-from ..workload.job import Job, JobError, isolated_iter_s
+from ..workload.job import Job, JobError, isolated_comm_s, isolated_iter_s
 from ..workload.patterns import PATTERNS
 from ..network.demand import build_demand
 from ..workload.zoo import ModelZoo
@@ -54,14 +56,15 @@ def _make(registry, what, field: str):
 
 
 class Simulator(KernelLoop):
-    """Run ``jobs`` on ``topology`` under an ordering, placement, preemption and network policy."""
+    """Run ``jobs`` on ``topology`` under an ordering, placement, preemption, network and migration policy."""
 
-    can_preempt = True  # a preempted job checkpoints and later restores (checkpoint_s + restore_s)
+    can_preempt = True  # a preempted job checkpoints and later restores (SimConfig.restart_s)
+    can_migrate = True  # a moved job checkpoints and restores at once, on its new placement
 
     def __init__(self, topology, jobs: list[Job], ordering: OrderingPolicy | str = "fifo",
                  placement: PlacementPolicy | str | None = None, preemption: PreemptionPolicy | str | None = None,
                  config: SimConfig | None = None, zoo: ModelZoo | None = None, network: NetworkModel | None = None,
-                 netpolicy: NetworkPolicy | str | None = None):
+                 netpolicy: NetworkPolicy | str | None = None, migration: MigrationPolicy | str | None = None):
         self.topology = topology
         self.config = config or SimConfig()
         self.zoo = zoo or ModelZoo.default()
@@ -71,6 +74,7 @@ class Simulator(KernelLoop):
         preemption = preemption or self.ordering.default_preemption or ("priority" if self.ordering.preemptive else "none")
         self.preemption: PreemptionPolicy = _make(PREEMPTION, preemption, "preemption")
         self.netpolicy: NetworkPolicy = _make(NETWORK_POLICIES, netpolicy or "none", "netpolicy")
+        self.migration: MigrationPolicy = _make(MIGRATION, migration or "none", "migration")
         self.network: NetworkModel = make_network(network, self.config.network, self.config.network_kwargs)
         self._link_history = self.config.history_mode  # a registered name: SimConfig checked it
         self.jobs = sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
@@ -87,7 +91,7 @@ class Simulator(KernelLoop):
     def run(self) -> SimResult:
         wall0 = time.perf_counter()
         scheduler = Scheduler(self.ordering, self.placement, self.preemption, self, self.config.backfill,
-                              self.netpolicy)
+                              self.netpolicy, self.migration)
         scheduler.reset(self.config.seed)
         topo = self.topology
         self.free_gpus = topo.host_gpus.copy()
@@ -152,7 +156,11 @@ class Simulator(KernelLoop):
     def view(self, now: float | None = None) -> ClusterView:
         return ClusterView(self.topology, self.free_gpus, self.running, self.kernel.now if now is None else now,
                            self.fabric.load_gbps, (self.states[j] for _, j in self.waiting_order()), self.zoo,
-                           self.network, free_total=lambda: self.free_total)
+                           self.network, free_total=lambda: self.free_total, restart_s=self._restart_s)
+
+    def _restart_s(self, js: JobState) -> float:
+        """What stopping and restarting ``js`` costs it here (its model's checkpoint and restore)."""
+        return self.config.restart_s(self.zoo[js.job.model])
 
     # ------------------------------------------------------------ mechanism
     def start(self, js: JobState, p: Placement, now: float) -> None:
@@ -164,9 +172,9 @@ class Simulator(KernelLoop):
         js.status = "running"
         js.placement = p
         js.last_update_s = now
-        js.progress_from_s = now + (self.config.checkpoint_s + self.config.restore_s if restarted else 0.0)
-        self.running[js.job_id] = js
         model = self.zoo[js.job.model]
+        js.progress_from_s = now + (self.config.restart_s(model) if restarted else 0.0)
+        self.running[js.job_id] = js
         phase = p.phase
         if phase is None:  # by default a job's iterations start when it starts making progress
             phase = (js.progress_from_s / js.iso_iter_s) % 1.0 if js.iso_iter_s > 0 else 0.0
@@ -175,13 +183,14 @@ class Simulator(KernelLoop):
         contention = self.network.capabilities.contention
         if demand is not None and contention:
             self._join(js, demand, now)
-        else:
+        else:  # comm_s is all of the job's communication, overlapped or not, as the network models report it
             js.demand = None
             if not contention:
                 js.iter_s = js.iso_iter_s
+                js.comm_s = isolated_comm_s(model, js.job.pattern, js.gpus, self.topology)
             else:
                 js.iter_s = iteration_time(model.compute_s, intra_s, model.overlap)
-            js.comm_s = js.iter_s - model.compute_s
+                js.comm_s = intra_s
             self._schedule_completion(js)
         for jid, phase in p.shifts:
             if jid in self.running:
@@ -196,7 +205,7 @@ class Simulator(KernelLoop):
         js.demand = demand
         if rate is None:  # provisional: the network settles later this instant
             js.iter_s = demand.iter_s(demand.iso_rate_gbps)
-            js.comm_s = js.iter_s - demand.compute_s
+            js.comm_s = demand.net_s(demand.iso_rate_gbps) + demand.serial_intra_s
         else:  # its links had room: it runs at its isolated rate and nobody else changes
             js.iter_s = demand.iter_s(rate)
             js.comm_s = demand.net_s(rate) + demand.serial_intra_s
@@ -263,6 +272,15 @@ class Simulator(KernelLoop):
         self._release(js)
         js.status = "waiting"
         js.preemptions += 1
+
+    def migrate(self, js: JobState, p: Placement, now: float) -> None:
+        """Move running ``js`` to ``p``: it stops (its run so far recorded), then starts again on ``p`` at once,
+        holding those GPUs without progress while it checkpoints and restores (``start`` charges a restart)."""
+        js.runs.append((js.last_start_s, now, js.placement))
+        self.advance(js, now)
+        self._release(js)
+        js.migrations += 1
+        self.start(js, p, now)
 
     def advance(self, js: JobState, now: float) -> None:
         """Bring progress, attained service and time counters up to ``now``."""

@@ -55,7 +55,7 @@ def _flat(summary: dict) -> dict:
     out = {k: v for k, v in summary.items() if not isinstance(v, dict)}
     out.update({f"bytes_{tier}": v for tier, v in summary.get("tier_bytes", {}).items()})
     # the simulator's own names for what the cell already says (placement name, seed) would clash
-    for key in ("ordering", "placement", "preemption", "netpolicy", "network", "topology", "seed"):
+    for key in ("ordering", "placement", "preemption", "netpolicy", "migration", "network", "topology", "seed"):
         out.pop(key, None)
     return out
 

@@ -54,9 +54,10 @@ import numpy as np
 
 from ..errors import InputError, Int, Schema, short
 from ..network.model import DEFAULT_NETWORK
-from ..run import (Background, Batch, MaxJobs, NetPolicy, Oversub, Placement, Policy, Preemption, TopologyText,
-                   TraceText, topology_spec as _spec)
-from ..sim.config import Backfill, Network, Regime, Seconds, Seed
+from ..run import (Background, Batch, MaxJobs, Migration, NetPolicy, Oversub, Placement, Policy, Preemption,
+                   TopologyText, TraceText, topology_spec as _spec)
+from ..sim.config import Backfill, Network, Regime, RestartSeconds, Seconds, Seed, StorageRate
+from ..workload.checkpoint import LAUNCH_S, STORAGE_GBPS
 from ..yaml_input import load_yaml, load_yaml_file
 
 DEMO_TOPOLOGY = "leafspine,racks=4,hosts_per_rack=4,gpus_per_host=8,host_gbps=100,spines=2"
@@ -104,8 +105,8 @@ class CellParams(Schema):
     network: Network = DEFAULT_NETWORK
     seed: Int(ge=0, le=2**32 - 1, what="an integer >= 0 (a replicate index)") = 0
     base_seed: Seed = 0
-    checkpoint_s: Seconds = 10.0
-    restore_s: Seconds = 20.0
+    checkpoint_s: RestartSeconds = None  # null: each job's own, from its model's size (netlab.workload.checkpoint)
+    restore_s: RestartSeconds = None
     backfill: Backfill = None  # None: the ordering policy's own rule (strict fifo, fjf...)
     background: Background = 0.0  # optional
     batch: Batch = False  # optional
@@ -113,11 +114,15 @@ class CellParams(Schema):
     # optional: a transport regime (netlab.network.regimes); the cell runs on the model the regime registry
     # names for it (:func:`regime_network` sets ``network``)
     regime: Regime = None
+    migration: Migration = "none"  # optional: the migration policy (moving congested running jobs)
+    storage_gbps: StorageRate = STORAGE_GBPS  # optional: a job's checkpoint bandwidth to storage (Gbit/s)
+    launch_s: Seconds = LAUNCH_S  # optional: process start at each restart
 
 
 #: optional parameters: they enter a cell (and its id) only when a grid sets them, so adding
 #: one never changes the ids of cells already stored
-OPTIONAL = {k: CellParams.model_fields[k].default for k in ("background", "batch", "netpolicy", "regime")}
+OPTIONAL = {k: CellParams.model_fields[k].default for k in ("background", "batch", "netpolicy", "regime",
+                                                            "migration", "storage_gbps", "launch_s")}
 #: parameters that say which network a cell runs on (not a setting of their own beside it)
 NETWORK_PARAMS = ("network", "regime")
 #: parameters every cell has, with their defaults (all of them enter the cell id)
@@ -242,6 +247,8 @@ def expand(doc: dict, where: str = "grid", max_cells: int | None = None) -> list
         label = f"{params['policy']}+{params['placement'] or 'default'}"
         if params.get("netpolicy", "none") != "none":
             label += f"+{params['netpolicy']}"
+        if params.get("migration", "none") != "none":
+            label += f"+{params['migration']}"
         cells.append(Cell(cid, params, workload, sim, _matches(params, selector, where), label))
     return cells
 

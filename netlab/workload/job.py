@@ -66,15 +66,25 @@ def placement_comm(model: JobModel, pattern: str, gpus_per_host: tuple[int, ...]
 
 
 @lru_cache(maxsize=4096)
-def _iso(model: JobModel, pattern: str, gpus: int, gpus_per_host: int, nic_gbps: float, intra_gbps: float) -> float:
+def _iso(model: JobModel, pattern: str, gpus: int, gpus_per_host: int, nic_gbps: float,
+         intra_gbps: float) -> tuple[float, float]:
     net, intra = placement_comm(model, pattern, consolidated_split(gpus, gpus_per_host), nic_gbps, intra_gbps)
-    return iteration_time(model.compute_s, net + intra, model.overlap)
+    return iteration_time(model.compute_s, net + intra, model.overlap), net + intra
+
+
+def _iso_of(model: JobModel, pattern: str, gpus: int, topology) -> tuple[float, float]:
+    return _iso(model, pattern, int(gpus), int(topology.host_gpus.max()), float(topology.host_nic_gbps.max()),
+                float(topology.host_intra_gbps.max()))
 
 
 def isolated_iter_s(model: JobModel, pattern: str, gpus: int, topology) -> float:
     """Iteration time alone, consolidated, on a non-blocking version of ``topology``."""
-    return _iso(model, pattern, int(gpus), int(topology.host_gpus.max()), float(topology.host_nic_gbps.max()),
-                float(topology.host_intra_gbps.max()))
+    return _iso_of(model, pattern, gpus, topology)[0]
+
+
+def isolated_comm_s(model: JobModel, pattern: str, gpus: int, topology) -> float:
+    """Communication seconds per iteration (network plus intra-host, overlapped or not) in the same setting."""
+    return _iso_of(model, pattern, gpus, topology)[1]
 
 
 def jobs_from_frame(trace, topology, zoo: ModelZoo | None = None, first_id: int = 0) -> list[Job]:

@@ -12,6 +12,18 @@ are collected in the project's ``shared/reference/job-zoo.md``:
 Rows marked "assumption" are scaled by FLOPs or parameters from a measured
 neighbour; treat them as such.
 
+``overlap`` is the share of ``min(compute, comm)`` a model hides by
+overlapping its gradient all-reduce with the backward pass (the
+iteration-time rule, :func:`netlab.network.model.iteration_time`), with its
+source in ``overlap_source``: fitted to the Pollux artifact's measured step
+times for the six models it profiled (:mod:`netlab.workload.overlap`,
+``benchmarks/bench_overlap.py``), 0 (every byte exposed) where no measured
+figure exists. ``grad_dtype`` is the precision the gradients cross the network
+in (``fp32``, ``fp16``, ``bf16``): ``grad_mb`` is ``params_m`` times its
+bytes, and for LLM rows it must agree with ``bytes_per_elem``, which the ``3d``
+pattern uses for the data-parallel gradient bytes. Both columns may be left
+out of a user's table (0 and ``fp32``).
+
 LLM rows (GPT-3 175B, Llama 2 70B, Llama 3 8B and 70B) also fill the columns
 layers, hidden, seq_len, micro_batch, micro_batches, tp, pp, bytes_per_elem,
 dp and llm_source: the shape and split of a published training configuration
@@ -24,6 +36,7 @@ per-GPU batch (weak scaling): data parallelism does not change it.
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
@@ -33,6 +46,8 @@ from ..errors import UnknownNameError, unknown_name
 from .llm import LlmShape, shape_from_row
 
 MB = 1e6
+#: bytes per gradient element of each precision a zoo row may name in ``grad_dtype``
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
 @dataclass(frozen=True)
@@ -44,7 +59,14 @@ class JobModel:
     overlap: float = 0.0  # share of min(compute, comm) hidden by overlapping them (0..1)
     grad_source: str = ""
     time_source: str = ""
+    grad_dtype: str = "fp32"  # precision of the gradients on the wire (a DTYPE_BYTES key)
+    overlap_source: str = ""
     llm: "LlmShape | None" = None  # transformer shape and TP/PP split (the "3d" pattern); None for other models
+
+    @property
+    def half_precision(self) -> bool:
+        """Trained in fp16/bf16 (its gradients cross the network in 2 bytes)?"""
+        return DTYPE_BYTES[self.grad_dtype] == 2
 
     @property
     def comm_compute_ratio(self) -> float:
@@ -74,10 +96,26 @@ class ModelZoo:
         as None or NaN)."""
         models = {}
         for row in rows:
-            models[row["model"]] = JobModel(
-                name=row["model"], compute_s=float(row["compute_s"]), grad_bytes=float(row["grad_mb"]) * MB,
-                params_m=float(row["params_m"]), grad_source=row["grad_source"], time_source=row["time_source"],
-                llm=shape_from_row(row),
+            name = row["model"]
+            overlap = _given(row.get("overlap"), 0.0)
+            try:
+                overlap = float(overlap)
+            except (TypeError, ValueError):
+                overlap = math.nan
+            if not 0.0 <= overlap <= 1.0:
+                raise ValueError(f"zoo model {name!r}: overlap must be a number in [0, 1], got {row.get('overlap')!r}")
+            dtype = _given(row.get("grad_dtype"), "fp32")
+            if dtype not in DTYPE_BYTES:
+                raise ValueError(f"zoo model {name!r}: grad_dtype must be one of {sorted(DTYPE_BYTES)}, got {dtype!r}")
+            llm = shape_from_row(row)
+            if llm is not None and llm.bytes_per_elem != DTYPE_BYTES[dtype]:
+                raise ValueError(f"zoo model {name!r}: bytes_per_elem {llm.bytes_per_elem} disagrees with grad_dtype "
+                                 f"{dtype!r} ({DTYPE_BYTES[dtype]} bytes)")
+            models[name] = JobModel(
+                name=name, compute_s=float(row["compute_s"]), grad_bytes=float(row["grad_mb"]) * MB,
+                params_m=float(row["params_m"]), overlap=overlap, grad_source=row["grad_source"],
+                time_source=row["time_source"], grad_dtype=dtype, overlap_source=_given(row.get("overlap_source"), ""),
+                llm=llm,
             )
         return cls(models)
 
@@ -108,9 +146,17 @@ class ModelZoo:
 
         return pd.DataFrame([
             dict(model=m.name, params_m=m.params_m, grad_mb=m.grad_bytes / MB, compute_s=m.compute_s,
-                 overlap=m.overlap, grad_source=m.grad_source, time_source=m.time_source)
+                 grad_dtype=m.grad_dtype, overlap=m.overlap, grad_source=m.grad_source, time_source=m.time_source,
+                 overlap_source=m.overlap_source)
             for m in (self._models[n] for n in self.names())
         ])
+
+
+def _given(value, default):
+    """A table cell, or ``default`` where it is empty (None, NaN or missing)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value == "":
+        return default
+    return value
 
 
 @lru_cache(maxsize=1)
