@@ -56,8 +56,12 @@ def test_an_unknown_policy_is_one_error_class_and_message_from_the_cli_a_grid_an
 
 
 def test_an_unknown_network_or_history_in_simconfig_names_the_field_and_the_registered_names():
-    with pytest.raises(UnknownNameError, match=r"SimConfig: field 'network': unknown network model 'fiar'; "
-                                               r"allowed: fair, ideal, phase, tcp, or null for the default$"):
+    from netlab.network import NETWORKS
+
+    allowed = ", ".join(sorted(NETWORKS.names()))  # every registered model (the transport regimes' among them)
+    assert {"fair", "ideal", "phase", "tcp"} <= set(NETWORKS.names())
+    with pytest.raises(UnknownNameError, match=rf"SimConfig: field 'network': unknown network model 'fiar'; "
+                                               rf"allowed: {allowed}, or null for the default$"):
         SimConfig(network="fiar")
     config = SimConfig()
     with pytest.raises(UnknownNameError, match="field 'link_history': unknown link history 'x'"):
