@@ -49,7 +49,7 @@ def run_dally(args) -> dict:
     regime, plus ideal; developed on DALLY_DEV_SEEDS, reported on DALLY_REPORT_SEEDS (``--dally-seeds``)."""
     t0 = time.perf_counter()
     report = args.dally_seeds == "report"
-    seeds = repro.DALLY_REPORT_SEEDS if report else repro.DALLY_DEV_SEEDS
+    seeds = (repro.DALLY_REPORT_SEEDS if report else repro.DALLY_DEV_SEEDS)[:args.seeds]
     # the reporting run: baseline, Dally, topo-bestfit and 50% background only (the ablation is on the dev seed)
     grid = repro.dally_grid(seeds=seeds, max_jobs=args.max_jobs, regimes=args.regimes,
                             **(dict(policies=repro.DALLY_REPORT_POLICIES, background=(0.5,)) if report else {}))
@@ -73,7 +73,7 @@ def run_cassini(args) -> dict:
     """Both CASSINI setups x oversub 2/4/8 x Themis/Tiresias x (host alone, in step, CASSINI) in every regime,
     plus ideal; developed on DEV_SEEDS, reported on REPORT_SEEDS (``--cassini-seeds dev|report``)."""
     t0 = time.perf_counter()
-    seeds = repro.REPORT_SEEDS if args.cassini_seeds == "report" else repro.DEV_SEEDS
+    seeds = (repro.REPORT_SEEDS if args.cassini_seeds == "report" else repro.DEV_SEEDS)[:args.seeds]
     runs = repro.cassini_runs(repro.cassini_cells(oversub=(2, 4, 8), seeds=seeds, jobs=args.cassini_jobs,
                                                   regimes=args.regimes),
                               workers=args.workers, progress=True)
@@ -129,7 +129,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--part", choices=("dally", "cassini", "merge", "all"), default="all")
     ap.add_argument("--max-jobs", type=int, default=2000)
-    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--seeds", type=int, default=3, help="The first N of the chosen seeds (both parts).")
     ap.add_argument("--dally-seeds", choices=("dev", "report"), default="report")
     ap.add_argument("--regimes", nargs="+", default=None,
                     help="Transport regimes (netlab.network.regimes; default: every registered one).")
