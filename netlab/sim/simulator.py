@@ -218,7 +218,7 @@ class Simulator(KernelLoop):
         contended = self.network.capabilities.contention
         for jid, alloc in allocations.items():
             js = self.running[jid]
-            if alloc == js.allocation:
+            if alloc is js.allocation or alloc == js.allocation:  # identity first: most are unchanged
                 continue
             if contended and js.demand is not None:
                 check_allocation(self.network, jid, alloc)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...jit import njit
 from ...sched import NetAllocation
 from ...sched.allocation import PRIORITY_CLASSES
 from ...sched.routes import job_flows
@@ -62,14 +63,7 @@ def compress(weights: np.ndarray, classes: int = PRIORITY_CLASSES) -> list[int]:
     inside = np.cumsum(c[::-1], axis=0)[::-1]
     inside = np.vstack([inside, np.zeros((1, n + 1))])
     k_max = min(classes, n)
-    best = np.full((k_max + 1, n + 1), np.inf)
-    cut = np.zeros((k_max + 1, n + 1), dtype=int)
-    best[1, 1:] = inside[0, 1:]
-    for k in range(2, k_max + 1):
-        for j in range(k, n + 1):
-            cand = best[k - 1, k - 1:j] + inside[k - 1:j, j]
-            i = int(np.argmin(cand))
-            best[k, j], cut[k, j] = cand[i], i + k - 1
+    best, cut = _cuts(inside, k_max, n)
     k = 1 + int(np.argmin(best[1:, n]))  # the fewest classes reaching the least weight
     out, j = [0] * n, n
     while k >= 1:
@@ -78,6 +72,25 @@ def compress(weights: np.ndarray, classes: int = PRIORITY_CLASSES) -> list[int]:
             out[m] = k - 1
         j, k = i, k - 1
     return out
+
+
+@njit(cache=True)
+def _cuts(inside, k_max, n):  # pragma: no cover  (compiled; tested through compress)
+    """``best[k, j]``: least inside-weight of the first ``j`` jobs in ``k`` classes; ``cut[k, j]``: where the
+    last class starts (the first of equal candidates, as ``np.argmin``)."""
+    best = np.full((k_max + 1, n + 1), np.inf)
+    cut = np.zeros((k_max + 1, n + 1), dtype=np.int64)
+    for j in range(1, n + 1):
+        best[1, j] = inside[0, j]
+    for k in range(2, k_max + 1):
+        for j in range(k, n + 1):
+            b, at = np.inf, k - 1
+            for i in range(k - 1, j):
+                v = best[k - 1, i] + inside[i, j]
+                if v < b:
+                    b, at = v, i
+            best[k, j], cut[k, j] = b, at
+    return best, cut
 
 
 @NETWORK_POLICIES.register("crux")
@@ -91,7 +104,14 @@ class CruxPolicy(NetworkPolicy):
         if not 1 <= classes <= PRIORITY_CLASSES:
             raise ValueError(f"crux: classes must be 1..{PRIORITY_CLASSES}, got {classes!r}")
         self.classes = classes
+        self.reset(np.random.default_rng(0))
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """A new run: forget what was memoised about the last one's topology and jobs."""
+        self.rng = rng
         self._paths: dict = {}
+        self._jobs: dict = {}  # job id -> (its demand, its intensity, (candidates, seconds) per flow)
+        self._last: tuple = ((), {})  # (the (job id, demand) pairs decided on, the decision)
 
     def _candidates(self, topology, s: int, d: int) -> np.ndarray:
         """A flow's equal-cost paths as an array (paths x hops) of link ids (equal cost: equal hops)."""
@@ -100,29 +120,46 @@ class CruxPolicy(NetworkPolicy):
             hit = self._paths[(s, d)] = np.array(topology.paths(s, d), dtype=np.int64)
         return hit
 
-    def allocate(self, view):
-        topo, zoo = view.topology, view.zoo
+    def _job(self, view, js):
+        """(intensity, per flow its candidate paths and their links' seconds of its traffic), memoised while the
+        job keeps its demand (a new placement or new paths give it a new one)."""
+        hit = self._jobs.get(js.job_id)
+        if hit is not None and hit[0] is js.demand:
+            return hit[1], hit[2]
+        topo, d, p = view.topology, js.demand, js.placement
         cap = topo.link_capacity_gbps
+        intensity = gpu_intensity(js.gpus * d.compute_s, d.flow_bytes, d.links, d.weights, cap)
+        pairs, fweights = job_flows(view.zoo[js.job.model], js.job.pattern, p.hosts, p.gpus)
+        flows = []
+        for (s, t), w in zip(pairs, fweights):
+            cand = self._candidates(topo, s, t)
+            flows.append((cand, d.flow_bytes * 8 * w / (cap[cand] * GBIT)))
+        self._jobs[js.job_id] = (d, intensity, flows)
+        return intensity, flows
+
+    def allocate(self, view):
+        """The decision depends only on the running jobs that have traffic and their demands: while those stay
+        the same (a pass that started or stopped one-host jobs), the last decision is returned again."""
+        now = [(jid, js.demand) for jid, js in view.running.items() if js.demand is not None]
+        seen, last = self._last
+        if len(seen) == len(now) and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(seen, now)):
+            return dict(last)
+        active = sorted((jid, view.running[jid]) for jid, d in now if d.flow_bytes)
+        for gone in self._jobs.keys() - {jid for jid, _ in active}:
+            del self._jobs[gone]
+        topo = view.topology
         jobs = []
-        for js in view.running.values():
-            d = js.demand
-            if d is None or not d.flow_bytes:
-                continue
-            intensity = gpu_intensity(js.gpus * d.compute_s, d.flow_bytes, d.links, d.weights, cap)
-            jobs.append((-intensity, js.job_id, js))
+        for jid, js in active:
+            intensity, flows = self._job(view, js)
+            jobs.append((-intensity, jid, flows))
         jobs.sort(key=lambda x: (x[0], x[1]))
         load_s = np.zeros(topo.n_links)  # seconds of traffic per iteration placed on each link so far
         used: list[np.ndarray] = []
         choices: list[tuple[int, ...]] = []
-        for _, _, js in jobs:
-            p = js.placement
-            pairs, fweights = job_flows(zoo[js.job.model], js.job.pattern, p.hosts, p.gpus)
+        for _, _, flows in jobs:
             picks, links = [], []
-            for (s, d), w in zip(pairs, fweights):
-                cand = self._candidates(topo, s, d)
-                t = js.demand.flow_bytes * 8 * w / (cap[cand] * GBIT)
-                score = (load_s[cand] + t).max(axis=1)
-                k = int(np.argmin(score))
+            for cand, t in flows:
+                k = int(np.argmin((load_s[cand] + t).max(axis=1))) if len(cand) > 1 else 0
                 load_s[cand[k]] += t[k]
                 picks.append(k)
                 links.append(cand[k])
@@ -131,8 +168,11 @@ class CruxPolicy(NetworkPolicy):
         classes = [0] * len(jobs)
         if self.priorities and len(jobs) > 1:
             classes = compress(contention(used, [-x[0] for x in jobs], topo.n_links), self.classes)
-        return {js.job_id: NetAllocation(priority=c, paths=paths)
-                for (_, _, js), paths, c in zip(jobs, choices, classes)}
+        # a job whose every flow has one path keeps the fabric's routing (the same links): nothing to re-route
+        out = {jid: NetAllocation(priority=c, paths=paths if any(len(cand) > 1 for cand, _ in flows) else None)
+               for (_, jid, flows), paths, c in zip(jobs, choices, classes)}
+        self._last = (now, out)
+        return dict(out)
 
 
 @NETWORK_POLICIES.register("crux-paths")
