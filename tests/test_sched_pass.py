@@ -240,3 +240,55 @@ def test_a_running_jobs_key_change_is_a_timer_that_re_ranks_it():
     assert list(s.run_order) == [((1, 0), 0)]
     assert len(mech.timers) == 1  # no further change announced
     assert np.array_equal(mech.free_gpus, [3, 4])
+
+
+class Offered(PlacementPolicy):
+    """First fit on the free GPUs, recording every job it is offered (the pass must offer the same jobs)."""
+
+    name = "offered"
+
+    def __init__(self):
+        self.offered: list[int] = []
+
+    def place(self, job, view):
+        self.offered.append(job.job_id)
+        need, hosts, gpus = job.gpus, [], []
+        for h, free in enumerate(view.free_gpus):
+            if free > 0 and need > 0:
+                take = min(int(free), need)
+                hosts.append(h)
+                gpus.append(take)
+                need -= take
+        return Placement(tuple(hosts), tuple(gpus)) if need == 0 else None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_backfill_offers_and_starts_exactly_what_a_walk_over_every_waiting_job_would(seed):
+    # The pass skips a size whose jobs no longer fit ("parks" it) instead of visiting each of them. Against
+    # the plain rule: walk every waiting job in key order, offer it to the placement if it fits the free GPUs,
+    # stop when none are free. Random sizes 1-8 on 8 GPUs, some already held.
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 9, size=int(rng.integers(5, 30))).tolist()
+    held = int(rng.integers(0, 8))
+    placement = Offered()
+    s, mech = scheduler("fjf", placement=placement)
+    if held:
+        run_first(s, mech, job(100, held, submit_s=-1.0), Placement((0,), (held,)) if held <= 4
+                  else Placement((0, 1), (4, held - 4)))
+    placement.offered.clear()
+    jobs = [job(i, g) for i, g in enumerate(sizes)]
+    for js in jobs:
+        s.add(js, 0.0)
+    order = [j for _, j in s.waiting_order()]
+    s.schedule(0.0)
+    free, offered, started = 8 - held, [], []
+    for j in order:
+        if free == 0:
+            break
+        if sizes[j] <= free:
+            offered.append(j)
+            started.append(j)
+            free -= sizes[j]
+    assert placement.offered == offered
+    assert [j for j, _, _ in mech.starts[1 if held else 0:]] == started
+    assert mech.free_total == free

@@ -265,7 +265,7 @@ class Scheduler:
                        and (order.preempt_on_events or round_pass))
         backfill = self.backfill
         started, victims_all = [], []
-        view = mech.view(now)
+        view = None  # built at the first decision that needs it, when nothing has changed yet this pass
         run_order = self.run_order
         worst = run_order[-1][0] if run_order else None
         # A k-way merge of the size buckets in priority order (heap of (next item, size)), by hand rather
@@ -286,8 +286,11 @@ class Scheduler:
             it = items.irange(maximum=bound, inclusive=(True, False))
             heads.append((next(it), size))
             sources[size] = (it, bound)
+        if not heads:
+            return False  # nothing fits and nothing may preempt: no policy is asked anything
         heapq.heapify(heads)
-        parked: dict[int, tuple] = {}
+        parked: dict[int, tuple] = {}  # buckets no job of which starts unless free GPUs grow
+        ranked: dict[int, tuple] = {}  # buckets too big for the free GPUs whose jobs rank too low to preempt
         no_victims_from = math.inf  # a job this big found no victims; bigger, later ones won't either
         stale = False
         while heads:
@@ -305,16 +308,22 @@ class Scheduler:
                 break
             js = jobs[jid]
             if js.gpus <= mech.free_total:
+                if view is None:
+                    view = mech.view(now)
                 placement = self.placement.place(js, view)
                 if placement is not None:
                     self._start(js, placement, now)
                     started.append(item)
                     stale = True
+                    if ranked and (mech.free_total == 0 or worst is None or run_order[-1][0] > worst):
+                        self._unpark(ranked, sources, heads, item, everything=True)
                     continue
                 self._retry(js, view, now)
             # Preempt when GPUs are short, or when they suffice but the placement declined them
             # (a policy that wants a better-consolidated placement may displace worse-ranked jobs).
             if can_preempt and js.gpus < no_victims_from:
+                if view is None:
+                    view = mech.view(now)
                 candidates = (jobs[j] for _, j in run_order.irange(minimum=(key, math.inf), reverse=True))
                 victims = self.preemption.victims(js, candidates, view)
                 if not victims:
@@ -330,28 +339,41 @@ class Scheduler:
                         started.append(item)
                         stale = True
                         self._unpark(parked, sources, heads, item)
+                        self._unpark(ranked, sources, heads, item, everything=True)
                         continue
             if not backfill:
                 break  # strict order: nothing behind a job that cannot start may start before it
-            if size > mech.free_total and size >= no_victims_from and nxt is not None:
-                # Every later job of this bucket is skipped unless free GPUs grow (no_victims_from only falls).
-                heads.remove((nxt, size))
-                heapq.heapify(heads)
-                parked[size] = sources.pop(size)[1]
+            if size > mech.free_total and nxt is not None:
+                if size >= no_victims_from:
+                    # Every later job of this bucket is skipped unless free GPUs grow (no_victims_from only falls).
+                    self._park(parked, sources, heads, size, nxt)
+                elif not can_preempt:
+                    # Later jobs of this bucket rank lower still: each would be skipped in turn, as long as
+                    # free GPUs neither grow nor run out and the worst-ranked running job stays where it is.
+                    # Any of those three changes resumes the bucket after the job that made it.
+                    self._park(ranked, sources, heads, size, nxt)
         for item in started:
             self._dequeue(item)
         for v in victims_all:
             self.add(v, now)
         return bool(victims_all) and mech.free_total > 0
 
-    def _unpark(self, parked: dict, sources: dict, heads: list, after: tuple) -> None:
-        """After a preemption left more GPUs free: resume the parked buckets that now fit, after ``after``.
+    @staticmethod
+    def _park(parked: dict, sources: dict, heads: list, size: int, nxt: tuple) -> None:
+        """Drop bucket ``size`` (its next item ``nxt``) from the merge until :meth:`_unpark` resumes it."""
+        heads.remove((nxt, size))
+        heapq.heapify(heads)
+        parked[size] = sources.pop(size)[1]
+
+    def _unpark(self, parked: dict, sources: dict, heads: list, after: tuple, everything: bool = False) -> None:
+        """Resume parked buckets after ``after``: those that now fit the free GPUs (``everything``: all).
 
         Their jobs before ``after`` were skipped while the bucket was parked,
-        exactly as they would have been in turn: free GPUs had not grown yet.
+        exactly as they would have been in turn: what would have let them
+        start had not changed yet.
         """
         free_total = self.mechanism.free_total
-        for size in [g for g in parked if g <= free_total]:
+        for size in [g for g in parked if everything or g <= free_total]:
             bound = parked.pop(size)
             it = self.waiting_by_size[size].irange(after, bound, inclusive=(False, False))
             nxt = next(it, None)
