@@ -13,7 +13,7 @@
    jobs wait after preemptions), the mean wait, contention (slowdown = progress time / isolated time > 1.05) as a
    share of jobs, of job running time and of GPU time, and the tcp model's re-solves by path (``exact_solves``:
    the phase-aware exact solver, components of at most 8 jobs; ``mean_field_solves``: the random-phase mean
-   field).
+   field), the share of running time at a time solved blind to phase, and the scheduling passes.
 2. Route (``--part route``): one 512-GPU GPT-3 175B job (TP 8, PP 8, DP 8; 176 host-to-host flows) on 131,072
    GPUs (``rail``, ``clos3``, hash ECMP), its 64 hosts scattered: the first route on a fresh topology (routing
    tables built for its destinations), then the median over new placements and job ids with the tables built;
@@ -22,7 +22,8 @@
    them, ``tp-aware`` over ``consolidated`` and over ``topo-bestfit``, and plain ``consolidated``: median of
    ``--decisions`` decisions after one timed first call.
 4. Full Philly (``--part philly``): 82,247 jobs, Tiresias + consolidated on the 512-GPU 4:1 leaf-spine, default
-   network: wall and CPU seconds, the tcp model's re-solves by path.
+   network: wall and CPU seconds, scheduling passes, the tcp model's re-solves by path, and the share of running
+   time (job-seconds and GPU-seconds) at an iteration time the model solved blind to phase (its mean field).
 5. Start-up (``--part startup``): ``python -c "import netlab.cli"`` and ``netlab simulate`` on the 2,000-job Gavel
    VC trace 6214e9 (ideal network).
 
@@ -98,6 +99,11 @@ def solver_counts(sim) -> dict:
                 mean_field_share=mean / total if total else None)
 
 
+def phase_blind(summary: dict) -> dict:
+    """The share of running time (job-seconds, GPU-seconds) at a time the network model solved blind to phase."""
+    return {k: summary[k] for k in ("phase_blind_job_share", "phase_blind_gpu_share")}
+
+
 def contention(jobs) -> dict:
     """Contended jobs (slowdown > CONTENDED) as a share of jobs, of running time and of GPU time."""
     done = jobs[jobs.slowdown.notna()]
@@ -150,7 +156,8 @@ def busy_run(jobs: int, fabric: str, seed: int = 0, network: str | None = None, 
                 share_128plus=float((sizes >= 128).mean()), start_delay_share=float(delayed.mean()),
                 waited_share=float(waited.mean()),
                 avg_wait_s=s["avg_wait_s"], avg_jct_s=s["avg_jct_s"], preemptions=s["preemptions"],
-                **contention(table), **solver_counts(sim), routing_tables_mb=topo.router.nbytes() / 2**20,
+                **contention(table), **solver_counts(sim), **phase_blind(s), passes=sim.scheduler.passes,
+                routing_tables_mb=topo.router.nbytes() / 2**20,
                 peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
@@ -310,8 +317,8 @@ def philly_run(trace_dir: str | None) -> dict:
     res = sim.run()
     wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
     return dict(jobs=len(jobs), topology=PHILLY_TOPOLOGY, network=DEFAULT_NETWORK, run_wall_s=wall_s, run_cpu_s=cpu_s,
-                sim_wall_s=res.summary["wall_s"], events=res.summary["events"], **solver_counts(sim),
-                **contention(res.jobs))
+                sim_wall_s=res.summary["wall_s"], events=res.summary["events"], passes=sim.scheduler.passes,
+                **solver_counts(sim), **phase_blind(res.summary), **contention(res.jobs))
 
 
 # -- 5. start-up, whole process ----------------------------------------------------------------------------------------

@@ -154,11 +154,18 @@ class NetSolution:
 
 
 class Moved(NamedTuple):
-    """The jobs whose times a re-solve moved, as parallel lists (one object per re-solve, not per job)."""
+    """The jobs whose times a re-solve moved, as parallel lists (one object per re-solve, not per job).
+
+    ``phase_blind`` says whether each moved job's new time came from a solve that ignores the jobs' phases
+    (a random-phase mean field, a time-averaged sharing rule): a list parallel to ``job_id``, or one bool for
+    all of them; None: the model's capabilities answer (a model that does not use phase is blind to it). The
+    simulator reports the share of job-time run at such times (``phase_blind_*_share``).
+    """
 
     job_id: list
     iter_s: list
     comm_s: list
+    phase_blind: list | bool | None = None
 
 
 @dataclass(frozen=True)

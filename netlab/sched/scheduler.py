@@ -77,6 +77,7 @@ class Scheduler:
         self.n_waiting = 0
         self.run_order = SortedList()  # running jobs by (key, id): worst last
         self._retries: set[float] = set()
+        self.passes = 0  # scheduling passes run (benchmarks count them)
 
     def reset(self, seed: int) -> None:
         """Give each policy its own random stream for a run (ordering, placement, preemption, in that order)."""
@@ -259,6 +260,7 @@ class Scheduler:
         (the victims wait again and may fit what is left).
         """
         order, mech, jobs = self.ordering, self.mechanism, self.jobs
+        self.passes += 1
         if order.dynamic_keys or round_pass:
             self._refresh_keys(now)
         may_preempt = (self.preemption is not None and order.preemptive and mech.can_preempt

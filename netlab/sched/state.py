@@ -23,7 +23,7 @@ class JobState:
     __slots__ = ("job", "status", "placement", "first_start_s", "end_s", "remaining", "iter_s", "comm_s",
                  "last_update_s", "progress_from_s", "attained_gpu_s", "run_s", "progress_s", "comm_time_s",
                  "preemptions", "iso_iter_s", "key", "version", "key_version", "phase", "demand", "last_start_s",
-                 "allocation", "extra", "runs", "migrations")
+                 "allocation", "extra", "runs", "migrations", "phase_blind", "phase_blind_s")
 
     def __init__(self, job: Job, iso_iter_s: float):
         self.job = job
@@ -52,6 +52,8 @@ class JobState:
         self.allocation = DEFAULT_ALLOCATION  # its share of the network (a network policy's decision)
         self.extra: dict = {}  # scratch space for policies (e.g. Dally timers)
         self.runs: list = []  # (start_s, end_s, placement) of each run a preemption ended (the timeline draws them)
+        self.phase_blind = False  # its current time came from a solve blind to phase (the network model says)
+        self.phase_blind_s = 0.0  # progress time at such times
 
     # Read-only conveniences for policies.
     @property

@@ -109,9 +109,12 @@ JOB_COLUMNS = (("job_id", np.int64), ("name", object), ("model", object), ("patt
                ("preemptions", np.int64), ("migrations", np.int64), ("comm_fraction", float), ("iterations", float),
                ("iso_iter_s", float),
                ("isolated_s", float), ("slowdown", float), ("jct_slowdown", float), ("runs", object))
+#: progress time (s) at an iteration time the network model computed blind to phase (``Moved.phase_blind``)
+MODEL_COLUMNS = (("phase_blind_s", float),)
 #: the job's goals as the trace gave them, filled by :func:`_goal_columns`
 GOAL_COLUMNS = (("priority", np.int64), ("tenant", object), ("deadline_s", float), ("deadline_met", object))
-JOB_COLUMNS = JOB_COLUMNS + GOAL_COLUMNS
+_STATE_COLUMNS = JOB_COLUMNS
+JOB_COLUMNS = JOB_COLUMNS + MODEL_COLUMNS + GOAL_COLUMNS
 
 
 def job_table(states, topo) -> pd.DataFrame:
@@ -123,7 +126,7 @@ def job_table(states, topo) -> pd.DataFrame:
     import pandas as pd
 
     states = list(states)
-    cols = {name: np.empty(len(states), dtype=dtype) for name, dtype in JOB_COLUMNS[:-len(GOAL_COLUMNS)]}
+    cols = {name: np.empty(len(states), dtype=dtype) for name, dtype in _STATE_COLUMNS}
     (job_id, name, model, pattern, gpus, submit, start, end_col, jct_col, queue, wait, run, n_hosts, racks, placement,
      preemptions, migrations, comm, iterations, iso, isolated, slowdown, jct_slowdown, runs) = cols.values()
     host_rack, host_names = topo.host_rack, topo.hosts
@@ -151,6 +154,7 @@ def job_table(states, topo) -> pd.DataFrame:
         iterations[i], iso[i], isolated[i] = j.iterations, js.iso_iter_s, js.isolated_s
         slowdown[i] = js.progress_s / js.isolated_s if js.isolated_s > 0 else np.nan
         jct_slowdown[i] = jct / js.isolated_s if js.isolated_s > 0 else np.nan
+    cols["phase_blind_s"] = np.fromiter((js.phase_blind_s for js in states), float, len(states))
     cols.update(_goal_columns(states, end_col))
     return pd.DataFrame(cols).sort_values("job_id", kind="stable").reset_index(drop=True)
 
@@ -227,9 +231,22 @@ def summarise(jobs: pd.DataFrame, links: pd.DataFrame, total_gpus: int, wall_s: 
         avg_slowdown=float(done.slowdown.mean()) if len(done) else np.nan,
         preemptions=int(jobs.preemptions.sum()),
         migrations=int(jobs.migrations.sum()) if "migrations" in jobs.columns else 0,
+        **phase_blind_summary(jobs),
         **deadline_summary(jobs),
         wall_s=float(wall_s), events=int(events),
     )
+
+
+def phase_blind_summary(jobs: pd.DataFrame) -> dict:
+    """The share of running time (job-seconds, and GPU-seconds) at an iteration time the network model computed
+    blind to phase (its ``Moved.phase_blind``: e.g. tcp's random-phase mean field on large components); the rest
+    ran alone on its links, inside one host, or at a phase-aware solve's time. NaN: nothing ran."""
+    run = jobs.run_s.to_numpy()
+    blind = jobs.phase_blind_s.to_numpy() if "phase_blind_s" in jobs else np.zeros(len(jobs))
+    gpus = jobs.gpus.to_numpy()
+    run_total, gpu_total = float(run.sum()), float((run * gpus).sum())
+    return dict(phase_blind_job_share=float(blind.sum()) / run_total if run_total > 0 else np.nan,
+                phase_blind_gpu_share=float((blind * gpus).sum()) / gpu_total if gpu_total > 0 else np.nan)
 
 
 def deadline_summary(jobs: pd.DataFrame) -> dict:

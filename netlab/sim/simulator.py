@@ -26,6 +26,7 @@ seconds when the configuration gives them (:meth:`SimConfig.restart_s`).
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 
@@ -174,6 +175,7 @@ class Simulator(KernelLoop):
         js.last_update_s = now
         model = self.zoo[js.job.model]
         js.progress_from_s = now + (self.config.restart_s(model) if restarted else 0.0)
+        js.phase_blind = False
         self.running[js.job_id] = js
         phase = p.phase
         if phase is None:  # by default a job's iterations start when it starts making progress
@@ -207,6 +209,7 @@ class Simulator(KernelLoop):
             js.iter_s = demand.iter_s(demand.iso_rate_gbps)
             js.comm_s = demand.net_s(demand.iso_rate_gbps) + demand.serial_intra_s
         else:  # its links had room: it runs at its isolated rate and nobody else changes
+            js.phase_blind = False
             js.iter_s = demand.iter_s(rate)
             js.comm_s = demand.net_s(rate) + demand.serial_intra_s
             self._schedule_completion(js)
@@ -294,6 +297,8 @@ class Simulator(KernelLoop):
         if dt > 0 and js.iter_s > 0:
             js.remaining -= dt / js.iter_s
             js.progress_s += dt
+            if js.phase_blind:
+                js.phase_blind_s += dt
             js.comm_time_s += dt * (js.comm_s / js.iter_s)
         js.last_update_s = now
 
@@ -328,11 +333,17 @@ class Simulator(KernelLoop):
     def _recompute_network(self, now: float) -> None:
         """Re-solve the fabric and move the completions of jobs whose speed changed."""
         moved = self.fabric.solve(now)
-        for jid, iter_s, comm_s in zip(moved.job_id, moved.iter_s, moved.comm_s):
-            js = self.states[jid]
-            self.advance(js, now)  # progress so far at the old speed
-            js.iter_s, js.comm_s = iter_s, comm_s
-            self._schedule_completion(js)
+        blind = moved.phase_blind
+        if blind is None:  # the model did not say: one that ignores phase is blind to it
+            blind = not self.network.capabilities.uses_phase
+        if isinstance(blind, bool):
+            blind = itertools.repeat(blind)
+        states, advance, schedule = self.states, self.advance, self._schedule_completion
+        for jid, iter_s, comm_s, phase_blind in zip(moved.job_id, moved.iter_s, moved.comm_s, blind):
+            js = states[jid]
+            advance(js, now)  # progress so far at the old speed
+            js.iter_s, js.comm_s, js.phase_blind = iter_s, comm_s, phase_blind
+            schedule(js)
         self._arm_network_completions()
 
     @property

@@ -185,15 +185,21 @@ class TcpNetwork(NetworkModel):
                                               p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts))
         if code == SolveCode.EXACT_NEEDED:
             comp = binding_component(self._touched, t, links.arrays(), self._offered)
+            blind = np.zeros(len(comp.rows), dtype=bool)
             out, exact, mean_field = solve_component(now_s, comp.entries, links.capacity_gbps[comp.links],
-                                                     jobs_at(t, comp.rows), t, comp.rows, p, self.counts)
+                                                     jobs_at(t, comp.rows), t, comp.rows, p, self.counts, blind)
             self.exact_solves += exact
             self.mean_field_solves += mean_field
             ids, it, comm = write_back(self._touched, comp, out, REPORT_RTOL, t, links.arrays())
+            phase_blind = None  # per job, below
         else:
             self.mean_field_solves += code == SolveCode.MEAN_FIELD
+            phase_blind = bool(code == SolveCode.MEAN_FIELD)  # the whole component by the mean field
         self._new.clear()
         self._touched[:] = False
         ids = ids.tolist()
         it, comm = self._stretched([self._demands[j] for j in ids], it.tolist(), comm.tolist())
-        return Moved(ids, it, comm)
+        if not isinstance(phase_blind, bool):
+            by_id = dict(zip(t.job_id[comp.rows].tolist(), blind.tolist()))
+            phase_blind = [by_id[j] for j in ids]
+        return Moved(ids, it, comm, phase_blind)

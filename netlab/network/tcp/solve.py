@@ -81,8 +81,13 @@ def solve_unless_exact(now_s, e: Entries, cap_link, jobs: Jobs, t: Rows, rows, m
 
 
 def solve_component(now_s: float, e: Entries, cap_link: np.ndarray, jobs: Jobs, t: Rows, rows: np.ndarray,
-                    p: TcpParams, counts: MeanFieldCounts) -> tuple[Solved, int, bool]:
+                    p: TcpParams, counts: MeanFieldCounts,
+                    blind: np.ndarray | None = None) -> tuple[Solved, int, bool]:
     """The solve with exact components: (answer, components simulated exactly, whether the mean field ran).
+
+    ``blind`` (one bool per job, if given) is set to whether the job's time came from the mean field, which
+    ignores phase (a contended job of a component too large for the exact simulation, or whose simulation
+    did not finish).
 
     The first steps are those of :func:`solve_unless_exact` again, in Python around the exact simulations
     (1% of Philly's re-solves, so computing them twice costs nothing).
@@ -116,6 +121,8 @@ def solve_component(now_s: float, e: Entries, cap_link: np.ndarray, jobs: Jobs, 
         t.anchor_s[r], t.period_s[r], t.anchor_phase[r] = anchor, p_it, jobs.phase[members]
     comm, load, mean_field = solve_rest(now_s, e, cap_link, comps, jobs, al, p.alpha, t, rows, it, overload, queue,
                                         counts)
+    if blind is not None:
+        blind[:] = comps.contended & large
     return Solved(it, comm, load, overload, queue), exact, bool(mean_field)
 
 
