@@ -46,6 +46,7 @@ JOB_SCHEMA = {
     "offset_ms": (False, lambda v: is_num(v) and v >= 0, "a non-negative number"),
     "start_at": (False, is_num, "a unix time in seconds"),
     "device": (False, lambda v: v in ("cpu", "cuda"), "cpu or cuda"),
+    "overlap": (False, lambda v: is_num(v) and 0 <= v <= 1, "a number in [0, 1]"),
 }
 STOP_GRACE_S = 3.0
 #: how often a rank writes its heartbeat byte
@@ -103,6 +104,8 @@ class JobManager:
                 "--device", a.get("device", "cpu")]
         if "start_at" in a:
             argv += ["--start-at", repr(float(a["start_at"]))]
+        if a.get("overlap"):
+            argv += ["--overlap", repr(float(a["overlap"]))]
         env = child_env({
             "GLOO_SOCKET_IFNAME": a["ifname"], "NCCL_SOCKET_IFNAME": a["ifname"],
             "NCCL_IB_DISABLE": "1" if a.get("nccl_ib_disable", True) else "0",

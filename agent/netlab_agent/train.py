@@ -37,6 +37,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--start-at", type=float, default=None, help="unix time to start the first iteration")
     p.add_argument("--log", required=True, help="JSON lines file, one record per iteration")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--overlap", type=float, default=0.0,
+                   help="share of min(compute, all-reduce) hidden by overlapping them (netlab's iteration-time rule)")
     p.add_argument("--timeout-s", type=float, default=600.0, help="rendezvous/collective timeout")
     p.add_argument("--heartbeat-fd", type=int, default=None, help="a pipe to write one byte to every heartbeat")
     p.add_argument("--heartbeat-s", type=float, default=1.0, help="seconds between heartbeats")
@@ -89,6 +91,30 @@ class _Compute:
             time.sleep(self.s)
 
 
+def _overlapped(dist, torch, grad, hidden, compute_start: float, compute_s: float, overlap: float) -> float:
+    """One all-reduce overlapped with the rest of the compute (DDP's buckets during the backward pass): started
+    after ``(1 - overlap)`` of the compute, it runs while ``hidden`` spends the rest; the iteration then ends
+    where netlab's rule puts it, ``compute + comm - overlap x min(compute, comm)`` after ``compute_start``, with
+    ``comm`` the all-reduce's measured time. Returns when the all-reduce ended."""
+    start = time.time()
+    work = dist.all_reduce(grad, async_op=True)
+    ended: list[float] = []
+
+    def wait():
+        work.wait()
+        if grad.is_cuda:
+            torch.cuda.synchronize()
+        ended.append(time.time())
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    hidden()
+    waiter.join()
+    comm = ended[0] - start
+    time.sleep(max(0.0, compute_start + compute_s + comm - overlap * min(compute_s, comm) - time.time()))
+    return ended[0]
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.heartbeat_fd is not None:
@@ -108,7 +134,9 @@ def main(argv=None) -> int:
     try:
         grad = torch.ones(args.grad_bytes // 4, dtype=torch.float32,
                           device="cuda" if (device == "cuda" or backend == "nccl") else "cpu")
-        compute = _Compute(torch, device, args.compute_ms)
+        overlap = args.overlap
+        compute = _Compute(torch, device, args.compute_ms * (1.0 - overlap))  # before the all-reduce starts
+        hidden = _Compute(torch, device, args.compute_ms * overlap) if overlap > 0 else None  # while it runs
         dist.barrier()
         if args.start_at is not None:
             time.sleep(max(0.0, args.start_at - time.time()))
@@ -119,10 +147,14 @@ def main(argv=None) -> int:
                 compute_start = time.time()
                 compute()
                 allreduce_start = time.time()
-                dist.all_reduce(grad)
-                if grad.is_cuda:
-                    torch.cuda.synchronize()
-                allreduce_end = time.time()
+                if hidden is None:
+                    dist.all_reduce(grad)
+                    if grad.is_cuda:
+                        torch.cuda.synchronize()
+                    allreduce_end = time.time()
+                else:
+                    allreduce_end = _overlapped(dist, torch, grad, hidden, compute_start, args.compute_ms / 1000.0,
+                                                overlap)
                 log.write(json.dumps({"job_id": job_id, "rank": args.rank, "iter": it,
                                       "compute_start": compute_start, "allreduce_start": allreduce_start,
                                       "allreduce_end": allreduce_end}) + "\n")

@@ -107,7 +107,7 @@ class TestbedCluster(KernelLoop):
             offset_ms = offset * self.time_scale * 1000.0
         return TrainSpec(self.controller.new_job_id(), list(zip(names, p.gpus)), grad_bytes=grad,
                          compute_ms=model.compute_s * self.time_scale * 1000.0, iterations=int(js.job.iterations),
-                         offset_ms=offset_ms, backend=self.backend, start_at=start_at)
+                         offset_ms=offset_ms, backend=self.backend, start_at=start_at, overlap=model.overlap)
 
     def _demand(self, js: JobState, p: Placement, phase: float):
         """The job's traffic on ``p`` at ``phase`` (None inside one host), as the simulator's jobs carry it."""

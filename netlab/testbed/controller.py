@@ -43,7 +43,9 @@ class TrainSpec:
     ``grad_bytes`` is what each iteration all-reduces (already scaled to the
     testbed's link rates); ``compute_ms`` is the emulated (CPU hosts) or real
     (GPU hosts) compute phase before it; ``offset_ms`` delays the first
-    iteration (a CASSINI time shift).
+    iteration (a CASSINI time shift); ``overlap`` (0..1) hides that share of
+    ``min(compute, all-reduce)``: the all-reduce starts after ``1 - overlap`` of
+    the compute and the iteration lasts as netlab's iteration-time rule says.
     """
 
     job_id: int
@@ -57,6 +59,7 @@ class TrainSpec:
     master_port: int | None = None
     nccl_ib_disable: bool = True
     allocation: NetAllocation | None = None  # its network share (per-job classes, routes); None: the default class
+    overlap: float = 0.0  # the model's compute/communication overlap (the zoo's)
 
     @property
     def world_size(self) -> int:
@@ -332,7 +335,8 @@ class Controller:
                 "job_start", job_id=spec.job_id, rank=r, world_size=spec.world_size, master_addr=master_addr,
                 master_port=port, backend=spec.backend, ifname=ifname[host], nccl_ib_disable=spec.nccl_ib_disable,
                 grad_bytes=int(spec.grad_bytes), compute_ms=float(spec.compute_ms), iterations=int(spec.iterations),
-                offset_ms=float(spec.offset_ms), start_at=spec.start_at))
+                offset_ms=float(spec.offset_ms), start_at=spec.start_at,
+                **({"overlap": float(spec.overlap)} if spec.overlap else {})))
         errors = []
         for f in futs:
             try:
