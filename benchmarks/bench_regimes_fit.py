@@ -170,14 +170,15 @@ def main(argv=None) -> int:
         out[r.name] = dict(referee=r.referee, network=r.network,
                            scenarios=[f"{sc.meta['family']}-{sc.meta['seed']}" for sc, _ in scenarios],
                            jobs=int(rows.drop_duplicates(["scenario", "job_id"]).shape[0]),
-                           chosen=dict(alpha=best["alpha"], lead=best["lead"], stretch=best["stretch"]), chosen_scores=best,
-                           tie_break=tie_break, grid=table)
-        print(f"{r.name}: {len(scenarios)} scenarios; best alpha={best['alpha']:g} lead={best['lead']:g} stretch={best['stretch']:g}: "
-              f"median {best['median_ape']:.3f} p90 {best['p90_ape']:.3f} heavy {best['heavy_median_signed']}",
-              flush=True)
+                           chosen=dict(alpha=best["alpha"], lead=best["lead"], stretch=best["stretch"]),
+                           chosen_scores=best, tie_break=tie_break, grid=table)
+        print(f"{r.name}: {len(scenarios)} scenarios; best alpha={best['alpha']:g} lead={best['lead']:g} "
+              f"stretch={best['stretch']:g}: median {best['median_ape']:.3f} p90 {best['p90_ape']:.3f} "
+              f"heavy {best['heavy_median_signed']}", flush=True)
         for x in sorted(table, key=lambda x: x["objective"])[:5]:
-            print(f"   alpha={x['alpha']:g} lead={x['lead']:g} stretch={x['stretch']:g}: {x['median_ape']:.3f}/{x['p90_ape']:.3f}/"
-                  f"{x['max_ape']:.3f} heavy {x['heavy_median_signed']} obj {x['objective']:.2f}", flush=True)
+            print(f"   alpha={x['alpha']:g} lead={x['lead']:g} stretch={x['stretch']:g}: {x['median_ape']:.3f}/"
+                  f"{x['p90_ape']:.3f}/{x['max_ape']:.3f} heavy {x['heavy_median_signed']} obj {x['objective']:.2f}",
+                  flush=True)
     chosen = {r: v["chosen"] for r, v in out.items() if "chosen" in v}
     checks = {}
     if "reno-shallow" in chosen:  # the testbed's byte-limited queue (10 frames) drops as shallow switch ports do
@@ -189,8 +190,9 @@ def main(argv=None) -> int:
     for name, c in checks.items():
         print(name, {k: (round(v["median_ape"], 4), round(v["p90_ape"], 4), round(v["mean_signed"], 4))
                      for k, v in c.items() if isinstance(v, dict)}, flush=True)
-    write_json(args.out, dict(testbed_checks=checks, half="calibration (even seeds) only", grid=dict(alpha=ALPHAS, lead=LEADS, stretch=STRETCHES),
-                              target=TARGET, objective="max(median/5%, p90/15%, |heavy bias|/5%)",
+    write_json(args.out, dict(testbed_checks=checks, half="calibration (even seeds) only",
+                              grid=dict(alpha=ALPHAS, lead=LEADS, stretch=STRETCHES), target=TARGET,
+                              objective="max(median/5%, p90/15%, |heavy bias|/5%)",
                               regimes=out, wall_s=time.time() - t0))
     print(f"wrote {args.out} ({time.time() - t0:.0f} s)")
     return 0
