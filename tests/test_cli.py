@@ -60,7 +60,7 @@ def test_demo_prints_table_and_writes_figures(tmp_path):
     for name in ("comparison.png", "jct_tails.png", "link_utilisation.png", "metrics.png", "summary.csv"):
         assert (tmp_path / "report" / name).stat().st_size > 1000 or name == "summary.csv"
     table = pd.read_csv(tmp_path / "report" / "summary.csv")
-    assert set(table.network) == {"tcp", "ideal"}
+    assert set(table.network) == {"tcp", "dcqcn", "ideal"}  # the default and the rate-fair regime, and the bound
     result = runner.invoke(app, ["results", str(tmp_path)])  # one sweep: its answer and verdicts again
     assert result.exit_code == 0 and answer in result.output
 
