@@ -103,6 +103,9 @@ def merge(out: Path) -> Path | None:
     regime) and each regime's model spec."""
     parts = {p: json.loads((RESULTS / f"repro_{p}.json").read_text())
              for p in ("dally", "cassini") if (RESULTS / f"repro_{p}.json").exists()}
+    for p in [p for p, d in parts.items() if not all("regime" in row for row in d.get(f"{p}_claims", [{}]))]:
+        print(f"repro_{p}.json has no regime column (recorded before the regimes): left out; run --part {p}")
+        del parts[p]
     if not parts:
         print("no parts stored yet")
         return None
