@@ -131,3 +131,51 @@ def test_killed_at_any_moment_the_report_is_the_old_one_or_the_new_one(store):
     subprocess.run(_report(store, BASELINES[0]), env=env, check=True, capture_output=True)
     assert _check_whole(folder) == BASELINES[0]
     assert not list(store.glob(".report.*.tmp"))  # a killed build's leftovers removed by the next build
+
+
+TERM_AT = """
+import os, shutil, signal, sys, tempfile
+from pathlib import Path
+from netlab.report import folder
+
+where, dest = sys.argv[1], Path(sys.argv[2])
+
+def term_after(fn):
+    def wrapped(*a, **kw):
+        out = fn(*a, **kw)
+        os.kill(os.getpid(), signal.SIGTERM)  # the signal arrives right after this step
+        return out
+    return wrapped
+
+def build(staging):
+    for i in range(20):
+        (staging / f"f{i}.txt").write_text("x" * 1000)
+    (staging / folder.MARKER).write_text("{}")
+
+if where == "mkdtemp":  # the staging folder exists, the build has not started
+    folder.tempfile.mkdtemp = term_after(tempfile.mkdtemp)
+else:  # the new report is in; the old one, now under the staging name, is being removed
+    real = shutil.rmtree
+    def first_file_then_term(path, *a, **kw):
+        files = sorted(Path(path).rglob("*.txt"))
+        if files:
+            files[0].unlink()
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(path, *a, **kw)
+    folder.shutil.rmtree = first_file_then_term
+folder.replace_folder(dest, build)
+"""
+
+
+@pytest.mark.parametrize("where", ["mkdtemp", "rmtree"])
+def test_a_sigterm_at_either_end_of_a_build_leaves_no_staging_folder(tmp_path, where):
+    dest = tmp_path / "report"
+    dest.mkdir()
+    (dest / MARKER).write_text("{}")
+    (dest / "old.txt").write_text("old")
+    done = subprocess.run([sys.executable, "-c", TERM_AT, where, str(dest)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 128 + signal.SIGTERM, (done.returncode, done.stderr[-2000:])  # stopped by the build
+    assert not list(tmp_path.glob(".report.*.tmp")), list(tmp_path.iterdir())
+    assert (dest / MARKER).is_file()  # the old report or the new one, whole
+    assert (dest / "old.txt").exists() != (where == "rmtree")

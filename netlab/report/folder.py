@@ -114,6 +114,24 @@ def _sigterm_raises():
         signal.signal(signal.SIGTERM, old)
 
 
+@contextlib.contextmanager
+def _sigterm_held():
+    """A SIGTERM during the block is noted and acted on after it (by the handler in place before), so the block
+    runs whole. (Blocking the signal would not do: a library's thread may take it, and Python's handler then runs
+    in the main thread all the same.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    old = signal.signal(signal.SIGTERM, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        if caught:
+            signal.raise_signal(signal.SIGTERM)
+
+
 def replace_folder(dest, build: Callable[[Path], object]) -> Path:
     """Run ``build(staging)`` to fill a fresh folder, then swap it in for ``dest`` whole (see the module)."""
     dest = Path(dest).absolute()
@@ -121,9 +139,12 @@ def replace_folder(dest, build: Callable[[Path], object]) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     for old in stale_staging(dest.parent, dest.name):
         shutil.rmtree(old, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=f".{os.getpid()}.tmp", dir=dest.parent))
-    try:
-        with _sigterm_raises():
+    with _sigterm_raises():  # from before the staging folder exists to after it is gone
+        staging = None
+        try:
+            with _sigterm_held():  # its name is known before a SIGTERM can stop the build
+                staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=f".{os.getpid()}.tmp",
+                                                dir=dest.parent))
             build(staging)
             os.chmod(staging, 0o755)  # mkdtemp makes it 0700; a report folder is as readable as any other
             if not dest.exists():
@@ -134,6 +155,8 @@ def replace_folder(dest, build: Callable[[Path], object]) -> Path:
                 os.rename(dest, aside / "old")
                 os.rename(staging, dest)
                 staging = aside
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)  # the old report after a swap, the partial one after a failure
+        finally:
+            with _sigterm_held():  # a SIGTERM now waits until the removal is done, then stops the build
+                if staging is not None:  # the old report after a swap, the partial one else
+                    shutil.rmtree(staging, ignore_errors=True)
     return dest
