@@ -18,6 +18,12 @@ Writes ``benchmarks/results/referee.json``:
   ``ape_raw`` is its own iteration time); per regime pooled over families
   too; drops, ECN marks and RTOs per regime; ns-3's CPU seconds over each
   model's per scenario (median ratio).
+* ``coverage``: how thick each of those cells is (:mod:`netlab.validate.coverage`):
+  per regime, family and half, the scenarios, contended jobs, heavy jobs and
+  the contention components' sizes (min / median / max jobs); the scoring
+  half's rows are what ``families`` scores, the calibration half's every
+  cached run ``bench_regimes_fit.py`` can fit on (its first
+  ``--calibration-per-family`` seeds per family).
 
 ns-3 runs are cached by scenario hash in ``--runs-dir`` (one JSON per
 scenario: re-scoring a changed model re-runs nothing; an interrupted run
@@ -48,6 +54,7 @@ import pandas as pd
 from netlab.sim.metrics import write_json
 from netlab.validate import sanity
 from netlab.validate.compare import compare_jobs, error_summary, scenario_speed
+from netlab.validate.coverage import coverage_table, scenario_coverage, stored_family_runs
 from netlab.validate.families import FAMILIES, family_seeds, generate, half
 from netlab.validate.predict import model_specs, predict_all
 from netlab.validate.referee import RefereeError, build_referee, referee_unavailable
@@ -258,6 +265,9 @@ def main(argv=None) -> int:
     ap.add_argument("--fluid-max-jobs", type=int, default=40,
                     help="ask the time-simulating models' fluid runs (*-fluid) only on scenarios of this many jobs or "
                          "fewer (their CPU cost grows with the component)")
+    ap.add_argument("--calibration-per-family", type=int, default=20,
+                    help="the calibration half's coverage counts cached runs of this many seeds per family "
+                         "(bench_regimes_fit.py's --per-family)")
     ap.add_argument("--prune", action="store_true",
                     help="afterwards, delete the records in --runs-dir that this run neither scored nor checked")
     args = ap.parse_args(argv)
@@ -322,7 +332,7 @@ def main(argv=None) -> int:
     specs = model_specs()
     warm = generate(args.families[0], 1)
     predict_all(warm, specs)
-    frames, infos, not_run = [], [], []
+    frames, infos, not_run, covered = [], [], [], []
     for f, s, r in [(f, s, r) for r in args.regimes for f in args.families
                     for s in family_seeds(f, n_score, "scoring")]:
         sc = generate(f, s, REGIMES[r])
@@ -335,10 +345,18 @@ def main(argv=None) -> int:
         rows["regime"], info["regime"] = r, r
         frames.append(rows)
         infos.append(info)
+        covered.append(dict(scenario_coverage(sc, rec), regime=r))
+    calibration_seeds = {f: set(family_seeds(f, args.calibration_per_family, "calibration")) for f in args.families}
+    covered += [dict(scenario_coverage(sc, rec), regime=r)
+                for r, sc, rec in stored_family_runs(store, {r: REGIMES[r] for r in args.regimes}, args.families,
+                                                     "calibration")
+                if sc.meta["seed"] in calibration_seeds[sc.meta["family"]]]
     if not frames:
         print("nothing to score", file=sys.stderr)
         return 1
     rows = pd.concat(frames, ignore_index=True)
+    coverage = coverage_table(covered)
+    print(coverage.drop(columns="seeds").to_string(index=False), flush=True)
     report = dict(
         machine=dict(python=platform.python_version(), cpus=os.cpu_count(), load_avg_1m=os.getloadavg()[0]),
         referee="netlab/validate/ns3/referee.cc on Debian's ns-3 3.37 (see netlab/validate/README.md)",
@@ -356,6 +374,12 @@ def main(argv=None) -> int:
         sanity=sanity_out,
         results=summarise(rows, infos),
         speed=speed_summary(infos),
+        coverage=dict(note="per regime, family and half: scenarios run; jobs; contended jobs (sharing a directed "
+                           "link with another job: what the scores are over); heavy jobs (contended, slowed >= 2x "
+                           "by the referee: the heavy-job bias is over them); components of 2+ jobs joined by "
+                           "shared links and their min / median / max size. scoring: the scenarios scored above; "
+                           "calibration: every cached run of the first --calibration-per-family seeds",
+                      calibration_per_family=args.calibration_per_family, rows=_records(coverage)),
         scenarios=[{k: v for k, v in i.items()} for i in infos],
         not_scored=dict(no_cached_run=not_run, failed=failed),
         wall_s=time.time() - t_start,
