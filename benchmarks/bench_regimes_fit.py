@@ -2,7 +2,7 @@
 
 For every regime of :data:`netlab.network.regimes.REGIMES` and every point of a
 small grid of the ``tcp`` fluid's sharing parameters (``alpha``: share weight =
-flow bytes ** alpha; ``lead``: leader advantage; ``stretch``: a contended job's delay beyond alone x
+flow bytes ** alpha, negative favouring short transfers; ``lead``: leader advantage; ``stretch``: a contended job's delay beyond alone x
 (1 + stretch), the time the transport loses to losses and rate cuts), the candidate is asked what
 the simulator asks (``solve``) on every cached referee run of the regime's
 referee transport from the *calibration* half (``benchmarks/results/referee_runs/``,
@@ -13,7 +13,10 @@ jobs). The chosen point minimises the worst of median / 5%, p90 / 15% and
 (smaller ``stretch``, then smaller ``lead``, then ``alpha`` nearer 1). For
 shallow-buffer Reno the points within 5% of the best objective (which the
 referee cannot tell apart) are decided by the testbed's byte-limited queue
-(``interleave_bytequeue_runs.parquet``: contended jobs' median APE). The scoring half is never read here:
+(``interleave_bytequeue_runs.parquet``: contended jobs' median APE). A second stage, at the chosen alpha and
+lead, tries the goodput term (``goodput_k``: a binding link delivers capacity / (1 + goodput_k x flows /
+buffer_packets), :mod:`netlab.network.tcp.goodput`) with every stretch, and keeps it only where it lowers the
+objective. The scoring half is never read here:
 ``bench_referee.py --score-only`` scores the chosen models on it.
 
 Writes ``benchmarks/results/regimes_fit.json``: per regime the calibration
@@ -48,9 +51,14 @@ TESTBED_TOPOLOGY = ROOT / "testbed" / "topologies" / "leafspine-2rack.yaml"
 #: shallow-buffer Reno against the testbed's byte-limited queue (10 frames per port: it drops, as shallow ports do)
 TESTBED_TIE_BREAK = {"reno-shallow": RESULTS / "interleave_bytequeue_runs.parquet"}
 NEAR = 1.05
-ALPHAS = (0.0, 0.125, 0.25, 0.375, 0.5, 0.75, 1.0)
+ALPHAS = (-0.5, -0.25, 0.0, 0.125, 0.25, 0.375, 0.5, 0.75, 1.0)
 LEADS = (0.0, 1.0, 2.0)
 STRETCHES = tuple(round(0.1 * i, 1) for i in range(16))  # 0 to 1.5
+#: second stage, at the first stage's alpha and lead: the goodput term (netlab/network/tcp/goodput.py), each referee
+#: transport with the queue its flows share: a shallow port's buffer (the referee's 100 packets), or for the ECN
+#: transports the marking threshold their queues are held at (20 packets)
+GOODPUTS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
+BUFFER_PACKETS = {"reno-shallow": 100.0, "dctcp": 20.0, "dcqcn": 20.0}
 TARGET = dict(median_ape=0.05, p90_ape=0.15, heavy_median_signed=0.05)
 
 
@@ -100,6 +108,29 @@ def stretched(rows: pd.DataFrame, stretch: float) -> pd.DataFrame:
     return r
 
 
+def scored_grid(base_rows: pd.DataFrame, points: list[dict]) -> list[dict]:
+    """Every point (its solve's rows in ``base_rows``, model named by its keys) crossed with every stretch, scored."""
+    frames = []
+    for k in STRETCHES:
+        r_k = stretched(base_rows, k)
+        r_k["model"] = r_k.model + f",stretch={k:g}"
+        frames.append(r_k)
+    rows = pd.concat(frames, ignore_index=True)
+    summ = error_summary(rows)
+    per_family = {f: error_summary(d) for f, d in rows.groupby("family")}
+    table = []
+    for p in [dict(g, stretch=k) for g in points for k in STRETCHES]:
+        name = ",".join(f"{k}={v:g}" for k, v in p.items())
+        s = summ[name]
+        table.append(dict(p, median_ape=s["median_ape"], p90_ape=s["p90_ape"], max_ape=s["max_ape"],
+                          heavy_median_signed=s["heavy_median_signed"], n_contended=s["n_contended"],
+                          n_heavy=s["n_heavy"], objective=objective(s),
+                          per_family={f: dict(median_ape=v[name]["median_ape"], p90_ape=v[name]["p90_ape"],
+                                              heavy_median_signed=v[name]["heavy_median_signed"])
+                                      for f, v in per_family.items()}))
+    return table
+
+
 def testbed_check(runs_path: Path, candidates: dict[str, dict]) -> dict:
     """Contended jobs of a stored testbed collection (``runs_path``) under ``tcp`` with each candidate's
     parameters: median / p90 APE and mean signed error (``netlab.congestion.fidelity.score_runs``)."""
@@ -136,24 +167,7 @@ def main(argv=None) -> int:
             out[r.name] = dict(skipped=f"no calibration-half run of referee transport {r.referee} in {args.runs_dir}")
             continue
         base_rows = grid_rows(scenarios, "tcp", grid)
-        frames = []
-        for k in STRETCHES:
-            r_k = stretched(base_rows, k)
-            r_k["model"] = r_k.model + f",stretch={k:g}"
-            frames.append(r_k)
-        rows = pd.concat(frames, ignore_index=True)
-        summ = error_summary(rows)
-        per_family = {f: error_summary(d) for f, d in rows.groupby("family")}
-        table = []
-        for p in [dict(g, stretch=k) for g in grid for k in STRETCHES]:
-            name = ",".join(f"{k}={v:g}" for k, v in p.items())
-            s = summ[name]
-            table.append(dict(p, median_ape=s["median_ape"], p90_ape=s["p90_ape"], max_ape=s["max_ape"],
-                              heavy_median_signed=s["heavy_median_signed"], n_contended=s["n_contended"],
-                              n_heavy=s["n_heavy"], objective=objective(s),
-                              per_family={f: dict(median_ape=v[name]["median_ape"], p90_ape=v[name]["p90_ape"],
-                                                  heavy_median_signed=v[name]["heavy_median_signed"])
-                                          for f, v in per_family.items()}))
+        table = scored_grid(base_rows, grid)
         best = min(table, key=lambda x: (round(x["objective"], 3), x["stretch"], x["lead"], abs(1.0 - x["alpha"])))
         tie_break = None
         if r.referee in TESTBED_TIE_BREAK:  # points the referee cannot tell apart: the testbed's queue decides
@@ -167,16 +181,25 @@ def main(argv=None) -> int:
                 best = min(scored, key=lambda kx: kx[0])[1]
             tie_break = dict(rule=f"grid points within {NEAR:g}x of the best objective, the best on {runs_path.name}'s "
                                   "contended jobs (median APE)", candidates=checked)
+        goodput = None
+        if r.referee in BUFFER_PACKETS:  # second stage: the goodput term at the first stage's alpha and lead
+            points = [dict(alpha=best["alpha"], lead=best["lead"], goodput_k=g, buffer_packets=BUFFER_PACKETS[r.referee])
+                      for g in GOODPUTS]
+            goodput = scored_grid(grid_rows(scenarios, "tcp", points), points)
+            first = best
+            best = min(goodput, key=lambda x: (round(x["objective"], 3), x["stretch"], x["goodput_k"]))
+            if round(best["objective"], 3) >= round(first["objective"], 3):
+                best = first  # the term does not help: the first stage's point, without it
+        chosen = {k: best[k] for k in ("alpha", "lead", "stretch", "goodput_k", "buffer_packets") if k in best}
         out[r.name] = dict(referee=r.referee, network=r.network,
                            scenarios=[f"{sc.meta['family']}-{sc.meta['seed']}" for sc, _ in scenarios],
-                           jobs=int(rows.drop_duplicates(["scenario", "job_id"]).shape[0]),
-                           chosen=dict(alpha=best["alpha"], lead=best["lead"], stretch=best["stretch"]),
-                           chosen_scores=best, tie_break=tie_break, grid=table)
-        print(f"{r.name}: {len(scenarios)} scenarios; best alpha={best['alpha']:g} lead={best['lead']:g} "
-              f"stretch={best['stretch']:g}: median {best['median_ape']:.3f} p90 {best['p90_ape']:.3f} "
+                           jobs=int(base_rows.drop_duplicates(["scenario", "job_id"]).shape[0]),
+                           chosen=chosen, chosen_scores=best, tie_break=tie_break, grid=table, goodput_grid=goodput)
+        print(f"{r.name}: {len(scenarios)} scenarios; best {chosen}: median {best['median_ape']:.3f} p90 {best['p90_ape']:.3f} "
               f"heavy {best['heavy_median_signed']}", flush=True)
-        for x in sorted(table, key=lambda x: x["objective"])[:5]:
-            print(f"   alpha={x['alpha']:g} lead={x['lead']:g} stretch={x['stretch']:g}: {x['median_ape']:.3f}/"
+        for x in sorted(table + (goodput or []), key=lambda x: x["objective"])[:5]:
+            print(f"   alpha={x['alpha']:g} lead={x['lead']:g} stretch={x['stretch']:g} "
+                  f"goodput_k={x.get('goodput_k', 0):g}: {x['median_ape']:.3f}/"
                   f"{x['p90_ape']:.3f}/{x['max_ape']:.3f} heavy {x['heavy_median_signed']} obj {x['objective']:.2f}",
                   flush=True)
     chosen = {r: v["chosen"] for r, v in out.items() if "chosen" in v}
@@ -192,6 +215,9 @@ def main(argv=None) -> int:
                      for k, v in c.items() if isinstance(v, dict)}, flush=True)
     write_json(args.out, dict(testbed_checks=checks, half="calibration (even seeds) only",
                               grid=dict(alpha=ALPHAS, lead=LEADS, stretch=STRETCHES), target=TARGET,
+                              goodput_stage=dict(goodput_k=GOODPUTS, buffer_packets=BUFFER_PACKETS,
+                                                 rule="at the first stage's alpha and lead, with every stretch; "
+                                                      "kept only if it lowers the objective"),
                               objective="max(median/5%, p90/15%, |heavy bias|/5%)",
                               regimes=out, wall_s=time.time() - t0))
     print(f"wrote {args.out} ({time.time() - t0:.0f} s)")

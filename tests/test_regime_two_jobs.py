@@ -87,3 +87,49 @@ def test_stretch_multiplies_the_delay_beyond_alone_in_solve_and_in_the_fluid_run
     assert net.solve([lone], np.array([CAP_GBPS, CAP_GBPS])).iter_s[3] == pytest.approx(4 * A_S, rel=1e-9)
     starts = net.simulate_starts(jobs, CAP, {1: 0.0, 2: 0.0}, {1: 6, 2: 6})
     assert np.diff(starts[1]).mean() == pytest.approx(5.5 * A_S, rel=1e-3)
+
+
+@pytest.mark.parametrize("max_exact_jobs", [8, 1], ids=["fluid", "mean-field"])
+def test_negative_alpha_favours_the_short_transfer_in_both_solvers(max_exact_jobs):
+    # alpha -1 (rate-cut transports: a transfer is cut the longer it lasts), lead 0, no compute: both always send.
+    # Weights (bytes / largest) ** -1: 1 Gbit -> 10, 10 Gbit -> 1, so job 1 holds 10/11 of the link: a / t1 = 10/11,
+    # t1 = 1.1a, and the link stays full: a / t1 + 10a / t2 = 1, 10a / t2 = 1/11, t2 = 110a (alpha 1 gives both
+    # 11a). The mean field (forced: max_exact_jobs 1) sees each job meet the other all the time: the same shares.
+    net = NETWORKS.create("tcp", jitter=0.0, alpha=-1.0, lead=0.0, max_exact_jobs=max_exact_jobs)
+    sol = net.solve([job(1, 0.0), job(2, 0.0, 10 * BYTES)], CAP)
+    assert sol.iter_s[1] == pytest.approx(1.1 * A_S, rel=1e-6)
+    assert sol.iter_s[2] == pytest.approx(110 * A_S, rel=1e-6)
+    with pytest.raises(ValueError, match="alpha >= -1"):
+        NETWORKS.create("tcp", alpha=-1.5)
+
+
+def test_a_shallow_binding_link_delivers_less_in_the_batch_the_incremental_and_the_scenario_solves():
+    # Four equal jobs, one flow each on the 10 Gbit/s link, no compute: all always send (40 Gbit/s offered: the
+    # link binds). goodput_k 2, buffer 100 packets: the link delivers 10 / (1 + 2 x 4 / 100) = 10 / 1.08 Gbit/s,
+    # a quarter each, so each gigabit takes 4 x 1.08 a = 4.32a (4a without the term). The mean field (forced by
+    # max_exact_jobs 1), the incremental solve and the scenario run read the same capacity.
+    from netlab.network.links import LinkState
+
+    kw = dict(jitter=0.0, alpha=0.0, lead=0.0, goodput_k=2.0, buffer_packets=100.0)
+    four = [job(i, 0.0) for i in range(1, 5)]
+    for exact in (8, 1):
+        sol = NETWORKS.create("tcp", max_exact_jobs=exact, **kw).solve(four, CAP)
+        assert [sol.iter_s[i] for i in range(1, 5)] == pytest.approx([4.32 * A_S] * 4, rel=1e-6)
+    net = NETWORKS.create("tcp", **kw)
+    links = LinkState(CAP.copy())
+    net.attach(links)
+    for d in four:
+        links.jobs[[0]] += 1
+        net.join(d.job_id, d, 0.0)
+    moved = net.resolve(0.0)
+    assert sorted(moved.job_id) == [1, 2, 3, 4] and moved.iter_s == pytest.approx([4.32 * A_S] * 4, rel=1e-6)
+    links.jobs[[0]] -= 2  # two leave: 2 flows, 10 / 1.04 Gbit/s in halves, 2 x 1.04 a
+    net.leave(3, 1.0)
+    net.leave(4, 1.0)
+    moved = net.resolve(1.0)
+    assert sorted(moved.job_id) == [1, 2] and moved.iter_s == pytest.approx([2.08 * A_S] * 2, rel=1e-6)
+    starts = NETWORKS.create("tcp", **kw).simulate_starts(four, CAP, {i: 0.0 for i in range(1, 5)},
+                                                         {i: 6 for i in range(1, 5)})
+    assert np.diff(starts[1]).mean() == pytest.approx(4.32 * A_S, rel=1e-6)
+    # alone (one flow, 10 Gbit/s offered: the link does not bind) nothing is lost
+    assert NETWORKS.create("tcp", **kw).solve([job(1, 0.0)], CAP).iter_s[1] == pytest.approx(A_S, rel=1e-9)

@@ -15,7 +15,8 @@ event to the next. This model simulates exactly that, as a fluid:
 * while transfers overlap, each link is shared by weighted max-min among the
   jobs *communicating* on it (progressive filling), weight proportional to
   the job's flow bytes (``alpha = 1``; ``alpha = 0`` is max-min): transfers
-  that overlap progress at the same fraction of their size;
+  that overlap progress at the same fraction of their size (``alpha < 0``, down
+  to -1, favours short transfers, as rate-cut transports do);
 * each job's rate is capped by its isolated rate (its path's own bottleneck
   and the pattern's cap), so only *binding* links, where every job sending
   at its isolated rate at once would exceed the capacity, couple jobs;

@@ -9,10 +9,11 @@ from ..model import (ALLOCATION_KINDS, NETWORKS, Capabilities, CommDemand, Moved
                      _same_paths, _treatment, incidence)
 from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of
 from .components import Solved
+from .goodput import effective_capacity, link_flows_offered
 from .incremental import adds_nonbinding, binding_component, clear_row_load, resolve_touched, row_loads, write_back
 from .mean_field import mean_field_counts
-from .params import (ALPHA, BUFFER_US, DRAWS, ECN_THRESHOLD_US, HORIZON, JITTER, LEAD, MAX_EVENTS, MAX_EXACT_JOBS,
-                     REPORT_RTOL, STRETCH, WARMUP, TcpParams)
+from .params import (ALPHA, BUFFER_PACKETS, BUFFER_US, DRAWS, ECN_THRESHOLD_US, GOODPUT_K, HORIZON, JITTER, LEAD,
+                     MAX_EVENTS, MAX_EXACT_JOBS, REPORT_RTOL, STRETCH, WARMUP, TcpParams)
 from .scenarios import simulate_starts
 from .solve import SolveCode, solve_component, solve_unless_exact
 
@@ -34,12 +35,12 @@ class TcpNetwork(NetworkModel):
     def __init__(self, alpha: float = ALPHA, jitter: float = JITTER, lead: float = LEAD, horizon: int = HORIZON,
                  warmup: int = WARMUP, max_exact_jobs: int = MAX_EXACT_JOBS, max_events: int = MAX_EVENTS,
                  ecn_threshold_us: float = ECN_THRESHOLD_US, buffer_us: float = BUFFER_US, draws: int = DRAWS,
-                 stretch: float = STRETCH):
+                 stretch: float = STRETCH, goodput_k: float = GOODPUT_K, buffer_packets: float = BUFFER_PACKETS):
         """Parameters: see :mod:`~netlab.network.tcp.params` (one ValueError if any is out of range)."""
         self.params = TcpParams.checked(alpha=alpha, jitter=jitter, lead=lead, horizon=horizon, warmup=warmup,
                                         max_exact_jobs=max_exact_jobs, max_events=max_events,
                                         ecn_threshold_us=ecn_threshold_us, buffer_us=buffer_us, draws=draws,
-                                        stretch=stretch)
+                                        stretch=stretch, goodput_k=goodput_k, buffer_packets=buffer_packets)
         self._slots = SlotTable()  # every job's row: its demand, last time and phase state
         self.exact_solves = self.mean_field_solves = 0
         self.counts = mean_field_counts()  # over mean-field solves (MeanFieldCounts)
@@ -83,8 +84,13 @@ class TcpNetwork(NetworkModel):
             self.check_allocation(d.allocation, d.job_id)
         job, link, weight, links = incidence(demands)
         rows = self._slots.claim(demands)
-        out = self.solve_rows(now_s, rows, Entries(job, link, weight.astype(float)),
-                              np.ascontiguousarray(capacity_gbps[links], dtype=np.float64), jobs_of(demands))
+        e = Entries(job, link, weight.astype(float))
+        cap = np.ascontiguousarray(capacity_gbps[links], dtype=np.float64)
+        if self.params.goodput_k > 0.0:  # a lossy binding link delivers less (goodput.py)
+            rate = np.array([d.alone_rate_gbps for d in demands])
+            cap = effective_capacity(cap, *link_flows_offered(e, len(cap), rate), self.params.goodput_k,
+                                     self.params.buffer_packets)
+        out = self.solve_rows(now_s, rows, e, cap, jobs_of(demands))
         ids = [d.job_id for d in demands]
         it, comm = self._stretched(demands, out.iter_s.tolist(), out.comm_s.tolist())
         return NetSolution(dict(zip(ids, it)), dict(zip(ids, comm)), links, out.load_gbps, out.overload_gbps,
@@ -124,6 +130,7 @@ class TcpNetwork(NetworkModel):
         self._slots = SlotTable()
         self._demands: dict[int, CommDemand] = {}
         self._offered = np.zeros(n)  # per link: every job on it at its isolated rate at once
+        self._flows = np.zeros(n)  # per link: flows on it (the goodput term's count)
         self._touched = np.zeros(n, dtype=bool)  # links whose jobs changed since the last solve
         self._new: set[int] = set()  # jobs waiting for their first time
         self.pending = False
@@ -135,6 +142,7 @@ class TcpNetwork(NetworkModel):
         links, rate = self._links, demand.alone_rate_gbps
         alone = adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, rate)
         self._offered[demand.links] += demand.weights * rate
+        self._flows[demand.links] += demand.weights
         if alone:  # it binds no link: it runs at its isolated rate and nobody else changes
             t = self._slots.rows
             t.rate_gbps[row], t.iter_s[row] = rate, demand.iter_s(rate)
@@ -149,11 +157,12 @@ class TcpNetwork(NetworkModel):
         links = self._links
         bound = not adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, 0.0)
         self._offered[demand.links] -= demand.weights * demand.alone_rate_gbps
+        self._flows[demand.links] -= demand.weights
         links.write()
         clear_row_load(self._slots.row(job_id), tuple(self._slots.rows), tuple(links.arrays()))
         self._slots.remove(job_id)
         empty = demand.links[links.jobs[demand.links] == 0]
-        self._offered[empty] = 0.0  # no rounding residue on an empty link
+        self._offered[empty] = self._flows[empty] = 0.0  # no rounding residue on an empty link
         if bound or job_id in self._new:
             self._await_resolve(demand)
         self._new.discard(job_id)
@@ -181,12 +190,15 @@ class TcpNetwork(NetworkModel):
         self.pending = False
         links, t, p = self._links, self._slots.rows, self.params
         links.write()
-        code, ids, it, comm = resolve_touched(now_s, self._touched, tuple(t), tuple(links.arrays()), self._offered,
+        arrays = links.arrays()  # a lossy binding link delivers less (goodput.py); the same arrays when not
+        arrays = arrays._replace(capacity_gbps=effective_capacity(arrays.capacity_gbps, self._flows, self._offered,
+                                                                  p.goodput_k, p.buffer_packets))
+        code, ids, it, comm = resolve_touched(now_s, self._touched, tuple(t), tuple(arrays), self._offered,
                                               p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts))
         if code == SolveCode.EXACT_NEEDED:
-            comp = binding_component(self._touched, t, links.arrays(), self._offered)
+            comp = binding_component(self._touched, t, arrays, self._offered)
             blind = np.zeros(len(comp.rows), dtype=bool)
-            out, exact, mean_field = solve_component(now_s, comp.entries, links.capacity_gbps[comp.links],
+            out, exact, mean_field = solve_component(now_s, comp.entries, arrays.capacity_gbps[comp.links],
                                                      jobs_at(t, comp.rows), t, comp.rows, p, self.counts, blind)
             self.exact_solves += exact
             self.mean_field_solves += mean_field

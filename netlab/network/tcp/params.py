@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 JITTER = 0.0125  # relative std of compute per iteration: median compute CV of the one-job testbed runs (fidelity.json)
-# share weight = flow bytes ** ALPHA. Kept at 1 (calibrated on the testbed) after the referee's calibration half
+# share weight = flow bytes ** ALPHA; ALPHA < 0 (down to -1: rates inversely proportional to size) favours short
+# transfers, as rate-cut transports do: a transfer starts at line rate and is cut the longer it lasts. Kept at 1
+# (calibrated on the testbed) after the referee's calibration half
 # (12 reno-deep scenarios, regimes_fit.json, lead 2): alpha 1 gives 2.4% / 14.3% / +3.7% median / p90 / heavy bias,
 # within the targets; 0.5 is marginally better (2.4% / 12.6% / -3.2%) but the best alpha moved 0.25 -> 0.5 as one
 # scenario was added; alpha 0 is worse (2.6% / 15.3% / -9.8%). The testbed cannot tell them apart (2.1% median)
@@ -24,6 +26,10 @@ DRAWS = 1  # scenario predictions: jitter draws averaged
 #: under shallow drop-tail queues, ECN rate cuts undershooting); 0 for deep-buffer Reno, whose fluid shares are the
 #: referee's (referee.json, reno-deep). Applied to ``solve``'s answers, not to ``simulate_starts``' raw fluid.
 STRETCH = 0.0
+#: a binding link delivers capacity / (1 + GOODPUT_K x flows on it / BUFFER_PACKETS) (:mod:`~.goodput`): 0 for
+#: deep-buffer Reno, whose links the referee finds full (referee.json, reno-deep)
+GOODPUT_K = 0.0
+BUFFER_PACKETS = 100.0  # packets of queue per switch port the flows of a binding link share (:mod:`~.goodput`)
 REPORT_RTOL = 1e-3  # incremental solves: a job's time must move by more to be reported (the mean field's tolerance)
 
 
@@ -41,20 +47,22 @@ class TcpParams(NamedTuple):
     buffer_us: float = BUFFER_US
     draws: int = DRAWS  # jitter draws a scenario prediction averages over (``simulate_starts``' ``draw``)
     stretch: float = STRETCH
+    goodput_k: float = GOODPUT_K
+    buffer_packets: float = BUFFER_PACKETS
 
     @classmethod
     def checked(cls, **kw) -> TcpParams:
         """The parameters, typed, or one ValueError saying what they must satisfy."""
         p = cls(**kw)
-        if not (p.alpha >= 0 and p.jitter >= 0 and p.lead >= 0 and p.horizon > p.warmup + 1 and p.warmup >= 0
+        if not (p.alpha >= -1 and p.jitter >= 0 and p.lead >= 0 and p.horizon > p.warmup + 1 and p.warmup >= 0
                 and p.max_exact_jobs >= 1 and p.max_events > 0 and 0 <= p.ecn_threshold_us <= p.buffer_us
-                and p.draws >= 1 and p.stretch >= 0):
-            raise ValueError("tcp network: need alpha >= 0, jitter >= 0, lead >= 0, horizon > warmup + 1 >= 1, "
+                and p.draws >= 1 and p.stretch >= 0 and p.goodput_k >= 0 and p.buffer_packets > 0):
+            raise ValueError("tcp network: need alpha >= -1, jitter >= 0, lead >= 0, horizon > warmup + 1 >= 1, "
                              "max_exact_jobs >= 1, max_events > 0, 0 <= ecn_threshold_us <= buffer_us, draws >= 1, "
-                             "stretch >= 0")
+                             "stretch >= 0, goodput_k >= 0, buffer_packets > 0")
         return cls(float(p.alpha), float(p.jitter), float(p.lead), int(p.horizon), int(p.warmup),
                    int(p.max_exact_jobs), int(p.max_events), float(p.ecn_threshold_us), float(p.buffer_us),
-                   int(p.draws), float(p.stretch))
+                   int(p.draws), float(p.stretch), float(p.goodput_k), float(p.buffer_packets))
 
 
 #: the transport variants of ``tcp`` (:mod:`~.transports`): name -> (what it stands for, defaults that differ from

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import GBIT, incidence
-from ..slots import jobs_of
+from ..slots import Entries, jobs_of
 from .components import share_weights
 from .fluid import NOISE, WAIT, FluidJobs, FluidLinks, FluidRun, FluidState, Starts, link_stats, simulate
+from .goodput import effective_capacity, link_flows_offered
 
 
 def simulate_starts(model, demands, capacity_gbps, start_s: dict, iterations: dict, draw: int = 0) -> dict:
@@ -30,12 +31,15 @@ def simulate_starts(model, demands, capacity_gbps, start_s: dict, iterations: di
     np.add.at(flows, (job, link), weight)
     cap_link = np.ascontiguousarray(capacity_gbps[links], dtype=np.float64)
     jobs = jobs_of(demands)
+    cap_job = np.minimum(jobs.rate_cap_gbps, jobs.iso_rate_gbps)
+    cap_link = effective_capacity(cap_link, *link_flows_offered(Entries(job, link, weight.astype(float)), len(links),
+                                                                cap_job), p.goodput_k, p.buffer_packets)
     gbit = jobs.flow_bytes * 8 / GBIT
     most = max(int(iterations[d.job_id]) for d in demands) + 1
     starts = Starts(np.zeros((n, most + 1)), np.zeros(n, np.int64))
     until = np.array([float(start_s[d.job_id]) for d in demands])
     phi = share_weights(gbit, p.alpha) * jobs.share  # bytes in flight x allocation weight
-    fjobs = FluidJobs(flows, np.minimum(jobs.rate_cap_gbps, jobs.iso_rate_gbps), phi, jobs.priority, gbit,
+    fjobs = FluidJobs(flows, cap_job, phi, jobs.priority, gbit,
                       jobs.intra_s, jobs.compute_s, jobs.overlap, (jobs.job_id * 977 + draw * 1543) % len(NOISE))
     state = FluidState(np.full(n, WAIT, np.int64), np.zeros(n), until, np.zeros(n))
     fluid_links = FluidLinks(cap_link, cap_link * p.ecn_threshold_us * 1e-6, cap_link * p.buffer_us * 1e-6)
