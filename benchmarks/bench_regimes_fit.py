@@ -2,7 +2,8 @@
 
 For every regime of :data:`netlab.network.regimes.REGIMES` and every point of a
 small grid of the ``tcp`` fluid's sharing parameters (``alpha``: share weight =
-flow bytes ** alpha, negative favouring short transfers; ``lead``: leader advantage; ``stretch``: a contended job's delay beyond alone x
+flow bytes ** alpha, negative favouring short transfers; ``lead``: leader advantage; ``stretch``: a contended
+job's delay beyond alone x
 (1 + stretch), the time the transport loses to losses and rate cuts), the candidate is asked what
 the simulator asks (``solve``) on every cached referee run of the regime's
 referee transport from the *calibration* half (``benchmarks/results/referee_runs/``,
@@ -183,8 +184,8 @@ def main(argv=None) -> int:
                                   "contended jobs (median APE)", candidates=checked)
         goodput = None
         if r.referee in BUFFER_PACKETS:  # second stage: the goodput term at the first stage's alpha and lead
-            points = [dict(alpha=best["alpha"], lead=best["lead"], goodput_k=g, buffer_packets=BUFFER_PACKETS[r.referee])
-                      for g in GOODPUTS]
+            points = [dict(alpha=best["alpha"], lead=best["lead"], goodput_k=g,
+                           buffer_packets=BUFFER_PACKETS[r.referee]) for g in GOODPUTS]
             goodput = scored_grid(grid_rows(scenarios, "tcp", points), points)
             first = best
             best = min(goodput, key=lambda x: (round(x["objective"], 3), x["stretch"], x["goodput_k"]))
@@ -195,7 +196,8 @@ def main(argv=None) -> int:
                            scenarios=[f"{sc.meta['family']}-{sc.meta['seed']}" for sc, _ in scenarios],
                            jobs=int(base_rows.drop_duplicates(["scenario", "job_id"]).shape[0]),
                            chosen=chosen, chosen_scores=best, tie_break=tie_break, grid=table, goodput_grid=goodput)
-        print(f"{r.name}: {len(scenarios)} scenarios; best {chosen}: median {best['median_ape']:.3f} p90 {best['p90_ape']:.3f} "
+        print(f"{r.name}: {len(scenarios)} scenarios; best {chosen}: median {best['median_ape']:.3f} "
+              f"p90 {best['p90_ape']:.3f} "
               f"heavy {best['heavy_median_signed']}", flush=True)
         for x in sorted(table + (goodput or []), key=lambda x: x["objective"])[:5]:
             print(f"   alpha={x['alpha']:g} lead={x['lead']:g} stretch={x['stretch']:g} "

@@ -66,8 +66,10 @@ Modules, one idea each: :mod:`~.fluid` (the fluid simulation), :mod:`~.mean_fiel
 components), :mod:`~.state` (phase state), :mod:`~.solve` (one solve, each
 component its way), :mod:`~.incremental` (the simulator's re-solves),
 :mod:`~.model` (:class:`TcpNetwork`), :mod:`~.scenarios` (testbed scenarios),
-:mod:`~.params`, and :mod:`~.reference` (a plain-numpy restatement of the fluid
-for two or three jobs, the referee the tests hold the compiled model to).
+:mod:`~.goodput` (what a lossy binding link delivers: the transport variants'
+loss term, which every solver reads as the link's capacity), :mod:`~.params`,
+and :mod:`~.reference` (a plain-numpy restatement of the fluid for two or three
+jobs, the referee the tests hold the compiled model to).
 """
 
 from . import transports  # noqa: F401  (registers the transport variants)
