@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..jit import njit  # numba is imported at the first kernel call
+from ..network.jit import JIT
 from ..registry import Registry
 
 if TYPE_CHECKING:  # imported where a table is built, at the end of a run
@@ -108,9 +110,38 @@ class FullHistory(LinkHistory):
                            np.concatenate([s[4] for s in segs]))
 
 
+@njit(**JIT)
+def _integrate(seg_load, seg_over, gbit, over, dt):  # pragma: no cover (compiled; tested through the history)
+    """Add ``dt`` seconds of the segment's loads to the busy links' Gbit and overload integrals."""
+    for g in range(seg_load.shape[0]):
+        if seg_load[g] != 0.0:
+            gbit[g] += seg_load[g] * dt
+            over[g] += seg_over[g] * dt
+
+
+@njit(**JIT)
+def _snapshot(load, overload, seg_load, seg_over):  # pragma: no cover (compiled; tested through the history)
+    """The segment starting now: each link's load and overload where it is busy (load not 0), else 0; the number
+    of busy links."""
+    busy = 0
+    for g in range(load.shape[0]):
+        if load[g] != 0.0:
+            seg_load[g], seg_over[g] = load[g], overload[g]
+            busy += 1
+        else:
+            seg_load[g] = seg_over[g] = 0.0
+    return busy
+
+
 @HISTORIES.register("aggregate")
 class AggregateHistory(LinkHistory):
-    """Per busy link per ``resolution_s`` bin: the time-averaged load and overload."""
+    """Per busy link per ``resolution_s`` bin: the time-averaged load and overload.
+
+    The current segment is kept as full-length arrays (zero where a link is idle) and integrated by compiled
+    loops, one pass over the links per change: on a 131,072-GPU fabric (~400,000 links) finding the busy
+    links and indexing by them cost several times more. Each link adds ``load x dt`` per segment and bin in
+    time order, as it would through an index of its busy links, so the sums are the same to the bit.
+    """
 
     name = "aggregate"
 
@@ -122,7 +153,10 @@ class AggregateHistory(LinkHistory):
         self._bin = 0
         self._gbit: np.ndarray | None = None
         self._over: np.ndarray | None = None
-        self._seg = None  # (start, busy links, load, overload)
+        self._seg_load: np.ndarray | None = None  # the current segment's load per link (0: idle)
+        self._seg_over: np.ndarray | None = None
+        self._seg_start: float | None = None
+        self._seg_busy = 0  # busy links in the current segment
         self.first_s = self.last_s = None
 
     def _bin_of(self, t: float) -> int:
@@ -137,7 +171,6 @@ class AggregateHistory(LinkHistory):
 
     def _add(self, start: float, end: float) -> None:
         """Integrate the current segment over [start, end), bin by bin."""
-        _, busy, load, over = self._seg
         while end > start:
             b = self._bin_of(start)
             if b != self._bin:
@@ -146,25 +179,25 @@ class AggregateHistory(LinkHistory):
             stop = end if math.isinf(self.resolution_s) else min(end, (b + 1) * self.resolution_s)
             if stop <= start:  # float edge: start sits on a boundary its bin index rounds below
                 stop = min(end, np.nextafter((b + 1) * self.resolution_s, math.inf))
-            dt = stop - start
-            self._gbit[busy] += load * dt
-            self._over[busy] += over * dt
+            _integrate(self._seg_load, self._seg_over, self._gbit, self._over, stop - start)
             start = stop
 
     def record(self, now, load, overload):
         if self._gbit is None:
-            self._gbit, self._over = np.zeros(len(load)), np.zeros(len(load))
+            n = len(load)
+            self._gbit, self._over, self._seg_load, self._seg_over = (np.zeros(n) for _ in range(4))
             self._bin = self._bin_of(now)
             self.first_s = now
         self.close(now)
-        busy = np.flatnonzero(load)
-        self._seg = (now, busy, load[busy], overload[busy])
+        self._seg_start = now
+        self._seg_busy = _snapshot(np.asarray(load, dtype=np.float64), np.asarray(overload, dtype=np.float64),
+                                   self._seg_load, self._seg_over)
 
     def close(self, now):
-        if self._seg is not None and now > self._seg[0] and len(self._seg[1]):
-            self._add(self._seg[0], now)
-        if self._seg is not None:
-            self._seg = (now, *self._seg[1:])
+        if self._seg_start is not None and now > self._seg_start and self._seg_busy:
+            self._add(self._seg_start, now)
+        if self._seg_start is not None:
+            self._seg_start = now
             self.last_s = now
 
     def frame(self, topology):
