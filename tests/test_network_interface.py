@@ -141,6 +141,34 @@ def test_the_fabric_hands_out_loads_that_never_change_afterwards():
     assert [s[:2] for s in fabric.segments] == [(0.0, 5.0)]
 
 
+def test_the_history_gets_the_loads_each_instant_ends_with():
+    topo = load_topology("dumbbell,hosts_per_side=2,gpus_per_host=1,host_gbps=100,bottleneck_gbps=100")
+    fabric = Fabric(topo, NETWORKS.create("fair"))
+    both = [CommDemand(j, np.array([0, 1]), np.array([1.0, 1.0]), BYTES, 0.1, iso_rate_gbps=100.0) for j in (1, 2)]
+    assert fabric.join(1, both[0], 0.0) == 100.0  # alone for a moment: 10 Gbit per 0.2 s on link 0
+    assert fabric.load_gbps[0] == pytest.approx(10 / 0.2)
+    fabric.join(2, both[1], 0.0)
+    fabric.solve(0.0)  # the instant ends with two jobs at 50 Gbit/s each: 10 Gbit per 0.3 s each
+    fabric.leave(1, 2.0)
+    fabric.solve(2.0)  # job 2 alone again
+    fabric.close(4.0)
+    segments = [(s[0], s[1], s[3][list(s[2]).index(0)]) for s in fabric.segments]
+    assert segments == [(0.0, 2.0, pytest.approx(20 / 0.3)), (2.0, 4.0, pytest.approx(10 / 0.2))]
+
+
+def test_a_lent_load_array_is_copied_only_while_someone_still_holds_it():
+    links = LinkState(np.array([100.0, 100.0]))
+    held = links.lend_load()
+    links.write()
+    links.load_gbps[0] = 7.0
+    assert held[0] == 0.0 and links.load_gbps is not held  # the borrower's array did not move
+    dropped = links.lend_load()
+    before = id(dropped)
+    del dropped  # the borrower let it go: writing in place is unobservable, so no copy
+    links.write()
+    assert id(links.load_gbps) == before and links.load_gbps[0] == 7.0
+
+
 def test_a_live_backend_is_measured_not_solved_and_lends_its_stand_in_to_predictions():
     live = LiveNetwork("testbed", Capabilities(uses_phase=True))
     assert live.name == "testbed" and live.capabilities.uses_phase
