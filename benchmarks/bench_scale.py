@@ -45,7 +45,9 @@ import argparse
 import json
 import os
 import platform
+import math
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -73,17 +75,35 @@ def _loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def _child(argv: list[str]) -> dict:
-    """Run this script's ``argv`` part in a fresh Python (its own peak RSS); its JSON answer, with the load."""
+def _child(argv: list[str], cpu_limit_s: float | None = None) -> dict:
+    """Run this script's ``argv`` part in a fresh Python (its own peak RSS); its JSON answer, with the load.
+
+    ``cpu_limit_s``: the child is stopped after that many CPU seconds (RLIMIT_CPU: the same bound whatever the
+    machine's load) and the row says it did not finish, with the limit; nothing is extrapolated."""
     before = _loadavg()
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     dirty = subprocess.run(["git", "status", "--porcelain", "--", "netlab"], capture_output=True, text=True, cwd=ROOT)
     commit = head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")  # the code the child imports
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv], check=True, capture_output=True,
-                         text=True, cwd=ROOT)
+    limit = None if cpu_limit_s is None else int(math.ceil(cpu_limit_s))
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv], capture_output=True, text=True,
+                         cwd=ROOT, preexec_fn=None if limit is None else lambda: _limit_cpu(limit))
+    if out.returncode == -signal.SIGXCPU or (limit is not None and out.returncode == -signal.SIGKILL):
+        return dict(status=f"NOT FINISHED: stopped by its limit of {limit} s CPU for the whole child (trace, topology, "
+                           f"simulation; one core) after "
+                           f"{time.perf_counter() - t0:.0f} s wall; no extrapolation made", cpu_limit_s=limit,
+                    argv=argv, loadavg_before=before, loadavg_after=_loadavg(), commit=commit)
+    if out.returncode:
+        raise subprocess.CalledProcessError(out.returncode, argv, out.stdout, out.stderr)
     row = json.loads(out.stdout.strip().splitlines()[-1])
     row.update(loadavg_before=before, loadavg_after=_loadavg(), commit=commit)
     return row
+
+
+def _limit_cpu(seconds: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))  # SIGXCPU at the soft limit, SIGKILL after
 
 
 # -- 1. busy cluster (child) -------------------------------------------------------------------------------------------
@@ -161,7 +181,7 @@ def busy_run(jobs: int, fabric: str, seed: int = 0, network: str | None = None, 
                 peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
-def busy_part(sizes: list[int], big_jobs: int, previous: dict | None, save) -> dict:
+def busy_part(sizes: list[int], big_jobs: int, previous: dict | None, save, cpu_limit_s: float | None = None) -> dict:
     """The busy-cluster runs, each merged into ``previous`` (its runs of other sizes kept if it ran this mix, compared
     as JSON reads it back) and saved as it finishes."""
     out = {"fabric": CLOS_16K, "mix": MIX, "policy": "tiresias + consolidated", "network": "default (tcp)",
@@ -171,12 +191,12 @@ def busy_part(sizes: list[int], big_jobs: int, previous: dict | None, save) -> d
         out["runs"].update(previous.get("runs", {}))
         out["fabrics_131k"].update(previous.get("fabrics_131k", {}))
     for n in sizes:
-        row = _child(["--part", "busy", "--jobs", str(n), "--fabric", CLOS_16K])
+        row = _child(["--part", "busy", "--jobs", str(n), "--fabric", CLOS_16K], cpu_limit_s)
         out["runs"][str(n)] = row
         _say(f"busy {n:>9,} jobs on {CLOS_16K}", row)
         save(_cost_ratios(out))
     for fabric in FABRICS_131K if big_jobs else ():
-        row = _child(["--part", "busy", "--jobs", str(big_jobs), "--fabric", fabric])
+        row = _child(["--part", "busy", "--jobs", str(big_jobs), "--fabric", fabric], cpu_limit_s)
         out["fabrics_131k"][fabric] = row
         _say(f"busy {big_jobs:>9,} jobs on {fabric}", row)
         save(out)
@@ -185,7 +205,10 @@ def busy_part(sizes: list[int], big_jobs: int, previous: dict | None, save) -> d
 
 def _cost_ratios(out: dict) -> dict:
     """Cost per job of the largest measured size over each smaller one (wall and CPU)."""
-    runs = out["runs"]
+    runs = {n: row for n, row in out["runs"].items() if "cpu_us_per_job" in row}  # finished runs only
+    out.pop("cost_per_job_ratio", None)
+    if len(runs) < 2:
+        return out
     hi = str(max(map(int, runs)))
     out["cost_per_job_ratio"] = {f"{m}->{hi}": {"wall": runs[hi]["us_per_job"] / runs[m]["us_per_job"],
                                                "cpu": runs[hi]["cpu_us_per_job"] / runs[m]["cpu_us_per_job"]}
@@ -194,6 +217,9 @@ def _cost_ratios(out: dict) -> dict:
 
 
 def _say(what: str, row: dict) -> None:
+    if "status" in row:
+        print(f"{what}: {row['status']}", flush=True)
+        return
     print(f"{what}: {row['sim_wall_s']:.1f} s wall, {row['sim_cpu_s']:.1f} s CPU ({row['cpu_us_per_job']:.0f} us/job), "
           f"peak {row['peak_rss_mb']:.0f} MB, util {row['gpu_util']:.3f}, contended jobs "
           f"{row['contended_job_share']:.3f}, mean-field re-solves {row.get('mean_field_share')}, "
@@ -391,6 +417,8 @@ def main(argv=None) -> int:
     ap.add_argument("--decisions", type=int, default=50)
     ap.add_argument("--placements", type=int, default=50)
     ap.add_argument("--trace-dir", default=None)
+    ap.add_argument("--cpu-limit-s", type=float, default=None,
+                    help="stop each busy run after this many CPU seconds and record it as not finished")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "scale.json"))
     args = ap.parse_args(argv)
     child = {"busy": lambda: busy_run(args.jobs, args.fabric, args.seed),
@@ -415,7 +443,7 @@ def main(argv=None) -> int:
                 write_json(out, results)
 
             results["busy"] = busy_part([int(s) for s in args.sizes.split(",") if s], args.big_jobs,
-                                        results.get("busy"), save)
+                                        results.get("busy"), save, args.cpu_limit_s)
         elif part == "route":
             results["route"] = [_child(["--part", "route", "--fabric", f, "--placements", str(args.placements)])
                                 for f in FABRICS_131K]
