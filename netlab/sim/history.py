@@ -133,6 +133,22 @@ def _snapshot(load, overload, seg_load, seg_over):  # pragma: no cover (compiled
     return busy
 
 
+@njit(**JIT)
+def _integrate_snapshot(seg_load, seg_over, gbit, over, dt, load, overload):  # pragma: no cover (compiled)
+    """:func:`_integrate` then :func:`_snapshot` in one pass over the links (the segment ends inside its bin)."""
+    busy = 0
+    for g in range(load.shape[0]):
+        if seg_load[g] != 0.0:
+            gbit[g] += seg_load[g] * dt
+            over[g] += seg_over[g] * dt
+        if load[g] != 0.0:
+            seg_load[g], seg_over[g] = load[g], overload[g]
+            busy += 1
+        elif seg_load[g] != 0.0:
+            seg_load[g] = seg_over[g] = 0.0
+    return busy
+
+
 @HISTORIES.register("aggregate")
 class AggregateHistory(LinkHistory):
     """Per busy link per ``resolution_s`` bin: the time-averaged load and overload.
@@ -188,6 +204,15 @@ class AggregateHistory(LinkHistory):
             self._gbit, self._over, self._seg_load, self._seg_over = (np.zeros(n) for _ in range(4))
             self._bin = self._bin_of(now)
             self.first_s = now
+        start = self._seg_start
+        if (start is not None and now > start and self._seg_busy and self._bin_of(start) == self._bin
+                and (math.isinf(self.resolution_s) or now <= (self._bin + 1) * self.resolution_s)):
+            # the common case, the segment inside the current bin: close and snapshot in one pass
+            self._seg_start = self.last_s = now
+            self._seg_busy = _integrate_snapshot(self._seg_load, self._seg_over, self._gbit, self._over, now - start,
+                                                 np.asarray(load, dtype=np.float64),
+                                                 np.asarray(overload, dtype=np.float64))
+            return
         self.close(now)
         self._seg_start = now
         self._seg_busy = _snapshot(np.asarray(load, dtype=np.float64), np.asarray(overload, dtype=np.float64),
