@@ -4,6 +4,7 @@ Full Philly (the trace as ``bench_identity`` runs it: tiresias ordering, consoli
 Philly topology), the default network model, run with ``--netpolicy none`` and with each named network
 policy, alternating in one process (none, crux, none, crux, ...) so load drifts hit both alike. The measure is
 CPU time (``time.process_time``) per run; the ratio is the median policy run over the median ``none`` run.
+Each arm first runs the trace's first ``--warmup-jobs`` jobs untimed (numba compiles what that arm uses).
 Wall time and the load average are recorded beside it.
 
 Usage: python benchmarks/bench_netpolicy_speed.py [--repeats 2] [--policies crux] [--jobs N] [--trace-dir DIR]
@@ -42,6 +43,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--policies", default="crux")
     ap.add_argument("--jobs", type=int, default=None, help="the trace's first N jobs only (default: all)")
+    ap.add_argument("--warmup-jobs", type=int, default=3000, help="each arm first runs this many jobs, untimed")
     ap.add_argument("--trace-dir", default=os.environ.get("NETLAB_TRACE_DIR", str(ROOT.parent / "shared" / "traces")))
     ap.add_argument("--out", default=str(RESULTS / "netpolicy_speed.json"))
     args = ap.parse_args(argv)
@@ -59,8 +61,9 @@ def main(argv=None) -> int:
     if args.jobs is not None:
         trace = trace.iloc[:args.jobs]
     policies = args.policies.split(",")
-    run_once(trace, PHILLY_TOPOLOGY, "none", DEFAULT_NETWORK)  # compiles the kernels: not timed
-    runs = []
+    for pol in ["none", *policies]:  # compiles each arm's kernels (the priority classes' too): not timed
+        run_once(trace.iloc[:args.warmup_jobs], PHILLY_TOPOLOGY, pol, DEFAULT_NETWORK)
+    runs, load0 = [], os.getloadavg()[0]
     for rep in range(args.repeats):
         for pol in ["none", *policies]:
             r = dict(repeat=rep, **run_once(trace, PHILLY_TOPOLOGY, pol, DEFAULT_NETWORK))
@@ -77,7 +80,8 @@ def main(argv=None) -> int:
                                            [r for r in runs if r["netpolicy"] == "none"])])
     out = dict(target=f"--netpolicy on full Philly under the default network <= {TARGET}x the CPU time without",
                network=DEFAULT_NETWORK, topology=PHILLY_TOPOLOGY, ordering="tiresias", placement="consolidated",
-               jobs=runs[0]["jobs"], first_jobs_only=args.jobs, repeats=args.repeats, cpus=os.cpu_count(),
+               jobs=runs[0]["jobs"], first_jobs_only=args.jobs,
+               warmup_jobs=args.warmup_jobs, loadavg_start=load0, repeats=args.repeats, cpus=os.cpu_count(),
                measured=time.strftime("%Y-%m-%d %H:%M"), none_cpu_s_median=base, ratios=ratios, runs=runs)
     write_json(args.out, out)
     print({p: round(v["cpu_ratio"], 3) for p, v in ratios.items()}, "wrote", args.out)

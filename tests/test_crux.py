@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from netlab.policies import NETWORK_POLICIES, PlacementPolicy
-from netlab.policies.network.crux import compress, contention, gpu_intensity
+from netlab.policies.network.crux import PATH_MARGIN, _pick_paths, compress, contention, gpu_intensity
 from netlab.sched import Placement, PolicyError
 from netlab.sim import SimConfig, Simulator
 from netlab.topology import load_topology
@@ -43,10 +43,42 @@ def test_compression_to_eight_classes_of_ten_jobs_that_all_contend():
     assert compress(w, 8) == [0, 1, 2, 3, 4, 5, 6, 6, 7, 7]
 
 
+def _flat(*flows):
+    """``_pick_paths``' arrays for flows given as lists of paths (each a list of (link, seconds))."""
+    n_paths = np.array([len(f) for f in flows])
+    hops = np.array([len(f[0]) for f in flows])
+    links = np.array([l for f in flows for path in f for l, _ in path])
+    secs = np.array([t for f in flows for path in f for _, t in path], dtype=float)
+    return n_paths, hops, links, secs
+
+
 def test_contention_weighs_shared_links_by_the_higher_jobs_intensity():
-    used = [np.array([0, 1]), np.array([1, 2]), np.array([3])]
-    w = contention(used, [5.0, 3.0, 1.0], 4)
+    # three one-path flows, one per job, on links {0, 1}, {1, 2} and {3}: only jobs 0 and 1 share (link 1)
+    flows = _flat([[(0, 1.0), (1, 1.0)]], [[(1, 1.0), (2, 1.0)]], [[(3, 1.0)]])
+    picks, share = _pick_paths(*flows, np.full(3, -1), PATH_MARGIN, 4, np.arange(3), 3)
+    assert picks.tolist() == [0, 0, 0]
+    w = contention(share, [5.0, 3.0, 1.0])
     assert w.tolist() == [[0, 5, 0], [0, 0, 0], [0, 0, 0]]
+
+
+def test_a_flow_keeps_its_path_unless_another_beats_it_by_the_margin():
+    # flow 0 (first in priority) is on link 0 for 1.0 s; flow 1 can take link 0 or link 1 (the first link of each
+    # path, the second is its own: 0.5 s there). On link 0 it would finish at 1.0 + 1.0 = 2.0 s, on link 1 at
+    # 1.0 s (link 1 already carries 0.0); without a previous path it takes path 1
+    base = [[(0, 1.0)]]
+    alt = [[(0, 1.0), (2, 0.5)], [(1, 1.0), (3, 0.5)]]
+    picks, _ = _pick_paths(*_flat(base, alt), np.array([-1, -1]), PATH_MARGIN, 4, np.array([0, 1]), 2)
+    assert picks.tolist() == [0, 1]
+    # previously on path 0: 2.0 s against 1.0 s is more than 5% worse, so it moves
+    picks, _ = _pick_paths(*_flat(base, alt), np.array([-1, 0]), PATH_MARGIN, 4, np.array([0, 1]), 2)
+    assert picks.tolist() == [0, 1]
+    # with flow 0 at 0.04 s: path 0 finishes at 1.04 s, path 1 at 1.0 s: within 5%, the old path 0 is kept,
+    # and a flow new to its paths takes the best (path 1)
+    near = [[(0, 0.04)]]
+    picks, _ = _pick_paths(*_flat(near, alt), np.array([-1, 0]), PATH_MARGIN, 4, np.array([0, 1]), 2)
+    assert picks.tolist() == [0, 0]
+    picks, _ = _pick_paths(*_flat(near, alt), np.array([-1, -1]), PATH_MARGIN, 4, np.array([0, 1]), 2)
+    assert picks.tolist() == [0, 1]
 
 
 # Two racks of two one-GPU hosts, two spines, hash ECMP: 50 Gbit/s per ToR-spine link (see test_netpolicy.py).

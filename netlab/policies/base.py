@@ -117,6 +117,9 @@ class NetworkPolicy(Policy):
     period_s: float | None = None
     #: False: the policy never allocates anything, so the pass need not ask it (results as without one)
     allocates: bool = True
+    #: True: the decision reads only the running jobs with network traffic, so a pass that started or stopped
+    #: only one-host jobs (no traffic) need not ask it (their default allocation stands)
+    traffic_only: bool = False
 
     def allocate(self, view: ClusterView) -> dict[int, NetAllocation]:  # pragma: no cover
         raise NotImplementedError

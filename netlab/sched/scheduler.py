@@ -107,7 +107,13 @@ class Scheduler:
         self.run_order.remove((js.key, js.job_id))
         js.key_version += 1
         js.allocation = DEFAULT_ALLOCATION
-        self.net_dirty = True
+        self._net_changed(js)
+
+    def _net_changed(self, js: JobState) -> None:
+        """``js`` started or stopped: the network policy is asked again after the pass, unless it reads only
+        jobs with traffic and ``js`` runs on one host (it has none)."""
+        if not (self.network is not None and self.network.traffic_only and len(js.placement.hosts) == 1):
+            self.net_dirty = True
 
     def waiting_order(self):
         """Waiting jobs' (key, id) in priority order."""
@@ -162,7 +168,7 @@ class Scheduler:
         js.key = self.ordering.key(js, now)
         self.run_order.add((js.key, js.job_id))
         self._arm_key_change(js, now)
-        self.net_dirty = True
+        self._net_changed(js)
         if self.migration is not None and not self._migration_armed:
             self._migration_armed = True
             mech.wake_at(now + self.migration.period_s, self._migration_tick)

@@ -182,6 +182,7 @@ class Topology:
         self._router: Router | None = None
         self._split_links: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # flow_links memo
         self._routes: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # route memo (split ECMP)
+        self._paths: dict[tuple[int, int], tuple] = {}  # paths memo (a network policy's path choices ask often)
 
     @cached_property
     def graph(self) -> "nx.Graph":
@@ -234,12 +235,17 @@ class Topology:
 
     def paths(self, src_host: int, dst_host: int) -> tuple[tuple[int, ...], ...]:
         """All equal-cost paths between two hosts (by index) as link-id tuples, in node-name order (the
-        order the ``hash`` rule indexes). Enumerates them: for inspection; routing never needs the list."""
+        order the ``hash`` rule indexes). ECMP routing never needs the list; a path choice does, so it is
+        memoised per host pair (bounded by the number of pairs)."""
+        hit = self._paths.get((src_host, dst_host))
+        if hit is not None:
+            return hit
         n = int(self.router.count([src_host], [dst_host])[0])
         if n == 0:
             raise self._no_path(src_host, dst_host)
         links, ptr, _ = self.router.walk(np.full(n, src_host), np.full(n, dst_host), np.arange(n))
-        return tuple(tuple(links[ptr[i]:ptr[i + 1]].tolist()) for i in range(n))
+        out = self._paths[(src_host, dst_host)] = tuple(tuple(links[ptr[i]:ptr[i + 1]].tolist()) for i in range(n))
+        return out
 
     def flow_links(self, src_host: int, dst_host: int, key: int = 0, path: int | None = None
                    ) -> tuple[np.ndarray, np.ndarray]:

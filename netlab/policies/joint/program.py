@@ -32,6 +32,8 @@ import numpy as np
 GBIT = 1e9
 #: the least speed (fraction of its speed alone) the program leaves a job, where the links allow it
 MIN_SPEED = 0.05
+#: programs a memo keeps before it starts again
+MEMO_PROGRAMS = 4096
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,11 @@ def job_of(job_id: int, gpus: int, demand) -> JointJob | None:
     return JointJob(job_id, gpus * float(demand.compute_s), iso, np.asarray(demand.links, dtype=np.int64), gbit)
 
 
-def solve(jobs: list[JointJob], capacity_gbps: np.ndarray, min_speed: float = MIN_SPEED) -> Shares:
-    """Maximise ``sum_j G_j z_j`` over the links' capacities (see the module doc)."""
+def solve(jobs: list[JointJob], capacity_gbps: np.ndarray, min_speed: float = MIN_SPEED,
+          memo: dict | None = None) -> Shares:
+    """Maximise ``sum_j G_j z_j`` over the links' capacities (see the module doc). Jobs that share no binding
+    link are separate programs (the optimum of the whole is theirs side by side); ``memo`` (a dict the caller
+    keeps across calls) answers a program met before without solving it again."""
     if not jobs:
         return Shares({}, 0.0)
     cap = np.asarray(capacity_gbps, dtype=float)
@@ -88,17 +93,45 @@ def solve(jobs: list[JointJob], capacity_gbps: np.ndarray, min_speed: float = MI
     if binding.any():
         a = a[binding]
         idx = np.flatnonzero((a > 0).any(axis=0))  # jobs on a binding link; the others keep full speed
-        z[idx] = _solve_lp(util[idx], a[:, idx], min_speed)
+        for part in _components(a[:, idx]):  # jobs sharing no binding link: separate programs
+            sub = idx[part]
+            rows = (a[:, sub] > 0).any(axis=1)
+            z[sub] = _solve_lp(util[sub], a[np.ix_(rows, sub)], min_speed, memo)
     return Shares({j.job_id: float(v) for j, v in zip(jobs, z)}, float(util @ z),
                   frozenset(jobs[i].job_id for i in idx))
 
 
-def _solve_lp(util: np.ndarray, a: np.ndarray, min_speed: float) -> np.ndarray:
-    """``argmax util . z`` s.t. ``a z <= 1``, ``floor <= z <= 1``; the floor lowered to what the links allow."""
+def _components(a: np.ndarray) -> list[np.ndarray]:
+    """The jobs (columns of ``a``) grouped by the binding links (rows) that connect them."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    links, jobs = a.shape
+    inc = csr_matrix(a > 0)
+    graph = csr_matrix((np.ones(inc.nnz), (inc.indices, inc.nonzero()[0] + jobs)), shape=(jobs + links,) * 2)
+    _, label = connected_components(graph, directed=False)
+    label = label[:jobs]
+    return [np.flatnonzero(label == c) for c in np.unique(label)]
+
+
+def _solve_lp(util: np.ndarray, a: np.ndarray, min_speed: float, memo: dict | None = None) -> np.ndarray:
+    """``argmax util . z`` s.t. ``a z <= 1``, ``floor <= z <= 1``; the floor lowered to what the links allow.
+    With ``memo`` (a dict the caller keeps), a program seen before is answered from it, not solved again."""
     from scipy.optimize import linprog
 
+    key = None
+    if memo is not None:
+        key = (util.tobytes(), a.shape, a.tobytes(), min_speed)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
     floor = min(min_speed, 1.0 / float(a.sum(axis=1).max()))
     res = linprog(-util, A_ub=a, b_ub=np.ones(len(a)), bounds=[(floor, 1.0)] * len(util), method="highs")
     if res.status != 0:  # cannot happen (z = floor is feasible); say so rather than guess
         raise RuntimeError(f"joint: the bandwidth program failed: {res.message}")
-    return np.clip(res.x, floor, 1.0)
+    out = np.clip(res.x, floor, 1.0)
+    if memo is not None:
+        if len(memo) >= MEMO_PROGRAMS:  # bounded: a run's programs repeat while few jobs start or end
+            memo.clear()
+        memo[key] = out
+    return out

@@ -12,7 +12,11 @@ GPUs lose the most work per second of waiting on the network.
    flow takes the equal-cost path on which it would finish first given the
    flows already placed (the least, over candidate paths, of the path's most
    loaded link in seconds of traffic, counting this flow; ties to the lower
-   index). A job therefore avoids the links of the jobs above it.
+   index). A job therefore avoids the links of the jobs above it. A flow that
+   already has a path keeps it unless another finishes it more than
+   :data:`PATH_MARGIN` sooner: a re-pick that gains less than that is noise
+   in the loads (ties, jobs starting and ending elsewhere), and each move
+   costs the network a re-route.
 2. **Priority**: ``P_j = k_j * I_j``; the paper tunes ``k_j`` for a job's
    overlap of compute and communication, here ``k_j = 1`` (stated, not
    measured).
@@ -24,11 +28,17 @@ GPUs lose the most work per second of waiting on the network.
    least (dynamic programming over the cut points, exact; :func:`compress`).
    Class 0 is served first.
 
+A job's intensity and candidate paths are taken once per placement (its
+intensity from the fabric's own routing when it starts), so the order does
+not change with the paths crux itself gives it.
+
 ``crux-paths`` is path selection alone (every job in class 0): the part of
 Crux that needs no priority support from the network.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,6 +49,9 @@ from ...sched.routes import job_flows
 from ..base import NETWORK_POLICIES, NetworkPolicy
 
 GBIT = 1e9
+#: a flow moves off its path only to one that finishes it this much sooner (a fraction of the seconds on its
+#: busiest link); below it the old path is kept (stated, not tuned: 5% is the size of load noise between passes)
+PATH_MARGIN = 0.05
 
 
 def gpu_intensity(gpu_compute_s: float, flow_bytes: float, links, weights, capacity_gbps) -> float:
@@ -99,6 +112,7 @@ class CruxPolicy(NetworkPolicy):
 
     name = "crux"
     priorities = True
+    traffic_only = True
 
     def __init__(self, classes: int = PRIORITY_CLASSES):
         if not 1 <= classes <= PRIORITY_CLASSES:
@@ -110,8 +124,9 @@ class CruxPolicy(NetworkPolicy):
         """A new run: forget what was memoised about the last one's topology and jobs."""
         self.rng = rng
         self._paths: dict = {}
-        self._jobs: dict = {}  # job id -> (its demand, its intensity, (candidates, seconds) per flow)
-        self._last: tuple = ((), {})  # (the (job id, demand) pairs decided on, the decision)
+        self._jobs: dict = {}  # job id -> (its placement, its intensity, (candidates, seconds) per flow)
+        self._picks: dict = {}  # job id -> (its placement, the path index of each flow last decided)
+        self._last: tuple = ((), {})  # (the (job id, placement) pairs decided on, the decision)
 
     def _candidates(self, topology, s: int, d: int) -> np.ndarray:
         """A flow's equal-cost paths as an array (paths x hops) of link ids (equal cost: equal hops)."""
@@ -121,56 +136,67 @@ class CruxPolicy(NetworkPolicy):
         return hit
 
     def _job(self, view, js):
-        """(intensity, per flow its candidate paths and their links' seconds of its traffic), memoised while the
-        job keeps its demand (a new placement or new paths give it a new one)."""
+        """(intensity, its flows as :class:`_Flows`), memoised while the job keeps its placement (a restart
+        elsewhere gives it a new one; a new path choice does not)."""
         hit = self._jobs.get(js.job_id)
-        if hit is not None and hit[0] is js.demand:
+        if hit is not None and hit[0] is js.placement:
             return hit[1], hit[2]
         topo, d, p = view.topology, js.demand, js.placement
         cap = topo.link_capacity_gbps
         intensity = gpu_intensity(js.gpus * d.compute_s, d.flow_bytes, d.links, d.weights, cap)
         pairs, fweights = job_flows(view.zoo[js.job.model], js.job.pattern, p.hosts, p.gpus)
-        flows = []
-        for (s, t), w in zip(pairs, fweights):
-            cand = self._candidates(topo, s, t)
-            flows.append((cand, d.flow_bytes * 8 * w / (cap[cand] * GBIT)))
-        self._jobs[js.job_id] = (d, intensity, flows)
+        cands = [self._candidates(topo, s, t) for s, t in pairs]
+        flows = _Flows(np.array([c.shape[0] for c in cands], dtype=np.int64),
+                       np.array([c.shape[1] for c in cands], dtype=np.int64),
+                       np.concatenate([c.ravel() for c in cands]),
+                       np.concatenate([(d.flow_bytes * 8 * w / (cap[c] * GBIT)).ravel()
+                                       for c, w in zip(cands, fweights)]))
+        self._jobs[js.job_id] = (p, intensity, flows)
         return intensity, flows
 
     def allocate(self, view):
-        """The decision depends only on the running jobs that have traffic and their demands: while those stay
-        the same (a pass that started or stopped one-host jobs), the last decision is returned again."""
-        now = [(jid, js.demand) for jid, js in view.running.items() if js.demand is not None]
+        """The decision depends only on the running jobs that have traffic and their placements: while those
+        stay the same (a pass that started or stopped one-host jobs), the last decision is returned again."""
+        now = [(jid, js.placement) for jid, js in view.running.items()
+               if js.demand is not None and js.demand.flow_bytes]
         seen, last = self._last
         if len(seen) == len(now) and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(seen, now)):
             return dict(last)
-        active = sorted((jid, view.running[jid]) for jid, d in now if d.flow_bytes)
-        for gone in self._jobs.keys() - {jid for jid, _ in active}:
-            del self._jobs[gone]
+        active = sorted((jid, view.running[jid]) for jid, _ in now)
+        live = {jid for jid, _ in active}
+        for memo in (self._jobs, self._picks):
+            for gone in memo.keys() - live:
+                del memo[gone]
+        if not active:
+            self._last = (now, {})
+            return {}
         topo = view.topology
         jobs = []
         for jid, js in active:
             intensity, flows = self._job(view, js)
-            jobs.append((-intensity, jid, flows))
+            jobs.append((-intensity, jid, flows, js.placement))
         jobs.sort(key=lambda x: (x[0], x[1]))
-        load_s = np.zeros(topo.n_links)  # seconds of traffic per iteration placed on each link so far
-        used: list[np.ndarray] = []
-        choices: list[tuple[int, ...]] = []
-        for _, _, flows in jobs:
-            picks, links = [], []
-            for cand, t in flows:
-                k = int(np.argmin((load_s[cand] + t).max(axis=1))) if len(cand) > 1 else 0
-                load_s[cand[k]] += t[k]
-                picks.append(k)
-                links.append(cand[k])
-            choices.append(tuple(picks))
-            used.append(np.unique(np.concatenate(links)))
+        prev = []
+        for _, jid, flows, placement in jobs:
+            hit = self._picks.get(jid)
+            keep = hit is not None and hit[0] is placement
+            prev.append(hit[1] if keep else np.full(len(flows.n_paths), -1, dtype=np.int64))
+        flow_job = np.repeat(np.arange(len(jobs)), [len(x[2].n_paths) for x in jobs])
+        picks, share = _pick_paths(*(np.concatenate([getattr(x[2], f) for x in jobs]) for f in _Flows._fields),
+                                   np.concatenate(prev), PATH_MARGIN, topo.n_links, flow_job, len(jobs))
         classes = [0] * len(jobs)
         if self.priorities and len(jobs) > 1:
-            classes = compress(contention(used, [-x[0] for x in jobs], topo.n_links), self.classes)
-        # a job whose every flow has one path keeps the fabric's routing (the same links): nothing to re-route
-        out = {jid: NetAllocation(priority=c, paths=paths if any(len(cand) > 1 for cand, _ in flows) else None)
-               for (_, jid, flows), paths, c in zip(jobs, choices, classes)}
+            classes = compress(contention(share, [-x[0] for x in jobs]), self.classes)
+        out, at = {}, 0
+        for (_, jid, flows, placement), c in zip(jobs, classes):
+            mine = picks[at:at + len(flows.n_paths)]
+            at += len(flows.n_paths)
+            self._picks[jid] = (placement, mine)
+            # a job whose every flow has one path keeps the fabric's routing (the same links): nothing to re-route
+            paths = tuple(mine.tolist()) if flows.multi else None
+            old = last.get(jid)
+            same = old is not None and old.priority == c and old.paths == paths
+            out[jid] = old if same else NetAllocation(priority=c, paths=paths)
         self._last = (now, out)
         return dict(out)
 
@@ -183,12 +209,69 @@ class CruxPathsPolicy(CruxPolicy):
     priorities = False
 
 
-def contention(used: list[np.ndarray], intensity: list[float], n_links: int) -> np.ndarray:
-    """Jobs (in priority order) that share a link: ``w[a, b]`` (a < b) = ``intensity[a]``, else 0."""
-    n = len(used)
-    inc = np.zeros((n, n_links), dtype=bool)
-    for j, links in enumerate(used):
-        inc[j, links] = True
-    share = (inc.astype(np.int32) @ inc.T.astype(np.int32)) > 0
+def contention(share: np.ndarray, intensity: list[float]) -> np.ndarray:
+    """Jobs (in priority order) that share a link (``share[a, b]``): ``w[a, b]`` (a < b) = ``intensity[a]``,
+    else 0."""
     w = np.where(share, np.asarray(intensity, dtype=float)[:, None], 0.0)
     return np.triu(w, 1)
+
+
+class _Flows(NamedTuple):
+    """A job's flows for :func:`_pick_paths`: flow ``f`` has ``n_paths[f]`` equal-cost paths of ``hops[f]`` links
+    each; ``links`` and ``secs`` (seconds of its traffic on that link per iteration) list them path by path, flow
+    by flow."""
+
+    n_paths: np.ndarray
+    hops: np.ndarray
+    links: np.ndarray
+    secs: np.ndarray
+
+    @property
+    def multi(self) -> bool:
+        """True if some flow has a choice of paths."""
+        return bool((self.n_paths > 1).any())
+
+
+@njit(cache=True)
+def _pick_paths(n_paths, hops, links, secs, prev, margin, n_links, flow_job, n_jobs):  # pragma: no cover
+    """Path selection (the module doc's step 1) over flows in priority order: per flow the path whose busiest
+    link, counting this flow, has the least seconds of traffic (the first of equal ones), unless its previous
+    path ``prev[f]`` (-1: none) is within ``margin`` of that; and ``share[a, b]``: jobs a and b cross a link."""
+    load = np.zeros(n_links)
+    picks = np.zeros(len(n_paths), dtype=np.int64)
+    on_link = np.zeros(int(hops.sum()), dtype=np.int64)  # (link, job) of every hop taken
+    on_job = np.zeros(len(on_link), dtype=np.int64)
+    e = 0
+    taken = 0
+    for f in range(len(n_paths)):
+        best, k, prev_cost = np.inf, 0, np.inf
+        for q in range(n_paths[f]):
+            c = 0.0
+            for h in range(hops[f]):
+                x = e + q * hops[f] + h
+                c = max(c, load[links[x]] + secs[x])
+            if c < best:
+                best, k = c, q
+            if q == prev[f]:
+                prev_cost = c
+        if prev[f] >= 0 and prev_cost <= best * (1.0 + margin):
+            k = prev[f]  # the new pick does not beat the old path by the margin: keep it
+        for h in range(hops[f]):
+            x = e + k * hops[f] + h
+            load[links[x]] += secs[x]
+            on_link[taken], on_job[taken] = links[x], flow_job[f]
+            taken += 1
+        picks[f] = k
+        e += n_paths[f] * hops[f]
+    share = np.full((n_jobs, n_jobs), False)
+    order = np.argsort(on_link, kind="mergesort")
+    i = 0
+    while i < taken:  # each link's run of (link, job) entries: every two of its jobs share it
+        j = i
+        while j < taken and on_link[order[j]] == on_link[order[i]]:
+            j += 1
+        for a in range(i, j):
+            for b in range(i, j):
+                share[on_job[order[a]], on_job[order[b]]] = True
+        i = j
+    return picks, share
