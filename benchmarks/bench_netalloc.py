@@ -23,10 +23,11 @@ model), and each comparison is checked against the 10% target. Beside it, for th
 allocation computed by hand from the documented rules of :class:`netlab.sched.NetAllocation` for these
 two-job cases (``hand_iter_s``): strict priority (the low job, always sending, gets the link while the high one
 computes), weighted sharing (2:1 of a link both saturate), a cap (the capped job at its cap, the other the
-rest), and a collision (two always-sending jobs on one link halve it). A third column (``tcp_lead0_iter_s``)
-is a sensitivity, not a score: the same model without its leader advantage (``lead=0``), the term by which a
-TCP flow further into its transfer out-competes a fresh one in a shared FIFO queue, which per-job HTB classes
-do not have.
+rest), and a collision (two always-sending jobs on one link halve it). The model gives a job with an
+allocation no leader advantage (the term by which a TCP flow further into its transfer out-competes a fresh one
+in a shared FIFO queue; ``CommDemand.own_queue``): each such job has an HTB class, a queue, of its own. A third
+column (``tcp_lead0_iter_s``) is a sensitivity, not a score: the same model without its leader advantage for
+every job (``lead=0``), which moves only the reference rows without allocations.
 
 Every run also checks that every byte of an allocated job went through its own HTB class (its classes'
 bytes on its hosts' egress against the default class's growth there), that the tc, address, route and rule

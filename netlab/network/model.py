@@ -114,6 +114,12 @@ class CommDemand:
         return 0 if self.allocation is None else int(self.allocation.priority)
 
     @property
+    def own_queue(self) -> bool:
+        """True if a network policy gave it an allocation: the testbed serves such a job from an HTB class of its
+        own, so the shared-FIFO effects between jobs (``tcp``'s leader advantage) do not reach it."""
+        return self.allocation is not None
+
+    @property
     def share(self) -> float:
         """Its weight inside its class."""
         return 1.0 if self.allocation is None else float(self.allocation.weight)

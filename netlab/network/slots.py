@@ -41,6 +41,7 @@ class Rows(NamedTuple):
     phase: np.ndarray  # as a policy set it (fraction of the period)
     share: np.ndarray  # its allocation's weight inside its class (1: default)
     priority: np.ndarray  # int64: its allocation's class, 0 served first (0: default)
+    own_queue: np.ndarray  # bool: an allocation gave it a queue of its own (CommDemand.own_queue)
     iter_s: np.ndarray  # last iteration time reported (NaN: none yet); tcp's warm start
     rate_gbps: np.ndarray  # last per-flow rate (fair)
     anchor_s: np.ndarray  # tcp: one of its iterations started then (NaN: no phase state)
@@ -62,6 +63,7 @@ class Jobs(NamedTuple):
     share: np.ndarray  # allocation weight inside its class
     priority: np.ndarray  # int64: allocation class, 0 served first
     last_iter_s: np.ndarray  # NaN: none (no warm start)
+    own_queue: np.ndarray  # bool: an allocation gave it a queue of its own (CommDemand.own_queue)
 
 
 class Entries(NamedTuple):
@@ -82,7 +84,7 @@ class Component(NamedTuple):
 
 _FILL = dict(job_id=-1, joined=False, n_links=0, links=0, weights=0.0, link_load=0.0, share=1.0, iter_s=np.nan,
              rate_gbps=np.nan, anchor_s=np.nan, period_s=np.nan, anchor_phase=np.nan)
-_DTYPE = dict(job_id=np.int64, joined=np.bool_, n_links=np.int64, links=np.int64, priority=np.int64)
+_DTYPE = dict(job_id=np.int64, joined=np.bool_, n_links=np.int64, links=np.int64, priority=np.int64, own_queue=np.bool_)
 _WIDE = ("links", "weights", "link_load")  # one column per link of the row
 
 
@@ -167,7 +169,7 @@ class SlotTable:
         t.flow_bytes[r], t.compute_s[r], t.intra_s[r], t.overlap[r] = d.flow_bytes, d.compute_s, d.serial_intra_s, \
             d.overlap
         t.rate_cap_gbps[r], t.iso_rate_gbps[r], t.phase[r] = d.flow_cap_gbps, d.iso_rate_gbps, d.phase
-        t.share[r], t.priority[r] = d.share, d.priority
+        t.share[r], t.priority[r], t.own_queue[r] = d.share, d.priority, d.own_queue
 
     def _grow_rows(self) -> None:
         n = len(self.rows.job_id)
@@ -193,7 +195,8 @@ def jobs_of(demands) -> Jobs:
     cols = np.array([(d.flow_bytes, d.compute_s, d.serial_intra_s, d.overlap, d.flow_cap_gbps, d.iso_rate_gbps,
                       d.phase, d.share) for d in demands], dtype=np.float64).reshape(n, 8)
     return Jobs(np.array([d.job_id for d in demands], dtype=np.int64), *(cols[:, c].copy() for c in range(8)),
-                np.array([d.priority for d in demands], dtype=np.int64), np.full(n, np.nan))
+                np.array([d.priority for d in demands], dtype=np.int64), np.full(n, np.nan),
+                np.array([d.own_queue for d in demands], dtype=np.bool_))
 
 
 @njit(**JIT)
@@ -201,7 +204,7 @@ def jobs_at(t: Rows, rows) -> Jobs:
     """The :class:`Jobs` of these rows; their last reported iteration time is the warm start."""
     return Jobs(t.job_id[rows], t.flow_bytes[rows], t.compute_s[rows], t.intra_s[rows], t.overlap[rows],
                 t.rate_cap_gbps[rows], t.iso_rate_gbps[rows], t.phase[rows], t.share[rows], t.priority[rows],
-                t.iter_s[rows])
+                t.iter_s[rows], t.own_queue[rows])
 
 
 @njit(**JIT)

@@ -109,7 +109,7 @@ def _period(A, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, start_
     simulate(FluidJobs(A, cap_job, phi, one_class, gbit, intra_s, compute_s, overlap, np.zeros(n, np.int64)),
              FluidState(np.full(n, WAIT, np.int64), np.zeros(n), start_s.copy(), start_s.copy()),
              FluidLinks(cap_link, np.full(m, np.inf), np.full(m, np.inf)),
-             FluidRun(0.0, 0.0, NOISE, 0, iterations + 1, max_events), starts,
+             FluidRun(0.0, np.zeros(n), NOISE, 0, iterations + 1, max_events), starts,
              LinkStats(np.zeros(m), np.zeros(m), np.zeros(m)))
     k0 = starts.count[0]
     if k0 < 3:

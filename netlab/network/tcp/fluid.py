@@ -61,11 +61,19 @@ class FluidLinks(NamedTuple):
     buffer_gbit: np.ndarray  # the queue holds at most this
 
 
+def lead_per_job(lead: float, own_queue: np.ndarray) -> np.ndarray:
+    """Each job's leader advantage: ``lead``, but none for a job in a queue of its own (a network allocation's
+    class, as the testbed's per-job HTB class), where no other job's flows share its FIFO to be out-competed.
+    A job in a queue of its own against jobs in the shared one: it has none, they keep theirs (an
+    approximation: the shared jobs' advantage is over each other only)."""
+    return np.where(np.asarray(own_queue, dtype=np.bool_), 0.0, float(lead))
+
+
 class FluidRun(NamedTuple):
     """How far and with what noise to run."""
 
     jitter: float  # relative std of compute per iteration
-    lead: float  # leader advantage: weight x (1 + lead x fraction sent)
+    lead: np.ndarray  # per job, leader advantage: weight x (1 + lead x fraction sent) (see lead_per_job)
     noise: np.ndarray  # the table of normal draws jitter reads
     stop_job: int  # run until this job (-1: every job) has recorded ...
     stop_starts: int  # ... this many iteration starts
@@ -201,8 +209,8 @@ def simulate(jobs: FluidJobs, st: FluidState, links: FluidLinks, run: FluidRun, 
             for i in range(n):
                 active[i] = stage[i] == COMM
                 weight[i] = phi[i]
-                if active[i] and run.lead > 0.0 and gbit[i] > 0.0:
-                    weight[i] = phi[i] * (1.0 + run.lead * max(1.0 - rem[i] / gbit[i], 0.0))
+                if active[i] and run.lead[i] > 0.0 and gbit[i] > 0.0:
+                    weight[i] = phi[i] * (1.0 + run.lead[i] * max(1.0 - rem[i] / gbit[i], 0.0))
             fill_rates(A, cap_link, cap_job, weight, jobs.priority, active, rate, work)
             dirty = False
         dt = np.inf

@@ -7,7 +7,8 @@ import numpy as np
 from ..model import GBIT, incidence
 from ..slots import Entries, jobs_of
 from .components import share_weights
-from .fluid import NOISE, WAIT, FluidJobs, FluidLinks, FluidRun, FluidState, Starts, link_stats, simulate
+from .fluid import (NOISE, WAIT, FluidJobs, FluidLinks, FluidRun, FluidState, Starts, lead_per_job, link_stats,
+                    simulate)
 from .goodput import effective_capacity, link_flows_offered
 
 
@@ -43,7 +44,7 @@ def simulate_starts(model, demands, capacity_gbps, start_s: dict, iterations: di
                       jobs.intra_s, jobs.compute_s, jobs.overlap, (jobs.job_id * 977 + draw * 1543) % len(NOISE))
     state = FluidState(np.full(n, WAIT, np.int64), np.zeros(n), until, np.zeros(n))
     fluid_links = FluidLinks(cap_link, cap_link * p.ecn_threshold_us * 1e-6, cap_link * p.buffer_us * 1e-6)
-    run = FluidRun(p.jitter, p.lead, NOISE, -1, most, max(p.max_events, 40 * n * most))
+    run = FluidRun(p.jitter, lead_per_job(p.lead, jobs.own_queue), NOISE, -1, most, max(p.max_events, 40 * n * most))
     simulate(fjobs, state, fluid_links, run, starts, link_stats(len(links)))
     out = {d.job_id: starts.time_s[i, :min(starts.count[i], most + 1)].copy() for i, d in enumerate(demands)}
     return stretch_starts(out, demands, p.stretch)

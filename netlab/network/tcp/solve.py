@@ -22,7 +22,7 @@ from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..slots import Entries, Jobs, Rows
 from .components import Alone, Components, Solved, alone, binding_components, comm_from_period, share_weights
-from .fluid import COMM, NOISE, FluidJobs, FluidLinks, FluidRun, FluidState, Starts, link_stats, simulate
+from .fluid import COMM, NOISE, FluidJobs, FluidLinks, FluidRun, FluidState, Starts, lead_per_job, link_stats, simulate
 from .mean_field import MeanFieldCounts, solve_large
 from .params import TcpParams
 from .state import position, window_periods
@@ -153,7 +153,7 @@ def simulate_component(now_s, members, flows, cap_link, jobs: Jobs, al: Alone, t
                       jobs.intra_s[members].copy(), jobs.compute_s[members].copy(), jobs.overlap[members].copy(),
                       (jobs.job_id[members] * 977) % len(NOISE))
     links = FluidLinks(cap_link, cap_link * p.ecn_threshold_us * 1e-6, cap_link * p.buffer_us * 1e-6)
-    run = FluidRun(p.jitter, p.lead, NOISE, -1, p.horizon + 1, p.max_events)
+    run = FluidRun(p.jitter, lead_per_job(p.lead, jobs.own_queue[members]), NOISE, -1, p.horizon + 1, p.max_events)
     t_end = simulate(fjobs, FluidState(stage, rem, until, it_start), links, run, starts, stats)
     if starts.count.min() < 3 or not t_end > 0:
         return None
