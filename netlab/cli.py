@@ -47,6 +47,9 @@ def simulate(
                                   "paths (see `netlab policies`); default none: every job alike."),
     migration: str = typer.Option(None, help="Migration policy: move running jobs whose slowdown stays high "
                                   "(see `netlab policies`); default none."),
+    compression: str = typer.Option(None, help="Gradient compression for every job of 2 or more GPUs: "
+                                    "powersgd-r2, qsgd-8bit or topk-1pct (netlab.workload.compression: bytes "
+                                    "and compute per step, with sources); default none."),
     network: str = typer.Option(None, help="Network model (see `netlab policies`): tcp (the default, "
                                 "netlab.network.DEFAULT_NETWORK), fair, phase, ideal, or a transport regime's "
                                 "model (see `netlab regimes`): tcp-shallow, dctcp, dcqcn."),
@@ -72,7 +75,7 @@ def simulate(
 
     check_out_dir(out)
     given = dict(trace=trace, topology=topology, policy=policy, placement=placement, netpolicy=netpolicy,
-                 migration=migration,
+                 migration=migration, compression=compression,
                  network=network, seed=seed, max_jobs=max_jobs, checkpoint_s=checkpoint_s, restore_s=restore_s,
                  storage_gbps=storage_gbps, launch_s=launch_s,
                  link_history=link_history, link_resolution_s=link_resolution_s)

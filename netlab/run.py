@@ -63,6 +63,12 @@ def _migration():
     return MIGRATION
 
 
+def _compression():
+    from .workload.compression import COMPRESSIONS
+
+    return COMPRESSIONS
+
+
 def _text(value):
     """Text (a path is its text) that is not blank."""
     if isinstance(value, PurePath):
@@ -106,6 +112,8 @@ Preemption = registered(_preemption, nullable=True)
 NetPolicy = registered(_netpolicy)
 #: moving running jobs whose slowdown stays high (:mod:`netlab.policies.migration`); none: jobs stay put
 Migration = registered(_migration)
+#: gradient compression for every job of 2 or more GPUs (:mod:`netlab.workload.compression`); null: none
+Compression = registered(_compression, nullable=True)
 #: share of every switch-to-switch link taken by steady background traffic that does not back off
 Background = Float(ge=0, lt=1, what="a finite number >= 0 and < 1 (a share of each link)")
 #: every job submitted at t = 0 (their order kept by job id): a batch-submission makespan experiment
@@ -128,6 +136,7 @@ class RunParams(SimConfig):
     preemption: Preemption = None
     netpolicy: NetPolicy = "none"
     migration: Migration = "none"
+    compression: Compression = None
     background: Background = 0.0
     batch: Batch = False
     workload_seed: Seed | None = None
@@ -194,10 +203,17 @@ def run_one(params: RunParams | Mapping, trace_dir=None, zoo=None, load: Callabl
 
     p = params if isinstance(params, RunParams) else RunParams.parse(params)
     topo, jobs, frame = bind(p, trace_dir, zoo, load)
+    if p.compression is not None:  # the jobs of 2+ GPUs move to their compressed models, added to the zoo
+        from .workload.compression import with_compression
+        from .workload.zoo import ModelZoo
+
+        jobs, zoo = with_compression(jobs, zoo or ModelZoo.default(), p.compression)
     result = Simulator(topo, jobs, p.policy, p.placement, p.preemption, p.sim_config(), zoo=zoo,
                        netpolicy=p.netpolicy, migration=p.migration).run()
     result.config["trace"] = "<DataFrame>" if _is_frame(p.trace) else p.trace
     result.config["max_jobs"] = p.max_jobs
+    if p.compression is not None:
+        result.config["compression"] = p.compression
     result.config["offered_load"] = offered_load(frame, topo.total_gpus)  # what the trace asks of these GPUs
     return result
 

@@ -47,3 +47,25 @@ def test_bad_compressions_are_refused():
     jobs, zoo = with_compression([Job(0, 0.0, 2, "m", 1.0)], ZOO, "powersgd-r2")
     with pytest.raises(InputError, match="already compressed"):
         with_compression(jobs, zoo, "powersgd-r2")
+
+
+def test_the_run_option_compresses_the_multi_gpu_jobs():
+    # As above, through the run's option: powersgd-r2 sends 1/136 of the bytes (0.5 s alone -> 0.5/136 s) for 5%
+    # more compute (1 s -> 1.05 s): 1.05 + 0.5/136 = 1.053676 s an iteration, 10 of them; the one-GPU job 10 s.
+    import pandas as pd
+
+    from netlab.errors import UnknownNameError
+    from netlab.run import run_one
+
+    frame = pd.DataFrame(dict(job_id=["a", "b"], submit_s=[0.0, 0.0], gpus=[2, 1], model=["m", "m"],
+                              iterations=[10.0, 10.0], duration_s=[15.0, 10.0]))
+    params = dict(trace=frame, topology="leafspine,racks=2,hosts_per_rack=2,gpus_per_host=1,oversub=2,spines=1",
+                  policy="fifo", placement="consolidated", network="fair")
+    res = run_one(params | dict(compression="powersgd-r2"), zoo=ZOO)
+    assert res.jobs.sort_values("job_id").jct_s.tolist() == pytest.approx([10 * (1.05 + 0.5 / 136), 10.0])
+    assert res.config["compression"] == "powersgd-r2"
+    plain = run_one(params, zoo=ZOO)
+    assert plain.jobs.sort_values("job_id").jct_s.tolist() == pytest.approx([15.0, 10.0])
+    assert "compression" not in plain.config
+    with pytest.raises(UnknownNameError, match="compression.*powersgd-r2"):
+        run_one(params | dict(compression="zip"), zoo=ZOO)

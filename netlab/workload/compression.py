@@ -5,16 +5,22 @@ A compressor changes two things about a data-parallel job: the bytes its all-red
 per step as a fraction of the model's compute time: encoding, decoding, error feedback). A compressed job is
 the same job on a derived model, ``<model>+<compressor>`` (:func:`compressed_model`), so every part of
 netlab that reads a job's model (network demands, placement scores, policies) sees the compressed one without
-knowing about compression. :func:`with_compression` turns it on for a job list (the trace option).
+knowing about compression. :func:`with_compression` turns it on for a job list; a run turns it on with
+``compression`` (``netlab simulate --compression powersgd-r2``, and the sweep key of the same name).
 
-The presets and where their figures come from (a figure marked *unverified* was taken from memory of the
-paper, not re-read this session; *derived* follows from the format, not a measurement):
+The presets and where their figures come from (*unverified*: taken from memory of the paper and not found again
+in the sources reachable this session; *derived*: follows from the format or the algorithm, not a measurement):
 
 * ``powersgd-r2``: PowerSGD rank 2 (Vogels, Karimireddy, Jaggi, "PowerSGD: Practical Low-Rank Gradient
-  Compression for Distributed Optimization", NeurIPS 2019). ResNet-18 on CIFAR-10, 16 GPUs: 136x less data
-  per step (unverified), and rank-2 steps 23% faster than uncompressed SGD's with NCCL (312 vs 239 ms per
-  batch: the 23% verified, the two times unverified). The overhead is not broken out in what was read: 5% of
-  compute is an assumption.
+  Compression for Distributed Optimization", NeurIPS 2019, arXiv 1905.13727). Rank ``r`` sends, for each
+  layer's ``n x m`` gradient matrix, the two factors ``P`` (``n x r``) and ``Q`` (``m x r``) that its
+  Algorithm 1 all-reduces: ``r (n + m) / (n m)`` of the values (derived; it depends on the layer shapes, so
+  the figure below is one model's). ResNet-18 on CIFAR-10, 16 GPUs: 136x less data per step (unverified; the
+  stored copies of the paper searched this session, arXiv/ar5iv and the NeurIPS page, give its abstract and
+  not its tables). Step time: the paper reports the average time per batch, not a compute overhead broken
+  out (its NeurIPS reviews, paper 8002, discuss its "Tables 6 and 7" of time per batch, and that for the
+  LSTM a 10x reduction gave a 2x speed-up: verified there, as the reviewers' reading); rank-2 steps 23%
+  faster than uncompressed SGD's with NCCL (unverified). The 5% of compute overhead is an assumption.
 * ``qsgd-8bit``: QSGD with an 8-bit budget and buckets of 128 values, as GRACE implements it (Xu et al.,
   "GRACE: A Compressed Communication Framework for Distributed Machine Learning", ICDCS 2021): 8 of 32 bits
   per value plus one 32-bit norm per bucket, 8/32 + 1/128 of the bytes (derived). Overhead 10% of compute
