@@ -69,3 +69,15 @@ def test_the_run_option_compresses_the_multi_gpu_jobs():
     assert "compression" not in plain.config
     with pytest.raises(UnknownNameError, match="compression.*powersgd-r2"):
         run_one(params | dict(compression="zip"), zoo=ZOO)
+
+
+def test_compression_is_an_optional_sweep_key():
+    from netlab.errors import UnknownNameError
+    from netlab.sweep.grid import expand
+
+    plain = expand(dict(grid=dict(policy=["fifo"])))
+    assert "compression" not in plain[0].params  # grids without it keep their cell ids
+    cells = expand(dict(grid=dict(policy=["fifo"], compression=[None, "powersgd-r2"])))
+    assert sorted(c.label for c in cells) == ["fifo+default", "fifo+default+powersgd-r2"]
+    with pytest.raises(UnknownNameError, match="field 'compression'.*powersgd-r2"):
+        expand(dict(grid=dict(policy=["fifo"], compression=["zip"])))

@@ -54,8 +54,8 @@ import numpy as np
 
 from ..errors import InputError, Int, Schema, short
 from ..network.model import DEFAULT_NETWORK
-from ..run import (Background, Batch, MaxJobs, Migration, NetPolicy, Oversub, Placement, Policy, Preemption,
-                   TopologyText, TraceText, topology_spec as _spec)
+from ..run import (Background, Batch, Compression, MaxJobs, Migration, NetPolicy, Oversub, Placement, Policy,
+                   Preemption, TopologyText, TraceText, topology_spec as _spec)
 from ..sim.config import Backfill, Network, Regime, RestartSeconds, Seconds, Seed, StorageRate
 from ..workload.checkpoint import LAUNCH_S, STORAGE_GBPS
 from ..yaml_input import load_yaml, load_yaml_file
@@ -117,12 +117,14 @@ class CellParams(Schema):
     migration: Migration = "none"  # optional: the migration policy (moving congested running jobs)
     storage_gbps: StorageRate = STORAGE_GBPS  # optional: a job's checkpoint bandwidth to storage (Gbit/s)
     launch_s: Seconds = LAUNCH_S  # optional: process start at each restart
+    compression: Compression = None  # optional: gradient compression for the jobs of 2+ GPUs (null: none)
 
 
 #: optional parameters: they enter a cell (and its id) only when a grid sets them, so adding
 #: one never changes the ids of cells already stored
 OPTIONAL = {k: CellParams.model_fields[k].default for k in ("background", "batch", "netpolicy", "regime",
-                                                            "migration", "storage_gbps", "launch_s")}
+                                                            "migration", "storage_gbps", "launch_s",
+                                                            "compression")}
 #: parameters that say which network a cell runs on (not a setting of their own beside it)
 NETWORK_PARAMS = ("network", "regime")
 #: parameters every cell has, with their defaults (all of them enter the cell id)
@@ -249,6 +251,8 @@ def expand(doc: dict, where: str = "grid", max_cells: int | None = None) -> list
             label += f"+{params['netpolicy']}"
         if params.get("migration", "none") != "none":
             label += f"+{params['migration']}"
+        if params.get("compression") is not None:
+            label += f"+{params['compression']}"
         cells.append(Cell(cid, params, workload, sim, _matches(params, selector, where), label))
     return cells
 
