@@ -52,13 +52,18 @@ TESTBED_TOPOLOGY = ROOT / "testbed" / "topologies" / "leafspine-2rack.yaml"
 #: shallow-buffer Reno against the testbed's byte-limited queue (10 frames per port: it drops, as shallow ports do)
 TESTBED_TIE_BREAK = {"reno-shallow": RESULTS / "interleave_bytequeue_runs.parquet"}
 NEAR = 1.05
+#: parameters the referee leaves to the testbed: shallow Reno's leader advantage. The referee's components are
+#: mostly solved by the mean field, which has no lead, and it prefers lead 1 (p90 18% against lead 0's 20%); the
+#: testbed's byte-limited queue, whose few-job components the fluid solves, measures it: lead 0 5.5% median APE on
+#: its contended jobs, lead 1 and 2 22%
+FIXED = {"reno-shallow": {"lead": 0.0}}
 ALPHAS = (-0.5, -0.25, 0.0, 0.125, 0.25, 0.375, 0.5, 0.75, 1.0)
 LEADS = (0.0, 1.0, 2.0)
 STRETCHES = tuple(round(0.1 * i, 1) for i in range(16))  # 0 to 1.5
 #: second stage, at the first stage's alpha and lead: the goodput term (netlab/network/tcp/goodput.py), each referee
 #: transport with the queue its flows share: a shallow port's buffer (the referee's 100 packets), or for the ECN
 #: transports the marking threshold their queues are held at (20 packets)
-GOODPUTS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
+GOODPUTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 BUFFER_PACKETS = {"reno-shallow": 100.0, "dctcp": 20.0, "dcqcn": 20.0}
 TARGET = dict(median_ape=0.05, p90_ape=0.15, heavy_median_signed=0.05)
 
@@ -167,8 +172,9 @@ def main(argv=None) -> int:
         if not scenarios:
             out[r.name] = dict(skipped=f"no calibration-half run of referee transport {r.referee} in {args.runs_dir}")
             continue
-        base_rows = grid_rows(scenarios, "tcp", grid)
-        table = scored_grid(base_rows, grid)
+        mine = [g for g in grid if all(g[k] == v for k, v in FIXED.get(r.referee, {}).items())]
+        base_rows = grid_rows(scenarios, "tcp", mine)
+        table = scored_grid(base_rows, mine)
         best = min(table, key=lambda x: (round(x["objective"], 3), x["stretch"], x["lead"], abs(1.0 - x["alpha"])))
         tie_break = None
         if r.referee in TESTBED_TIE_BREAK:  # points the referee cannot tell apart: the testbed's queue decides
@@ -216,7 +222,7 @@ def main(argv=None) -> int:
         print(name, {k: (round(v["median_ape"], 4), round(v["p90_ape"], 4), round(v["mean_signed"], 4))
                      for k, v in c.items() if isinstance(v, dict)}, flush=True)
     write_json(args.out, dict(testbed_checks=checks, half="calibration (even seeds) only",
-                              grid=dict(alpha=ALPHAS, lead=LEADS, stretch=STRETCHES), target=TARGET,
+                              grid=dict(alpha=ALPHAS, lead=LEADS, stretch=STRETCHES), fixed=FIXED, target=TARGET,
                               goodput_stage=dict(goodput_k=GOODPUTS, buffer_packets=BUFFER_PACKETS,
                                                  rule="at the first stage's alpha and lead, with every stretch; "
                                                       "kept only if it lowers the objective"),

@@ -3,7 +3,10 @@
 One 10 Gbit/s link, two jobs with one flow each across it (alone, each gets the whole link), the regime's own
 model and parameters (``netlab regimes``) with compute jitter off, so the fluid is deterministic. ``a`` is the
 communication time of the small job alone. With ``stretch`` k a job's delay beyond its time alone, d, becomes
-(1 + k) d (:meth:`netlab.network.tcp.model.TcpNetwork._stretched`); every expectation below is for d first.
+(1 + k) d (:meth:`netlab.network.tcp.model.TcpNetwork._stretched`); every expectation below is for d first. With
+the goodput term (``goodput_k`` g, ``buffer_packets`` B, :mod:`netlab.network.tcp.goodput`) the link, which binds
+(both jobs at 10 Gbit/s would offer 20), carries 10 / f Gbit/s, f = 1 + 2g / B, whenever a job sends on it: the
+term is per binding link, not per moment, so jobs that take turns pay it too.
 """
 
 import numpy as np
@@ -32,6 +35,11 @@ def stretched(alone_s: float, shared_s: float, stretch: float) -> float:
     return alone_s + (1.0 + stretch) * (shared_s - alone_s)
 
 
+def slower(net) -> float:
+    """f: how much longer every gigabit takes on the shared link (module doc)."""
+    return 1.0 + 2.0 * net.params.goodput_k / net.params.buffer_packets
+
+
 @pytest.fixture(params=[r.network for r in regimes()], ids=[r.name for r in regimes()])
 def net(request):
     return model(request.param)
@@ -40,31 +48,34 @@ def net(request):
 def test_in_step_equal_jobs_halve_the_link_while_both_communicate(net):
     # Both compute 3a, then send together: equal bytes, equal weights whatever alpha, and (same fraction sent at
     # every instant) whatever lead: each gets half the link, both finish at 2a. Without jitter nothing breaks the
-    # symmetry, so they stay in step: every period is 3a + 2a.
+    # symmetry, so they stay in step: every period is 3a + 2a f.
     sol = net.solve([job(1, 3 * A_S), job(2, 3 * A_S)], CAP)
-    want = stretched(4 * A_S, 5 * A_S, net.params.stretch)
+    want = stretched(4 * A_S, 3 * A_S + 2 * A_S * slower(net), net.params.stretch)
     assert sol.iter_s[1] == pytest.approx(want, rel=1e-3)
     assert sol.iter_s[2] == pytest.approx(want, rel=1e-3)
 
 
 def test_jobs_shifted_half_a_period_never_meet(net):
     # Period alone 4a, communication a (its last quarter). Job 2 starts half a period (2a) later: job 1 sends in
-    # [3a, 4a] + 4a k, job 2 in [5a, 6a] + 4a k. The windows never overlap: both run as alone, nothing to stretch.
+    # [3a, 4a] + 4a k, job 2 in [5a, 6a] + 4a k. The windows never overlap: both run as alone but for the
+    # goodput term, a f instead of a (a margin of a(f - 1) < a / 2 keeps them apart), and that delay is stretched.
     sol = net.solve([job(1, 3 * A_S, phase=0.0), job(2, 3 * A_S, phase=0.5)], CAP)
-    assert sol.iter_s[1] == pytest.approx(4 * A_S, rel=1e-3)
-    assert sol.iter_s[2] == pytest.approx(4 * A_S, rel=1e-3)
+    want = stretched(4 * A_S, 3 * A_S + A_S * slower(net), net.params.stretch)
+    assert sol.iter_s[1] == pytest.approx(want, rel=1e-3)
+    assert sol.iter_s[2] == pytest.approx(want, rel=1e-3)
 
 
 def test_unequal_sizes_share_by_weight_and_keep_the_link_full(net):
     # No compute: both always send, so the link is always shared and always full (work-conserving): per second,
-    # bytes/iter of job 1 plus 10 x bytes/iter of job 2 fill it: a / t1 + 10a / t2 = 1 (t before the stretch).
+    # bytes/iter of job 1 plus 10 x bytes/iter of job 2 fill it: a / t1 + 10a / t2 = 1 (t before the stretch, and
+    # in units of a f: the goodput term makes every a longer by f).
     # With lead 0 the weights are bytes ** alpha, constant: job 1 gets 1 / (1 + 10 ** alpha) of the link, so
     # t1 = a (1 + 10 ** alpha), t2 = 10a (1 + 10 ** alpha) / 10 ** alpha: alpha 1 gives both 11a, alpha 0 gives
     # 2a and 20a. With lead > 0 each weight is between phi and (1 + lead) phi, which bounds job 1's share.
     p = net.params
     sol = net.solve([job(1, 0.0), job(2, 0.0, 10 * BYTES)], CAP)
-    t1 = A_S + (sol.iter_s[1] - A_S) / (1.0 + p.stretch)
-    t2 = 10 * A_S + (sol.iter_s[2] - 10 * A_S) / (1.0 + p.stretch)
+    t1 = (A_S + (sol.iter_s[1] - A_S) / (1.0 + p.stretch)) / slower(net)
+    t2 = (10 * A_S + (sol.iter_s[2] - 10 * A_S) / (1.0 + p.stretch)) / slower(net)
     assert A_S / t1 + 10 * A_S / t2 == pytest.approx(1.0, rel=2e-3)
     w = 10.0 ** p.alpha
     if p.lead == 0.0:
