@@ -12,6 +12,8 @@ more; and the signed error per bin of the exact slowdown), and whether the fixed
 relative change one more iteration would make, against the solver's tolerance ``MF_TOL``). It also
 reports the live run's own count: mean-field solves, iterations per solve, solves that hit the
 iteration limit, and the share of link passes left out (links that limit nobody, between full passes).
+A third solve of each component with ``phase_cores=True`` (:mod:`netlab.network.tcp.cores`: the jobs one
+link limits simulated with phase after the mean field) is scored the same way (``phase_cores``).
 
 Usage: python benchmarks/bench_mean_field.py [--jobs 30000] [--every 50] [--max-jobs 60]
 """
@@ -35,6 +37,7 @@ from netlab.network.tcp import TcpNetwork  # noqa: E402
 from netlab.network.tcp.components import alone, binding_components, share_weights  # noqa: E402
 from netlab.network.tcp.mean_field import MF_MAX_ITER, MF_TOL, MeanFieldJobs, mean_field, merge_mirrored  # noqa: E402
 from netlab.network.tcp.params import ALPHA, MAX_EXACT_JOBS  # noqa: E402
+from netlab.network.tcp.solve import solve_component  # noqa: E402
 from netlab.sim.metrics import write_json  # noqa: E402
 from netlab.traces import load_trace  # noqa: E402
 
@@ -83,12 +86,18 @@ def compare(call: tuple, max_jobs: int) -> dict | None:
     if not 0 < len(members) <= max_jobs:
         return None
     mean_field_it = _solve(TcpNetwork(), now_s, cap_link, e, jobs)[members]
+    cores_model = TcpNetwork(phase_cores=True)
+    rows = cores_model._slots.claim_ids(jobs.job_id.tolist())
+    blind = np.zeros(len(jobs.job_id), dtype=bool)
+    cores_it = solve_component(now_s, e, cap_link, jobs, cores_model._slots.rows, rows, cores_model.params,
+                               cores_model.counts, blind)[0].iter_s[members]
     exact_model = TcpNetwork(max_exact_jobs=10_000, max_events=5_000_000)
     exact = _solve(exact_model, now_s, cap_link, e, jobs)[members]
     if exact_model.exact_solves == 0:  # the simulation did not finish: nothing exact to compare with
         return None
     gbit = al.gbit[members]
-    return dict(jobs=len(members), mean_field=mean_field_it, exact=exact, alone=al.iter_s[members],
+    return dict(jobs=len(members), mean_field=mean_field_it, cores=cores_it, cored=~blind[members], exact=exact,
+                alone=al.iter_s[members],
                 gradient_share=gbit / gbit.max(), residual=residual(call, members, large))
 
 
@@ -142,6 +151,9 @@ def main(argv=None) -> int:
     alone = np.concatenate([r["alone"] for r in rows])
     share = np.concatenate([r["gradient_share"] for r in rows])
     ape = np.abs(mf / ex - 1)
+    cores = np.concatenate([r["cores"] for r in rows])
+    cored = np.concatenate([r["cored"] for r in rows])
+    ape_cores = np.abs(cores / ex - 1)
     slowed = ex >= 1.5 * alone
     resid = np.array([r["residual"] for r in rows])
 
@@ -159,6 +171,14 @@ def main(argv=None) -> int:
                signed_error_other_gradients=by_slowdown((mf / ex - 1)[share >= SMALL], (ex / alone)[share >= SMALL]),
                small_gradient_share=SMALL, ape_small_gradients=pct(ape[share < SMALL]),
                ape_other_gradients=pct(ape[share >= SMALL]),
+               phase_cores=dict(
+                   doc="the same components solved with phase_cores=True (netlab.network.tcp.cores): APE against "
+                       "the exact fluid on every job, on the jobs a simulated core gave their time (phase-aware), "
+                       "and the mean field alone on those same jobs",
+                   cored_job_share=float(cored.mean()), ape_all_jobs=pct(ape_cores),
+                   ape_cored_jobs=pct(ape_cores[cored]) if cored.any() else None,
+                   mean_field_ape_cored_jobs=pct(ape[cored]) if cored.any() else None,
+                   signed_error_by_exact_slowdown=by_slowdown(cores / ex - 1, ex / alone)),
                converged_fraction=float(np.mean(resid <= TOL)), residual=pct(resid), tolerance=TOL,
                live_run=dict(mean_field_solves=live["solves"],
                              iterations_per_solve=float(live["iterations"] / max(live["solves"], 1)),
@@ -166,7 +186,8 @@ def main(argv=None) -> int:
                              link_passes_left_out=float(live["links_skipped"] / max(live["link_passes"], 1))),
                wall_s=time.perf_counter() - t0)
     print(f"{len(rows)} components, {len(ape)} jobs: APE median {np.median(ape):.3f}, p90 "
-          f"{np.percentile(ape, 90):.3f}; converged {out['converged_fraction']:.0%}")
+          f"{np.percentile(ape, 90):.3f}; converged {out['converged_fraction']:.0%}; phase cores: "
+          f"{cored.mean():.0%} of jobs, APE median {np.median(ape_cores):.3f}, p90 {np.percentile(ape_cores, 90):.3f}")
     print("wrote", write_json(args.out, out))
     return 0
 

@@ -51,6 +51,7 @@ class MeanFieldCounts(NamedTuple):
     unconverged: np.ndarray  # solves that hit the iteration limit
     link_passes: np.ndarray
     links_skipped: np.ndarray  # link passes left out (links that limit nobody)
+    core_jobs: np.ndarray  # jobs given their time by a phase-aware core after the mean field (``phase_cores``)
 
 
 def mean_field_counts() -> MeanFieldCounts:
@@ -207,6 +208,22 @@ def mean_field(e: Entries, cap_link, jobs: MeanFieldJobs, rate0, max_iter=MF_MAX
 
 
 @njit(**JIT)
+def by_link(link, m):
+    """The entries grouped by link, each link's in their order: (start, order), link g's entries being
+    ``order[start[g]:start[g + 1]]``."""
+    start = np.zeros(m + 1, np.int64)
+    for x in range(link.shape[0]):
+        start[link[x] + 1] += 1
+    for g in range(m):
+        start[g + 1] += start[g]
+    order, fill = np.empty(link.shape[0], np.int64), start[:m].copy()
+    for x in range(link.shape[0]):
+        order[fill[link[x]]] = x
+        fill[link[x]] += 1
+    return start, order
+
+
+@njit(**JIT)
 def merge_mirrored(e: Entries, cap_link):
     """The entries the mean field needs: of links carrying exactly the same jobs with the same weights
     (both directions of a ring's links, a rack's uplinks ...) only one is kept, at the least capacity.
@@ -218,16 +235,7 @@ def merge_mirrored(e: Entries, cap_link):
     """
     job, link, weight = e.job, e.link, e.weight
     m, ne = cap_link.shape[0], job.shape[0]
-    start = np.zeros(m + 1, np.int64)
-    for e in range(ne):
-        start[link[e] + 1] += 1
-    for g in range(m):
-        start[g + 1] += start[g]
-    order = np.empty(ne, np.int64)
-    fill = start[:m].copy()
-    for e in range(ne):
-        order[fill[link[e]]] = e
-        fill[link[e]] += 1
+    start, order = by_link(link, m)
     key = np.empty(m, np.int64)
     for g in range(m):
         h = start[g + 1] - start[g]
@@ -364,3 +372,37 @@ def solve_large(now_s, e: Entries, cap_link, comps: Components, jobs: Jobs, al: 
         i = members[a]
         it[i] = p[a] + (g[a] / rate[a] if rate[a] > 0 else 0.0) + tl[a]
         keep_position(now_s, rows[i], it[i], jobs.phase[i], t)
+
+
+
+@njit(**JIT)
+def limiting_entries(e: Entries, cap_link, jobs: MeanFieldJobs, rate, duty, rtol=1e-2):
+    """Per entry of a solved mean field (:func:`mean_field`'s rates and duties): whether its link limits its
+    job, i.e. holds the job's rate below its cap.
+
+    At the fixed point job i's rate is the least of its levels; link l holds it there when, with i at its
+    rate and every other job k at its duty-weighted ``min(r_k, level x phi_k)``, l is full (to ``rtol``).
+    A binding link that limits nobody is where jobs meet only on average, below capacity: it joins them
+    into one component without slowing any of them (``benchmarks/bench_components.py`` counts them;
+    :mod:`~netlab.network.tcp.cores` simulates the jobs the same link limits).
+    """
+    job, link, w = e.job, e.link, e.weight
+    phi, cap_job = jobs.weight, jobs.cap_gbps
+    n_e, m = job.shape[0], cap_link.shape[0]
+    start, order = by_link(link, m)
+    out = np.zeros(n_e, np.bool_)
+    for g in range(m):
+        for s in range(start[g], start[g + 1]):
+            x = order[s]
+            i = job[x]
+            if not rate[i] < cap_job[i] * (1.0 - 1e-3):
+                continue
+            level = rate[i] / phi[i]
+            total = w[x] * rate[i]
+            for q in range(start[g], start[g + 1]):
+                y = order[q]
+                if y != x:
+                    k = job[y]
+                    total += w[y] * duty[k] * min(rate[k], level * phi[k])
+            out[x] = total >= cap_link[g] * (1.0 - rtol)
+    return out

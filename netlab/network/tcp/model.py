@@ -13,7 +13,7 @@ from .goodput import effective_capacity, link_flows_offered
 from .incremental import adds_nonbinding, binding_component, clear_row_load, resolve_touched, row_loads, write_back
 from .mean_field import mean_field_counts
 from .params import (ALPHA, BUFFER_PACKETS, BUFFER_US, DRAWS, ECN_THRESHOLD_US, GOODPUT_K, HORIZON, JITTER, LEAD,
-                     MAX_EVENTS, MAX_EXACT_JOBS, REPORT_RTOL, STRETCH, WARMUP, TcpParams)
+                     MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES, REPORT_RTOL, STRETCH, WARMUP, TcpParams)
 from .scenarios import simulate_starts
 from .solve import SolveCode, solve_component, solve_unless_exact
 
@@ -35,12 +35,14 @@ class TcpNetwork(NetworkModel):
     def __init__(self, alpha: float = ALPHA, jitter: float = JITTER, lead: float = LEAD, horizon: int = HORIZON,
                  warmup: int = WARMUP, max_exact_jobs: int = MAX_EXACT_JOBS, max_events: int = MAX_EVENTS,
                  ecn_threshold_us: float = ECN_THRESHOLD_US, buffer_us: float = BUFFER_US, draws: int = DRAWS,
-                 stretch: float = STRETCH, goodput_k: float = GOODPUT_K, buffer_packets: float = BUFFER_PACKETS):
+                 stretch: float = STRETCH, goodput_k: float = GOODPUT_K, buffer_packets: float = BUFFER_PACKETS,
+                 phase_cores: bool = PHASE_CORES):
         """Parameters: see :mod:`~netlab.network.tcp.params` (one ValueError if any is out of range)."""
         self.params = TcpParams.checked(alpha=alpha, jitter=jitter, lead=lead, horizon=horizon, warmup=warmup,
                                         max_exact_jobs=max_exact_jobs, max_events=max_events,
                                         ecn_threshold_us=ecn_threshold_us, buffer_us=buffer_us, draws=draws,
-                                        stretch=stretch, goodput_k=goodput_k, buffer_packets=buffer_packets)
+                                        stretch=stretch, goodput_k=goodput_k, buffer_packets=buffer_packets,
+                                        phase_cores=phase_cores)
         self._slots = SlotTable()  # every job's row: its demand, last time and phase state
         self.exact_solves = self.mean_field_solves = 0
         self.counts = mean_field_counts()  # over mean-field solves (MeanFieldCounts)
@@ -113,11 +115,12 @@ class TcpNetwork(NetworkModel):
         """Solve the jobs of ``rows`` (local job ``i`` is row ``rows[i]``; ``jobs`` their parameters, ``e`` the
         incidence over ``cap_link``), updating their phase state."""
         t = self._slots.rows
-        code, out = solve_unless_exact(now_s, e, cap_link, jobs, t, rows, self.params.max_exact_jobs,
-                                       self.params.alpha, self.counts)
-        if code != SolveCode.EXACT_NEEDED:  # no component small enough for the exact simulation
-            self.mean_field_solves += code == SolveCode.MEAN_FIELD
-            return out
+        if not self.params.phase_cores:  # (phase cores: the solve in Python around the mean field, below)
+            code, out = solve_unless_exact(now_s, e, cap_link, jobs, t, rows, self.params.max_exact_jobs,
+                                           self.params.alpha, self.counts)
+            if code != SolveCode.EXACT_NEEDED:  # no component small enough for the exact simulation
+                self.mean_field_solves += code == SolveCode.MEAN_FIELD
+                return out
         out, exact, mean_field = solve_component(now_s, e, cap_link, jobs, t, rows, self.params, self.counts)
         self.exact_solves += exact
         self.mean_field_solves += mean_field
@@ -193,8 +196,13 @@ class TcpNetwork(NetworkModel):
         arrays = links.arrays()  # a lossy binding link delivers less (goodput.py); the same arrays when not
         arrays = arrays._replace(capacity_gbps=effective_capacity(arrays.capacity_gbps, self._flows, self._offered,
                                                                   p.goodput_k, p.buffer_packets))
-        code, ids, it, comm = resolve_touched(now_s, self._touched, tuple(t), tuple(arrays), self._offered,
-                                              p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts))
+        if p.phase_cores:  # every solve in Python, where the cores are simulated after the mean field
+            comp = binding_component(self._touched, t, arrays, self._offered)
+            code = SolveCode.EXACT_NEEDED if len(comp.rows) else SolveCode.NOTHING
+            ids = it = comm = np.empty(0)
+        else:
+            code, ids, it, comm = resolve_touched(now_s, self._touched, tuple(t), tuple(arrays), self._offered,
+                                                  p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts))
         if code == SolveCode.EXACT_NEEDED:
             comp = binding_component(self._touched, t, arrays, self._offered)
             blind = np.zeros(len(comp.rows), dtype=bool)

@@ -30,6 +30,9 @@ STRETCH = 0.0
 #: deep-buffer Reno, whose links the referee finds full (referee.json, reno-deep)
 GOODPUT_K = 0.0
 BUFFER_PACKETS = 100.0  # packets of queue per switch port the flows of a binding link share (:mod:`~.goodput`)
+#: simulate, with phase, the cores of jobs one link limits inside a large component (:mod:`~.cores`); off: the mean
+#: field alone, as before (``benchmarks/results/mean_field.json`` scores both against the exact fluid)
+PHASE_CORES = False
 REPORT_RTOL = 1e-3  # incremental solves: a job's time must move by more to be reported (the mean field's tolerance)
 
 
@@ -49,6 +52,7 @@ class TcpParams(NamedTuple):
     stretch: float = STRETCH
     goodput_k: float = GOODPUT_K
     buffer_packets: float = BUFFER_PACKETS
+    phase_cores: bool = PHASE_CORES
 
     @classmethod
     def checked(cls, **kw) -> TcpParams:
@@ -62,7 +66,8 @@ class TcpParams(NamedTuple):
                              "stretch >= 0, goodput_k >= 0, buffer_packets > 0")
         return cls(float(p.alpha), float(p.jitter), float(p.lead), int(p.horizon), int(p.warmup),
                    int(p.max_exact_jobs), int(p.max_events), float(p.ecn_threshold_us), float(p.buffer_us),
-                   int(p.draws), float(p.stretch), float(p.goodput_k), float(p.buffer_packets))
+                   int(p.draws), float(p.stretch), float(p.goodput_k), float(p.buffer_packets),
+                   bool(p.phase_cores))
 
 
 #: the transport variants of ``tcp`` (:mod:`~.transports`): name -> (what it stands for, defaults that differ from

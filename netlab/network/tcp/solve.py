@@ -22,6 +22,7 @@ from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..slots import Entries, Jobs, Rows
 from .components import Alone, Components, Solved, alone, binding_components, comm_from_period, share_weights
+from .cores import refine_cores
 from .fluid import COMM, NOISE, FluidJobs, FluidLinks, FluidRun, FluidState, Starts, lead_per_job, link_stats, simulate
 from .mean_field import MeanFieldCounts, solve_large
 from .params import TcpParams
@@ -87,7 +88,7 @@ def solve_component(now_s: float, e: Entries, cap_link: np.ndarray, jobs: Jobs, 
 
     ``blind`` (one bool per job, if given) is set to whether the job's time came from the mean field, which
     ignores phase (a contended job of a component too large for the exact simulation, or whose simulation
-    did not finish).
+    did not finish), and not from a phase-aware core after it (``phase_cores``, :mod:`~.cores`).
 
     The first steps are those of :func:`solve_unless_exact` again, in Python around the exact simulations
     (1% of Philly's re-solves, so computing them twice costs nothing).
@@ -121,8 +122,18 @@ def solve_component(now_s: float, e: Entries, cap_link: np.ndarray, jobs: Jobs, 
         t.anchor_s[r], t.period_s[r], t.anchor_phase[r] = anchor, p_it, jobs.phase[members]
     comm, load, mean_field = solve_rest(now_s, e, cap_link, comps, jobs, al, p.alpha, t, rows, it, overload, queue,
                                         counts)
+    cored = np.empty(0, np.int64)
+    if mean_field and p.phase_cores:
+        cored = refine_cores(now_s, e, cap_link, comps, jobs, al, t, rows, it, p, simulate_component)
+        counts.core_jobs[0] += len(cored)
+        for i in cored:
+            comm[i] = comm_from_period(it[i], jobs.compute_s[i], jobs.overlap[i], al.comm_s[i])
+        if len(cored):
+            load = np.zeros(m)
+            np.add.at(load, link, weight * (al.gbit[job] / np.maximum(it[job], 1e-300)))
     if blind is not None:
         blind[:] = comps.contended & large
+        blind[cored] = False
     return Solved(it, comm, load, overload, queue), exact, bool(mean_field)
 
 

@@ -1,0 +1,92 @@
+"""Phase-aware cores inside a large ``tcp`` component (``phase_cores``), hand-computed.
+
+Two 100 Gbit/s links. Jobs 1 and 2 (0.1 s compute, 10 Gbit per flow per iteration: 0.1 s alone) share link 0;
+job 2 also crosses link 1 with job 3, which moves almost nothing (bytes-weighted, it gets what job 2 leaves).
+Link 1 can bind (both at 100 Gbit/s at once) and joins the three into one component, larger than
+``max_exact_jobs = 2``: the mean field solves it. Link 1 limits job 3 only, link 0 limits jobs 1 and 2.
+"""
+
+import numpy as np
+import pytest
+
+from netlab.network import NETWORKS, CommDemand
+
+CAP = np.array([100.0, 100.0])
+BYTES = 1.25e9
+
+
+def jobs(phase2=0.0):
+    return [CommDemand(1, np.array([0]), np.array([1.0]), BYTES, 0.1, iso_rate_gbps=100.0),
+            CommDemand(2, np.array([0, 1]), np.array([1.0, 1.0]), BYTES, 0.1, iso_rate_gbps=100.0, phase=phase2),
+            CommDemand(3, np.array([1]), np.array([1.0]), 1.25e6, 1.0, iso_rate_gbps=100.0)]
+
+
+def tcp(**kw):
+    return NETWORKS.create("tcp", jitter=0.0, max_exact_jobs=2, **kw)
+
+
+# The mean field on link 0: r + d r = 100 with duty d = (10 / r) / (0.1 + 10 / r), so r^2 + 100 r - 10^4 = 0,
+# r = 50 (sqrt 5 - 1) = 61.8 Gbit/s and an iteration of 0.1 + 10 / r = 0.2618 s, whatever the phases.
+MEAN_FIELD_S = 0.1 + 10 / (50 * (np.sqrt(5) - 1))
+
+
+@pytest.mark.parametrize("phase2", [0.0, 0.5])
+def test_the_mean_field_alone_cannot_see_the_phases(phase2):
+    sol = tcp().solve(jobs(phase2), CAP)
+    assert [sol.iter_s[1], sol.iter_s[2]] == pytest.approx([MEAN_FIELD_S] * 2, rel=1e-2)
+
+
+def test_a_core_in_step_shares_its_link_equally():
+    # jobs 1 and 2 in step on link 0 (nothing else on it): 50 Gbit/s each for 0.2 s, iterations of 0.3 s
+    net = tcp(phase_cores=True)
+    sol = net.solve(jobs(0.0), CAP)
+    assert [sol.iter_s[1], sol.iter_s[2]] == pytest.approx([0.3, 0.3], rel=1e-6)
+    assert net.mean_field_stats()["core_jobs"] == 2  # job 3's core is itself alone: the mean field's answer
+
+
+def test_a_core_half_shifted_interleaves_without_slowdown():
+    # communication is half of a 0.2 s iteration: shifted by half a period, 1 and 2 never overlap on link 0
+    sol = tcp(phase_cores=True).solve(jobs(0.5), CAP)
+    assert [sol.iter_s[1], sol.iter_s[2]] == pytest.approx([0.2, 0.2], rel=1e-6)
+    # job 3 keeps the mean field's answer: slowed by job 2's duty-weighted traffic on link 1, never below alone
+    assert sol.iter_s[3] > 1.0 + 1.25e6 * 8 / 1e9 / 100
+
+
+def test_a_core_larger_than_the_exact_limit_stays_with_the_mean_field():
+    sol = NETWORKS.create("tcp", jitter=0.0, max_exact_jobs=1, phase_cores=True).solve(jobs(0.5), CAP)
+    assert [sol.iter_s[1], sol.iter_s[2]] == pytest.approx([MEAN_FIELD_S] * 2, rel=1e-2)
+
+
+def test_a_run_counts_the_cores_jobs_as_phase_aware_and_the_rest_as_blind():
+    # The same shape in the simulator, on a dumbbell of 2-GPU hosts: jobs 1 and 2 cross the bottleneck; job 3
+    # (tiny gradient) runs between l1 and l2, so it shares l1's host links with job 2. The three form one
+    # component (over max_exact_jobs = 2), which the mean field solves; the bottleneck limits 1 and 2, l1's link
+    # job 3 only. With phase cores, 1 and 2 are simulated with phase (never blind); job 3 stays blind.
+    from netlab.policies.base import PlacementPolicy
+    from netlab.sched import Placement
+    from netlab.sim import SimConfig, Simulator
+    from netlab.topology import load_topology
+    from netlab.workload.job import Job
+    from netlab.workload.zoo import JobModel, ModelZoo
+
+    topo = load_topology("dumbbell,hosts_per_side=4,gpus_per_host=2,host_gbps=100,bottleneck_gbps=100")
+    zoo = ModelZoo.default().with_model(JobModel("half", compute_s=0.1, grad_bytes=1.25e9)) \
+        .with_model(JobModel("tiny", compute_s=1.0, grad_bytes=1.25e6))
+    h = topo.host_index
+    where = {1: ((h["l0"], h["r0"]), (1, 1)), 2: ((h["l1"], h["r1"]), (1, 1)), 3: ((h["l1"], h["l2"]), (1, 1))}
+
+    class Fixed(PlacementPolicy):
+        name = "fixed"
+
+        def place(self, job, view):
+            return Placement(*where[job.job_id])
+
+    jobs = [Job(1, 0.0, 2, "half", 200), Job(2, 0.0, 2, "half", 200), Job(3, 0.0, 2, "tiny", 100)]
+
+    def blind_s(**kw):
+        cfg = SimConfig(network="tcp", network_kwargs=dict(jitter=0.0, max_exact_jobs=2, **kw), progress=False)
+        return Simulator(topo, jobs, "fifo", Fixed(), config=cfg, zoo=zoo).run().jobs.set_index("job_id").phase_blind_s
+
+    plain, cores = blind_s(), blind_s(phase_cores=True)
+    assert (plain > 0).all()
+    assert cores[1] == 0.0 and cores[2] == 0.0 and cores[3] > 0
