@@ -90,3 +90,8 @@ def test_a_run_counts_the_cores_jobs_as_phase_aware_and_the_rest_as_blind():
     plain, cores = blind_s(), blind_s(phase_cores=True)
     assert (plain > 0).all()
     assert cores[1] == 0.0 and cores[2] == 0.0 and cores[3] > 0
+
+
+def test_phase_cores_must_be_a_bool():
+    with pytest.raises(ValueError, match="phase_cores True or False"):
+        NETWORKS.create("tcp", phase_cores="false")

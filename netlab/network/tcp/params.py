@@ -60,10 +60,11 @@ class TcpParams(NamedTuple):
         p = cls(**kw)
         if not (p.alpha >= -1 and p.jitter >= 0 and p.lead >= 0 and p.horizon > p.warmup + 1 and p.warmup >= 0
                 and p.max_exact_jobs >= 1 and p.max_events > 0 and 0 <= p.ecn_threshold_us <= p.buffer_us
-                and p.draws >= 1 and p.stretch >= 0 and p.goodput_k >= 0 and p.buffer_packets > 0):
+                and p.draws >= 1 and p.stretch >= 0 and p.goodput_k >= 0 and p.buffer_packets > 0
+                and p.phase_cores in (True, False)):
             raise ValueError("tcp network: need alpha >= -1, jitter >= 0, lead >= 0, horizon > warmup + 1 >= 1, "
                              "max_exact_jobs >= 1, max_events > 0, 0 <= ecn_threshold_us <= buffer_us, draws >= 1, "
-                             "stretch >= 0, goodput_k >= 0, buffer_packets > 0")
+                             "stretch >= 0, goodput_k >= 0, buffer_packets > 0, phase_cores True or False")
         return cls(float(p.alpha), float(p.jitter), float(p.lead), int(p.horizon), int(p.warmup),
                    int(p.max_exact_jobs), int(p.max_events), float(p.ecn_threshold_us), float(p.buffer_us),
                    int(p.draws), float(p.stretch), float(p.goodput_k), float(p.buffer_packets),
