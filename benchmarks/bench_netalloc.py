@@ -25,7 +25,8 @@ two-job cases (``hand_iter_s``): strict priority (the low job, always sending, g
 computes), weighted sharing (2:1 of a link both saturate), a cap (the capped job at its cap, the other the
 rest), and a collision (two always-sending jobs on one link halve it). The model gives a job with an
 allocation no leader advantage (the term by which a TCP flow further into its transfer out-competes a fresh one
-in a shared FIFO queue; ``CommDemand.own_queue``): each such job has an HTB class, a queue, of its own. A third
+in a shared FIFO queue; ``NetAllocation.own_queue``, set by the testbed's prediction): each such job has an HTB
+class, a queue, of its own. A third
 column (``tcp_lead0_iter_s``) is a sensitivity, not a score: the same model without its leader advantage for
 every job (``lead=0``), which moves only the reference rows without allocations.
 

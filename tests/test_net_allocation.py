@@ -146,7 +146,7 @@ def test_tcp_mean_field_weights_two_to_one():
 
 def test_tcp_jobs_in_queues_of_their_own_have_no_leader_advantage():
     # A (weight 2) and B (weight 1), both always sending (no compute): 10 Gbit each an iteration. Each in a queue
-    # of its own (an allocation: the testbed's per-job HTB class), weighted sharing alone decides: 20/3 and 10/3
+    # of its own (A's weight implies one, B asks; the testbed's per-job HTB classes), weighted sharing alone decides: 20/3 and 10/3
     # Gbit/s throughout, so 1.5 s and 3 s, although the fluid's default leader advantage (lead 2) would let B,
     # further into its longer transfer, out-compete A's fresh ones in a shared FIFO.
     def sending(job_id, allocation):
@@ -155,9 +155,12 @@ def test_tcp_jobs_in_queues_of_their_own_have_no_leader_advantage():
 
     net = TcpNetwork(jitter=0.0)
     assert net.params.lead > 0
-    sol = net.solve([sending(1, NetAllocation(weight=2.0)), sending(2, NetAllocation(weight=1.0))], CAP)
+    sol = net.solve([sending(1, NetAllocation(weight=2.0)), sending(2, NetAllocation(weight=1.0, own_queue=True))],
+                    CAP)
     assert (sol.iter_s[1], sol.iter_s[2]) == pytest.approx((1.5, 3.0), rel=1e-6)
-    assert sending(1, NetAllocation()).own_queue and not sending(1, None).own_queue
+    # a weight needs a queue of the job's own; a class alone shares its class's queue (a switch's eight)
+    assert sending(1, NetAllocation(weight=2.0)).own_queue and sending(1, NetAllocation(own_queue=True)).own_queue
+    assert not sending(1, NetAllocation(priority=3)).own_queue and not sending(1, None).own_queue
 
 
 def test_tcp_incremental_reallocation():

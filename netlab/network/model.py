@@ -115,9 +115,10 @@ class CommDemand:
 
     @property
     def own_queue(self) -> bool:
-        """True if a network policy gave it an allocation: the testbed serves such a job from an HTB class of its
-        own, so the shared-FIFO effects between jobs (``tcp``'s leader advantage) do not reach it."""
-        return self.allocation is not None
+        """True if its allocation gives it a queue of its own (``NetAllocation.queue_of_its_own``: the testbed's
+        per-job HTB class, or a per-job weight), so the shared-FIFO effects between jobs (``tcp``'s leader
+        advantage) do not reach it; a job with a class or a path only shares its class's queue."""
+        return self.allocation is not None and bool(self.allocation.queue_of_its_own)
 
     @property
     def share(self) -> float:

@@ -12,6 +12,11 @@ cross. It is what a network policy returns for each running job, what every cont
 * ``paths``: which equal-cost path each of the job's flows takes, as an index into that flow's paths in the
   order the topology lists them (``Topology.paths``), one entry per flow in the demand's flow order, or a
   single entry for every flow; None: the fabric's own ECMP rule (hash or split).
+* ``own_queue``: the job is served from a queue of its own (the testbed's per-job HTB class, a per-job queue in
+  a switch) instead of its class's queue, which it shares with the other jobs of its class (a switch has eight,
+  as Crux assumes). A weight other than 1 implies it: a per-job share needs a per-job queue to be enforced.
+  Jobs in one shared queue meet the FIFO effects between flows (``tcp``'s leader advantage); a job in its own
+  queue does not.
 
 The default allocation (class 0, weight 1, no cap, ECMP) is what every job had before network policies
 existed, so a run without a network policy is unchanged.
@@ -36,8 +41,11 @@ class NetAllocation:
     weight: float = 1.0
     rate_cap_gbps: float | None = None
     paths: tuple[int, ...] | None = None
+    own_queue: bool = False
 
     def __post_init__(self):
+        if not isinstance(self.own_queue, bool):
+            raise InputError(f"NetAllocation: field 'own_queue' must be True or False, got {self.own_queue!r}")
         if isinstance(self.priority, bool) or not isinstance(self.priority, int) \
                 or not 0 <= self.priority < PRIORITY_CLASSES:
             raise InputError(f"NetAllocation: field 'priority' must be an integer 0..{PRIORITY_CLASSES - 1} "
@@ -53,6 +61,11 @@ class NetAllocation:
                     isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in self.paths):
                 raise InputError(f"NetAllocation: field 'paths' must be None (the fabric's ECMP) or a non-empty "
                                  f"tuple of path indices >= 0, got {self.paths!r}")
+
+    @property
+    def queue_of_its_own(self) -> bool:
+        """True if the job is served from a queue of its own: asked for, or implied by a weight other than 1."""
+        return self.own_queue or self.weight != 1.0
 
     @property
     def is_default(self) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -168,10 +168,12 @@ def _demands(topo, rate_scale: float, sc: Scenario, wire_overhead: float) -> lis
     for j in sc.jobs:
         model = JobModel(f"job{j.job_id}", j.compute_ms / 1000.0, j.grad_bytes / rate_scale * wire_overhead)
         hosts = [index[h] for h in j.hosts]
-        iso_d, _ = build_demand(topo, model, "ring", j.job_id, hosts, [1] * len(hosts), allocation=j.allocation)
+        # the testbed serves every allocated job from an HTB class of its own (jobnet), so its queue is its own
+        alloc = None if j.allocation is None else replace(j.allocation, own_queue=True)
+        iso_d, _ = build_demand(topo, model, "ring", j.job_id, hosts, [1] * len(hosts), allocation=alloc)
         iso = iso_d.iter_s(iso_d.iso_rate_gbps) if iso_d is not None else model.compute_s
         phase = (j.offset_ms / 1000.0 / iso) % 1.0 if iso > 0 else 0.0
-        d, _ = build_demand(topo, model, "ring", j.job_id, hosts, [1] * len(hosts), iso, phase, j.allocation)
+        d, _ = build_demand(topo, model, "ring", j.job_id, hosts, [1] * len(hosts), iso, phase, alloc)
         demands.append((j, d, model))
     return demands
 
