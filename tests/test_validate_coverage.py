@@ -1,6 +1,7 @@
 """How thick the referee's evidence is (netlab.validate.coverage), checked by hand, and a stored referee run scored
 without ns-3: the committed record of a small family scenario, through the benchmark's own comparison."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -74,3 +75,16 @@ def test_a_stored_run_is_scored_without_ns3():
     found = [(r, s.name) for r, s, _ in stored_family_runs(RunStore(RUNS), {"reno-deep": REGIMES["reno-deep"]},
                                                             ["2tier"], "scoring")]
     assert ("reno-deep", "2tier-5") in found and all(r == "reno-deep" for r, _ in found)
+
+
+def test_a_replicate_of_a_family_scenario_is_not_counted_again(tmp_path):
+    sc = generate("2tier", 5, REGIMES["reno-deep"])
+    rec = RunStore(RUNS).get(sc)
+    if rec is None:
+        pytest.skip(f"no current record of {sc.name} (reno-deep) in {RUNS}")
+    store = RunStore(tmp_path)
+    store.put(sc, rec)
+    # the noise check's replicate: same family, seed and meta, other jitter draws, so another key and file
+    (tmp_path / "0123456789abcdef.json").write_text(json.dumps(dict(rec, key="0123456789abcdef")))
+    found = list(stored_family_runs(store, {"reno-deep": REGIMES["reno-deep"]}))
+    assert [(r, s.key()) for r, s, _ in found] == [("reno-deep", sc.key())]

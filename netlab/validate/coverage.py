@@ -72,7 +72,8 @@ def stored_family_runs(store, regimes: dict, families=None, half: str | None = N
     """(regime, scenario, record) for every current record in ``store`` (a :class:`~netlab.validate.runs.RunStore`)
     of a family scenario under one of ``regimes`` (name -> Transport), optionally of some families and one half
     only. Each record's scenario is generated again from its family and seed and must hash to the record's key
-    (a record of another referee source or scenario version is left out, as the store would)."""
+    (a replicate of a family scenario, or a record of another referee source or scenario version, is left out,
+    as the store would), so each scenario comes once."""
     import json
 
     from .families import generate
@@ -91,6 +92,7 @@ def stored_family_runs(store, regimes: dict, families=None, half: str | None = N
         for regime, transport in regimes.items():
             if all(getattr(transport, k, None) == v for k, v in doc.items()):
                 sc = generate(meta["family"], int(meta["seed"]), transport)
-                current = store.get(sc)
-                if current is not None:
-                    yield regime, sc, current
+                # a record of another scenario with the same family and seed (the noise check's replicate, other
+                # jitter draws) is not this scenario's: it would count the scenario twice
+                if rec.get("key") == sc.key() and store.get(sc) is not None:
+                    yield regime, sc, rec
