@@ -29,10 +29,6 @@ class LinkArrays(NamedTuple):
     queue_frac: np.ndarray  # share of time the queue is above the ECN threshold (models that model one)
 
 
-#: references to the load array while only a LinkState holds it: its attribute and getrefcount's argument
-_OWN_REFS = 2
-
-
 class LinkState:
     """Per directed link: capacity, running jobs on it, and what the history records (see the module doc)."""
 
@@ -56,11 +52,20 @@ class LinkState:
     def write(self) -> None:
         """Call before writing the loads: a lent load array is replaced by a copy first."""
         if self._lent:
-            if sys.getrefcount(self.load_gbps) > _OWN_REFS:  # still held by a borrower: it must not change
+            if self._load_refs() > _OWN_REFS:  # still held by a borrower: it must not change
                 self.load_gbps = self.load_gbps.copy()
             self._lent = False
         self.version += 1
 
+    def _load_refs(self) -> int:
+        return sys.getrefcount(self.load_gbps)
+
     def arrays(self) -> LinkArrays:
         """The arrays for a compiled kernel; call :meth:`write` first if it writes the loads."""
         return LinkArrays(self.capacity_gbps, self.jobs, self.load_gbps, self.overload_gbps, self.queue_frac)
+
+
+#: what :meth:`LinkState._load_refs` reports while only the LinkState holds its load array, measured on this
+#: interpreter rather than assumed (getrefcount's own argument counts on 3.11 but may be borrowed on later
+#: versions): a borrower's reference is anything above it
+_OWN_REFS = LinkState(np.zeros(1))._load_refs()
