@@ -36,7 +36,6 @@ SOURCE = Path(__file__).with_name("ns3") / "referee.cc"
 NS3_MODULES = ("ns3-core", "ns3-network", "ns3-internet", "ns3-point-to-point", "ns3-applications",
                "ns3-traffic-control")
 JSON_HEADER = "nlohmann/json.hpp"
-INCLUDE_DIRS = (Path("/usr/include"), Path("/usr/local/include"))
 #: what the Debian packages are called, for the messages
 PACKAGES = "libns3-dev pkg-config g++ nlohmann-json3-dev"
 #: a sequential (alone) run: iterations per job, of which the first are left out (alone, a job's period
@@ -83,9 +82,19 @@ def referee_unavailable() -> str | None:
         _pkg_config("--exists")
     except subprocess.CalledProcessError:
         return f"pkg-config finds no ns-3 ({', '.join(NS3_MODULES)}; apt-get install {PACKAGES})"
-    if not any((d / JSON_HEADER).exists() for d in INCLUDE_DIRS):
+    if not _compiler_finds(JSON_HEADER):
         return f"{JSON_HEADER} not found (apt-get install nlohmann-json3-dev)"
     return None
+
+
+def _compiler_finds(header: str) -> bool:
+    """True if g++ finds ``header`` on its own include path (asked, not guessed from folder names)."""
+    try:
+        done = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-x", "c++", "-"], input=f"#include <{header}>\n",
+                              capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
 def _compile_command(output: Path) -> list[str]:
