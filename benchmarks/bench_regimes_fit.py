@@ -17,7 +17,13 @@ referee cannot tell apart) are decided by the testbed's byte-limited queue
 (``interleave_bytequeue_runs.parquet``: contended jobs' median APE). A second stage, at the chosen alpha and
 lead, tries the goodput term (``goodput_k``: a binding link delivers capacity / (1 + goodput_k x flows /
 buffer_packets), :mod:`netlab.network.tcp.goodput`) with every stretch, and keeps it only where it lowers the
-objective. The scoring half is never read here:
+objective. Before both stages the expected retransmission-timeout tail (``rto_k``,
+:mod:`netlab.network.tcp.rto`) of a transport that drops (:data:`RTO_TRANSPORTS`) is set from the referee's
+*timeout counts* on the calibration half (measured / predicted, summed over its scenarios: the Poisson maximum
+likelihood), not from iteration times; the first stage scores every point with and without it, and the tail is kept
+only where it lowers the objective (ties: without). Where the runs carry per-job counters (``job_loss``), each
+job's predicted timeouts are set beside its measured ones (``timeout_scale.per_job``). The scoring half is never
+read here:
 ``bench_referee.py --score-only`` scores the chosen models on it.
 
 Writes ``benchmarks/results/regimes_fit.json``: per regime the calibration
@@ -38,10 +44,12 @@ from pathlib import Path
 import pandas as pd
 
 from netlab.network.regimes import regimes
+from netlab.network.tcp.params import TcpParams
+from netlab.network.tcp.rto import tail_s
 from netlab.sim.metrics import write_json
 from netlab.validate.compare import compare_jobs, error_summary
 from netlab.validate.families import FAMILIES, family_seeds, generate
-from netlab.validate.predict import predict_all
+from netlab.validate.predict import demand, predict_all
 from netlab.validate.runs import RunStore, record_times
 from netlab.validate.scenario import REGIMES as TRANSPORTS
 
@@ -65,6 +73,9 @@ STRETCHES = tuple(round(0.1 * i, 1) for i in range(16))  # 0 to 1.5
 #: transports the marking threshold their queues are held at (20 packets)
 GOODPUTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 BUFFER_PACKETS = {"reno-shallow": 100.0, "dctcp": 20.0, "dcqcn": 20.0}
+#: referee transports whose queues drop (shallow drop-tail): the timeout tail's scale is set from their calibration
+#: runs' timeout counts, with the buffer their flows share (:mod:`netlab.network.tcp.rto`)
+RTO_TRANSPORTS = {"reno-shallow": 100.0}
 TARGET = dict(median_ape=0.05, p90_ape=0.15, heavy_median_signed=0.05)
 
 
@@ -87,24 +98,62 @@ def calibration_scenarios(store: RunStore, transport: str, per_family: int) -> l
     return out
 
 
-def grid_rows(scenarios: list[tuple], base: str, grid: list[dict]) -> pd.DataFrame:
-    """compare_jobs rows of every grid point (model ``alpha=..,lead=..``) on every scenario."""
-    specs = {",".join(f"{k}={v:g}" for k, v in p.items()): (base, p, "solve") for p in grid}
+def unit_tails(sc, buffer_packets: float) -> dict[int, float]:
+    """Per job of ``sc``: the expected timeout seconds per iteration at ``rto_k`` 1 (:mod:`netlab.network.tcp.rto`)."""
+    ds = [demand(sc, j) for j in sc.jobs]
+    t = tail_s(ds, sc.topology.link_capacity_gbps, TcpParams.checked(rto_k=1.0, buffer_packets=buffer_packets))
+    return {d.job_id: x for d, x in zip(ds, t)}
+
+
+def timeout_scale(scenarios: list[tuple], buffer_packets: float) -> dict:
+    """``rto_k`` from the referee's timeout counts: measured / predicted at ``rto_k`` 1 (each job's expected
+    timeouts per iteration x its iterations run), summed over the calibration scenarios; and per scenario both."""
+    per, measured, predicted, jobs = [], 0, 0.0, []
+    for sc, rec in scenarios:
+        t = unit_tails(sc, buffer_packets)
+        by_job = {j: t[j] / TcpParams().rto_min_s * rec["iterations_run"][str(j)] for j in t}
+        pred = sum(by_job.values())
+        for j, x in by_job.items() if "job_loss" in rec else ():
+            jobs.append((x, int(rec["job_loss"][str(j)]["rtos"])))
+        per.append(dict(scenario=f"{sc.meta['family']}-{sc.meta['seed']}", rtos=int(rec["stats"]["rtos"]),
+                        fast_recoveries=int(rec["stats"]["fast_recoveries"]), predicted_rtos_at_k1=pred))
+        measured += int(rec["stats"]["rtos"])
+        predicted += pred
+    per_job = None
+    if jobs:  # the per-job check: do the predicted timeouts land on the jobs that have them?
+        pj = pd.DataFrame(jobs, columns=["predicted_at_k1", "measured"])
+        top = pj.predicted_at_k1 >= pj.predicted_at_k1.median()
+        per_job = dict(jobs=len(pj), spearman=float(pj.corr("spearman").iloc[0, 1]),
+                       measured_on_upper_half_of_predicted=int(pj.measured[top].sum()), measured=int(pj.measured.sum()),
+                       jobs_with_timeouts=int((pj.measured > 0).sum()))
+    return dict(rto_k=measured / predicted if predicted > 0 else 0.0, measured=measured, predicted_at_k1=predicted,
+                per_scenario=per, per_job=per_job,
+                rule="sum of measured timeouts / sum of predicted at rto_k 1 (Poisson maximum likelihood)")
+
+
+def grid_rows(scenarios: list[tuple], base: str, grid: list[dict], tails: dict | None = None) -> pd.DataFrame:
+    """compare_jobs rows of every grid point (model ``alpha=..,lead=..``) on every scenario; ``tails``
+    (scenario name -> job -> seconds per iteration) in column ``tail_s`` (0 without)."""
+    # the tail is added from ``tails`` (column ``tail_s``), so the solve itself runs without it
+    specs = {",".join(f"{k}={v:g}" for k, v in p.items()): (base, {k: v for k, v in p.items() if k != "rto_k"}, "solve")
+             for p in grid}
     frames = []
     for sc, rec in scenarios:
         ref_iter, ref_alone = record_times(rec)
         rows = compare_jobs(sc, ref_iter, ref_alone, predict_all(sc, specs))
         rows["family"], rows["seed"] = sc.meta["family"], sc.meta["seed"]
+        rows["tail_s"] = rows.job_id.map((tails or {}).get(sc.name, {})).fillna(0.0)
         frames.append(rows)
     return pd.concat(frames, ignore_index=True)
 
 
 def stretched(rows: pd.DataFrame, stretch: float) -> pd.DataFrame:
-    """``rows`` as the model with ``stretch`` would give them: each job's delay beyond alone x (1 + stretch)
-    (:meth:`netlab.network.tcp.model.TcpNetwork._stretched`, a function of the answer alone, so the grid needs no
-    second solve)."""
+    """``rows`` as the model with ``stretch`` would give them: each job's delay beyond alone x (1 + stretch), plus
+    its timeout tail (``tail_s``) (:meth:`netlab.network.tcp.model.TcpNetwork._stretched`, a function of the answer
+    and the links alone, so the grid needs no second solve)."""
     r = rows.copy()
-    r["model_slowdown"] = 1.0 + (r.model_slowdown - 1.0).clip(lower=0.0) * (1.0 + stretch)
+    r["model_slowdown"] = (1.0 + (r.model_slowdown - 1.0).clip(lower=0.0) * (1.0 + stretch)
+                           + r.tail_s / r.model_alone_s)
     r["iter_s"] = r.model_alone_s * r.model_slowdown
     r["pred_s"] = r.ref_alone_s * r.model_slowdown
     r["signed"] = r.pred_s / r.ref_iter_s - 1.0
@@ -173,16 +222,28 @@ def main(argv=None) -> int:
             out[r.name] = dict(skipped=f"no calibration-half run of referee transport {r.referee} in {args.runs_dir}")
             continue
         mine = [g for g in grid if all(g[k] == v for k, v in FIXED.get(r.referee, {}).items())]
+        rto, tails = None, None
+        if r.referee in RTO_TRANSPORTS:  # the timeout tail, its scale from the referee's timeout counts
+            rto = timeout_scale(scenarios, RTO_TRANSPORTS[r.referee])
+            tails = {sc.name: {j: rto["rto_k"] * x for j, x in unit_tails(sc, RTO_TRANSPORTS[r.referee]).items()}
+                     for sc, _ in scenarios}
+            print(f"{r.name}: rto_k {rto['rto_k']:.4g} ({rto['measured']} timeouts measured, "
+                  f"{rto['predicted_at_k1']:.1f} predicted at 1); per job {rto['per_job']}", flush=True)
         base_rows = grid_rows(scenarios, "tcp", mine)
         table = scored_grid(base_rows, mine)
-        best = min(table, key=lambda x: (round(x["objective"], 3), x["stretch"], x["lead"], abs(1.0 - x["alpha"])))
+        if rto is not None:  # the same points with the tail (the solve is the same: the tail is added after it)
+            with_tail = [dict(g, rto_k=rto["rto_k"]) for g in mine]
+            rows_tail = grid_rows(scenarios, "tcp", with_tail, tails)
+            table += scored_grid(rows_tail, with_tail)
+        best = min(table, key=lambda x: (round(x["objective"], 3), x.get("rto_k", 0.0), x["stretch"], x["lead"],
+                                         abs(1.0 - x["alpha"])))
         tie_break = None
         if r.referee in TESTBED_TIE_BREAK:  # points the referee cannot tell apart: the testbed's queue decides
             runs_path = TESTBED_TIE_BREAK[r.referee]
             near = [x for x in table if x["objective"] <= NEAR * best["objective"]]
-            checked = testbed_check(runs_path, {f"alpha={x['alpha']:g},lead={x['lead']:g},stretch={x['stretch']:g}":
-                                                dict(alpha=x["alpha"], lead=x["lead"], stretch=x["stretch"])
-                                                for x in near})
+            keys = ("alpha", "lead", "stretch", "rto_k", "buffer_packets")
+            checked = testbed_check(runs_path, {",".join(f"{k}={x[k]:g}" for k in keys[:4] if k in x):
+                                                {k: x[k] for k in keys if k in x} for x in near})
             if "skipped" not in checked:
                 scored = [(checked[k]["median_ape"], x) for k, x in zip([k for k in checked if k != "runs"], near)]
                 best = min(scored, key=lambda kx: kx[0])[1]
@@ -191,17 +252,20 @@ def main(argv=None) -> int:
         goodput = None
         if r.referee in BUFFER_PACKETS:  # second stage: the goodput term at the first stage's alpha and lead
             points = [dict(alpha=best["alpha"], lead=best["lead"], goodput_k=g,
-                           buffer_packets=BUFFER_PACKETS[r.referee]) for g in GOODPUTS]
-            goodput = scored_grid(grid_rows(scenarios, "tcp", points), points)
+                           buffer_packets=BUFFER_PACKETS[r.referee], **({"rto_k": best["rto_k"]} if "rto_k" in best
+                                                                         else {}))
+                      for g in GOODPUTS]
+            goodput = scored_grid(grid_rows(scenarios, "tcp", points, tails if "rto_k" in best else None), points)
             first = best
             best = min(goodput, key=lambda x: (round(x["objective"], 3), x["stretch"], x["goodput_k"]))
             if round(best["objective"], 3) >= round(first["objective"], 3):
                 best = first  # the term does not help: the first stage's point, without it
-        chosen = {k: best[k] for k in ("alpha", "lead", "stretch", "goodput_k", "buffer_packets") if k in best}
+        chosen = {k: best[k] for k in ("alpha", "lead", "stretch", "goodput_k", "buffer_packets", "rto_k")
+                  if k in best}
         out[r.name] = dict(referee=r.referee, network=r.network,
                            scenarios=[f"{sc.meta['family']}-{sc.meta['seed']}" for sc, _ in scenarios],
                            jobs=int(base_rows.drop_duplicates(["scenario", "job_id"]).shape[0]),
-                           chosen=chosen, chosen_scores=best, tie_break=tie_break, grid=table, goodput_grid=goodput)
+                           chosen=chosen, chosen_scores=best, timeout_scale=rto, tie_break=tie_break, grid=table, goodput_grid=goodput)
         print(f"{r.name}: {len(scenarios)} scenarios; best {chosen}: median {best['median_ape']:.3f} "
               f"p90 {best['p90_ape']:.3f} "
               f"heavy {best['heavy_median_signed']}", flush=True)

@@ -6,7 +6,10 @@ communication time of the small job alone. With ``stretch`` k a job's delay beyo
 (1 + k) d (:meth:`netlab.network.tcp.model.TcpNetwork._stretched`); every expectation below is for d first. With
 the goodput term (``goodput_k`` g, ``buffer_packets`` B, :mod:`netlab.network.tcp.goodput`) the link, which binds
 (both jobs at 10 Gbit/s would offer 20), carries 10 / f Gbit/s, f = 1 + 2g / B, whenever a job sends on it: the
-term is per binding link, not per moment, so jobs that take turns pay it too.
+term is per binding link, not per moment, so jobs that take turns pay it too. With the timeout tail (``rto_k``,
+:mod:`netlab.network.tcp.rto`) every job on the binding link adds, per iteration, rto_k x rto_min_s x its packets
+(flow bytes / segment_bytes) x p(w) x Q(w), w = (10 Gbit/s x rtt_us / segment_bytes + buffer_packets) / (flows
+sending at once, at least 1), p = 8 / (3 w^2), Q = 3 / w (:func:`tail_s`), after the stretch.
 """
 
 import numpy as np
@@ -35,6 +38,14 @@ def stretched(alone_s: float, shared_s: float, stretch: float) -> float:
     return alone_s + (1.0 + stretch) * (shared_s - alone_s)
 
 
+def tail_s(net, flow_bytes: float, active: float) -> float:
+    """The timeout tail per iteration of a job moving ``flow_bytes`` on the binding link with ``active`` flows
+    sending at once (each flow counted with its job's share of its iteration alone spent sending; module doc)."""
+    p = net.params
+    w = (CAP_GBPS * 1e9 * p.rtt_us * 1e-6 / (8 * p.segment_bytes) + p.buffer_packets) / max(active, 1.0)
+    return p.rto_k * p.rto_min_s * flow_bytes / p.segment_bytes * min(1.0, 8 / (3 * w * w)) * min(1.0, 3 / w)
+
+
 def slower(net) -> float:
     """f: how much longer every gigabit takes on the shared link (module doc)."""
     return 1.0 + 2.0 * net.params.goodput_k / net.params.buffer_packets
@@ -48,9 +59,10 @@ def net(request):
 def test_in_step_equal_jobs_halve_the_link_while_both_communicate(net):
     # Both compute 3a, then send together: equal bytes, equal weights whatever alpha, and (same fraction sent at
     # every instant) whatever lead: each gets half the link, both finish at 2a. Without jitter nothing breaks the
-    # symmetry, so they stay in step: every period is 3a + 2a f.
+    # symmetry, so they stay in step: every period is 3a + 2a f. Each sends a quarter of its iteration alone: half a
+    # flow sending at once, counted as one, for the tail.
     sol = net.solve([job(1, 3 * A_S), job(2, 3 * A_S)], CAP)
-    want = stretched(4 * A_S, 3 * A_S + 2 * A_S * slower(net), net.params.stretch)
+    want = stretched(4 * A_S, 3 * A_S + 2 * A_S * slower(net), net.params.stretch) + tail_s(net, BYTES, 0.5)
     assert sol.iter_s[1] == pytest.approx(want, rel=1e-3)
     assert sol.iter_s[2] == pytest.approx(want, rel=1e-3)
 
@@ -59,8 +71,9 @@ def test_jobs_shifted_half_a_period_never_meet(net):
     # Period alone 4a, communication a (its last quarter). Job 2 starts half a period (2a) later: job 1 sends in
     # [3a, 4a] + 4a k, job 2 in [5a, 6a] + 4a k. The windows never overlap: both run as alone but for the
     # goodput term, a f instead of a (a margin of a(f - 1) < a / 2 keeps them apart), and that delay is stretched.
+    # The tail is per binding link too, as for the in-step pair.
     sol = net.solve([job(1, 3 * A_S, phase=0.0), job(2, 3 * A_S, phase=0.5)], CAP)
-    want = stretched(4 * A_S, 3 * A_S + A_S * slower(net), net.params.stretch)
+    want = stretched(4 * A_S, 3 * A_S + A_S * slower(net), net.params.stretch) + tail_s(net, BYTES, 0.5)
     assert sol.iter_s[1] == pytest.approx(want, rel=1e-3)
     assert sol.iter_s[2] == pytest.approx(want, rel=1e-3)
 
@@ -72,10 +85,11 @@ def test_unequal_sizes_share_by_weight_and_keep_the_link_full(net):
     # With lead 0 the weights are bytes ** alpha, constant: job 1 gets 1 / (1 + 10 ** alpha) of the link, so
     # t1 = a (1 + 10 ** alpha), t2 = 10a (1 + 10 ** alpha) / 10 ** alpha: alpha 1 gives both 11a, alpha 0 gives
     # 2a and 20a. With lead > 0 each weight is between phi and (1 + lead) phi, which bounds job 1's share.
+    # Both always send alone: two flows at once for the tail, job 2's ten times job 1's (ten times the packets).
     p = net.params
     sol = net.solve([job(1, 0.0), job(2, 0.0, 10 * BYTES)], CAP)
-    t1 = (A_S + (sol.iter_s[1] - A_S) / (1.0 + p.stretch)) / slower(net)
-    t2 = (10 * A_S + (sol.iter_s[2] - 10 * A_S) / (1.0 + p.stretch)) / slower(net)
+    t1 = (A_S + (sol.iter_s[1] - tail_s(net, BYTES, 2.0) - A_S) / (1.0 + p.stretch)) / slower(net)
+    t2 = (10 * A_S + (sol.iter_s[2] - tail_s(net, 10 * BYTES, 2.0) - 10 * A_S) / (1.0 + p.stretch)) / slower(net)
     assert A_S / t1 + 10 * A_S / t2 == pytest.approx(1.0, rel=2e-3)
     w = 10.0 ** p.alpha
     if p.lead == 0.0:

@@ -68,7 +68,8 @@ components), :mod:`~.state` (phase state), :mod:`~.solve` (one solve, each
 component its way), :mod:`~.incremental` (the simulator's re-solves),
 :mod:`~.model` (:class:`TcpNetwork`), :mod:`~.scenarios` (testbed scenarios),
 :mod:`~.goodput` (what a lossy binding link delivers: the transport variants'
-loss term, which every solver reads as the link's capacity), :mod:`~.params`,
+loss term, which every solver reads as the link's capacity), :mod:`~.rto` (the expected
+retransmission-timeout tail of a shallow drop-tail link, added to every answer after the solve), :mod:`~.params`,
 and :mod:`~.reference` (a plain-numpy restatement of the fluid for two or three
 jobs, the referee the tests hold the compiled model to).
 """

@@ -13,7 +13,9 @@ from .goodput import effective_capacity, link_flows_offered
 from .incremental import adds_nonbinding, binding_component, clear_row_load, resolve_touched, row_loads, write_back
 from .mean_field import mean_field_counts
 from .params import (ALPHA, BUFFER_PACKETS, BUFFER_US, DRAWS, ECN_THRESHOLD_US, GOODPUT_K, HORIZON, JITTER, LEAD,
-                     MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES, REPORT_RTOL, STRETCH, WARMUP, TcpParams)
+                     MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES, REPORT_RTOL, RTO_K, RTO_MIN_S, RTT_US, SEGMENT_BYTES,
+                     STRETCH, WARMUP, TcpParams)
+from .rto import demand_duty, demands_tail_s, tail_s
 from .scenarios import simulate_starts
 from .solve import SolveCode, solve_component, solve_unless_exact
 
@@ -36,13 +38,15 @@ class TcpNetwork(NetworkModel):
                  warmup: int = WARMUP, max_exact_jobs: int = MAX_EXACT_JOBS, max_events: int = MAX_EVENTS,
                  ecn_threshold_us: float = ECN_THRESHOLD_US, buffer_us: float = BUFFER_US, draws: int = DRAWS,
                  stretch: float = STRETCH, goodput_k: float = GOODPUT_K, buffer_packets: float = BUFFER_PACKETS,
-                 phase_cores: bool = PHASE_CORES):
+                 phase_cores: bool = PHASE_CORES, rto_k: float = RTO_K, rto_min_s: float = RTO_MIN_S,
+                 segment_bytes: float = SEGMENT_BYTES, rtt_us: float = RTT_US):
         """Parameters: see :mod:`~netlab.network.tcp.params` (one ValueError if any is out of range)."""
         self.params = TcpParams.checked(alpha=alpha, jitter=jitter, lead=lead, horizon=horizon, warmup=warmup,
                                         max_exact_jobs=max_exact_jobs, max_events=max_events,
                                         ecn_threshold_us=ecn_threshold_us, buffer_us=buffer_us, draws=draws,
                                         stretch=stretch, goodput_k=goodput_k, buffer_packets=buffer_packets,
-                                        phase_cores=phase_cores)
+                                        phase_cores=phase_cores, rto_k=rto_k, rto_min_s=rto_min_s,
+                                        segment_bytes=segment_bytes, rtt_us=rtt_us)
         self._slots = SlotTable()  # every job's row: its demand, last time and phase state
         self.exact_solves = self.mean_field_solves = 0
         self.counts = mean_field_counts()  # over mean-field solves (MeanFieldCounts)
@@ -94,19 +98,21 @@ class TcpNetwork(NetworkModel):
                                      self.params.buffer_packets)
         out = self.solve_rows(now_s, rows, e, cap, jobs_of(demands))
         ids = [d.job_id for d in demands]
-        it, comm = self._stretched(demands, out.iter_s.tolist(), out.comm_s.tolist())
+        tails = tail_s(demands, capacity_gbps, self.params) if self.params.rto_k > 0.0 else None  # rto.py
+        it, comm = self._stretched(demands, out.iter_s.tolist(), out.comm_s.tolist(), tails)
         return NetSolution(dict(zip(ids, it)), dict(zip(ids, comm)), links, out.load_gbps, out.overload_gbps,
                            queue_frac=out.queue_frac)
 
-    def _stretched(self, demands, iter_s: list, comm_s: list) -> tuple[list, list]:
-        """Each job's delay beyond its time alone stretched by ``1 + stretch`` (``params.STRETCH``), the extra
-        time counted as communication; unchanged (the same lists) when ``stretch`` is 0."""
+    def _stretched(self, demands, iter_s: list, comm_s: list, tails: list | None = None) -> tuple[list, list]:
+        """Each job's delay beyond its time alone stretched by ``1 + stretch`` (``params.STRETCH``) plus its
+        expected timeout tail (``tails``, :mod:`~.rto`), the extra time counted as communication; unchanged (the
+        same lists) when ``stretch`` is 0 and there is no tail."""
         k = self.params.stretch
-        if k == 0.0:
+        if k == 0.0 and tails is None:
             return iter_s, comm_s
         it, comm = [], []
-        for d, t, c in zip(demands, iter_s, comm_s):
-            extra = k * max(t - d.iter_s(d.alone_rate_gbps), 0.0)
+        for n, (d, t, c) in enumerate(zip(demands, iter_s, comm_s)):
+            extra = k * max(t - d.iter_s(d.alone_rate_gbps), 0.0) + (tails[n] if tails is not None else 0.0)
             it.append(t + extra)
             comm.append(c + extra)
         return it, comm
@@ -134,6 +140,7 @@ class TcpNetwork(NetworkModel):
         self._demands: dict[int, CommDemand] = {}
         self._offered = np.zeros(n)  # per link: every job on it at its isolated rate at once
         self._flows = np.zeros(n)  # per link: flows on it (the goodput term's count)
+        self._active = np.zeros(n)  # per link: flows on it x their jobs' duty cycles alone (rto.py)
         self._touched = np.zeros(n, dtype=bool)  # links whose jobs changed since the last solve
         self._new: set[int] = set()  # jobs waiting for their first time
         self.pending = False
@@ -146,6 +153,7 @@ class TcpNetwork(NetworkModel):
         alone = adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, rate)
         self._offered[demand.links] += demand.weights * rate
         self._flows[demand.links] += demand.weights
+        self._active[demand.links] += demand.weights * demand_duty(demand)
         if alone:  # it binds no link: it runs at its isolated rate and nobody else changes
             t = self._slots.rows
             t.rate_gbps[row], t.iter_s[row] = rate, demand.iter_s(rate)
@@ -161,11 +169,12 @@ class TcpNetwork(NetworkModel):
         bound = not adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, 0.0)
         self._offered[demand.links] -= demand.weights * demand.alone_rate_gbps
         self._flows[demand.links] -= demand.weights
+        self._active[demand.links] -= demand.weights * demand_duty(demand)
         links.write()
         clear_row_load(self._slots.row(job_id), tuple(self._slots.rows), tuple(links.arrays()))
         self._slots.remove(job_id)
         empty = demand.links[links.jobs[demand.links] == 0]
-        self._offered[empty] = self._flows[empty] = 0.0  # no rounding residue on an empty link
+        self._offered[empty] = self._flows[empty] = self._active[empty] = 0.0  # no rounding residue on an empty link
         if bound or job_id in self._new:
             self._await_resolve(demand)
         self._new.discard(job_id)
@@ -177,8 +186,10 @@ class TcpNetwork(NetworkModel):
             _same_paths(demand, allocation, job_id)
             if _treatment(allocation) != _treatment(demand.allocation):
                 self._offered[demand.links] -= demand.weights * demand.alone_rate_gbps
+                self._active[demand.links] -= demand.weights * demand_duty(demand)
                 demand.allocation = allocation
                 self._offered[demand.links] += demand.weights * demand.alone_rate_gbps
+                self._active[demand.links] += demand.weights * demand_duty(demand)
                 self._slots.rewrite(job_id, demand)
                 self._await_resolve(demand)
             demand.allocation = allocation
@@ -218,7 +229,10 @@ class TcpNetwork(NetworkModel):
         self._new.clear()
         self._touched[:] = False
         ids = ids.tolist()
-        it, comm = self._stretched([self._demands[j] for j in ids], it.tolist(), comm.tolist())
+        moved = [self._demands[j] for j in ids]
+        tails = (demands_tail_s(moved, self._links.capacity_gbps, self._offered, self._active, p)
+                 if p.rto_k > 0.0 else None)  # rto.py, on the links as they are now
+        it, comm = self._stretched(moved, it.tolist(), comm.tolist(), tails)
         if not isinstance(phase_blind, bool):
             by_id = dict(zip(t.job_id[comp.rows].tolist(), blind.tolist()))
             phase_blind = [by_id[j] for j in ids]

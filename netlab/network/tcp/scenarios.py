@@ -10,6 +10,7 @@ from .components import share_weights
 from .fluid import (NOISE, WAIT, FluidJobs, FluidLinks, FluidRun, FluidState, Starts, lead_per_job, link_stats,
                     simulate)
 from .goodput import effective_capacity, link_flows_offered
+from .rto import tail_s
 
 
 def simulate_starts(model, demands, capacity_gbps, start_s: dict, iterations: dict, draw: int = 0) -> dict:
@@ -47,20 +48,23 @@ def simulate_starts(model, demands, capacity_gbps, start_s: dict, iterations: di
     run = FluidRun(p.jitter, lead_per_job(p.lead, jobs.own_queue), NOISE, -1, most, max(p.max_events, 40 * n * most))
     simulate(fjobs, state, fluid_links, run, starts, link_stats(len(links)))
     out = {d.job_id: starts.time_s[i, :min(starts.count[i], most + 1)].copy() for i, d in enumerate(demands)}
-    return stretch_starts(out, demands, p.stretch)
+    tails = tail_s(demands, capacity_gbps, p) if p.rto_k > 0.0 else None
+    return stretch_starts(out, demands, p.stretch, tails)
 
 
-def stretch_starts(starts: dict, demands, stretch: float) -> dict:
-    """Each job's mean delay per iteration beyond its time alone, ``stretch`` times, added to every iteration
-    (the model's ``stretch``, as its solve applies it to the mean; unchanged when 0)."""
-    if stretch == 0.0:
+def stretch_starts(starts: dict, demands, stretch: float, tails: list | None = None) -> dict:
+    """Each job's mean delay per iteration beyond its time alone, ``stretch`` times, plus its expected timeout
+    tail (``tails``, :mod:`~.rto`), added to every iteration (the model's ``stretch`` and tail, as its solve
+    applies them to the mean; unchanged when 0 and None)."""
+    if stretch == 0.0 and tails is None:
         return starts
     out = {}
-    for d in demands:
+    for n, d in enumerate(demands):
         s = starts[d.job_id]
         if len(s) < 2:
             out[d.job_id] = s
             continue
         extra = stretch * max(float(np.mean(np.diff(s))) - d.iter_s(d.alone_rate_gbps), 0.0)
+        extra += tails[n] if tails is not None else 0.0
         out[d.job_id] = s + extra * np.arange(len(s))
     return out

@@ -1,0 +1,91 @@
+"""The expected retransmission-timeout tail of a lossy link: what shallow drop-tail queues add to a job's iteration.
+
+Why: a flow that loses a packet recovers by fast retransmit only if three
+duplicate ACKs come back, i.e. if enough of its window is still in flight
+behind the lost packet. On a shallow queue shared by many flows each flow
+holds a few packets, so a loss often ends in a retransmission timeout: the
+flow sends nothing for ``rto_min_s`` (Linux and the referee: 200 ms), and in
+a step-synchronous ring all-reduce the whole job waits for it. One such
+timeout is tens of iterations of a small job: the fluid's sharing, which
+knows no loss, cannot produce it. This module gives the *expected* timeout
+time per iteration, from the standard Reno analysis:
+
+* a binding link (every job on it at its isolated rate at once would exceed
+  its capacity: the only links where a queue builds, as in :mod:`~.goodput`)
+  of ``B = buffer_packets`` packets is shared by ``a`` flows sending at once:
+  each flow of a job on it counts with the job's duty cycle alone (its
+  all-reduce's share of its iteration), and at least one flow counts;
+* each holds a window of ``w = (BDP + B) / a`` packets: its share of what
+  the path holds, the link's bandwidth-delay product (its capacity x
+  ``rtt_us``, in ``segment_bytes`` packets; under one packet at the referee's
+  scaled-down rates, about a hundred at 100 Gbit/s) and the queue;
+* a Reno flow whose window saw-tooths up to ``w`` loses one packet every
+  ``3 w^2 / 8`` it sends: loss probability ``p = min(1, 8 / (3 w^2))``
+  (Mathis et al., CCR 1997; Padhye et al., SIGCOMM 1998, eq. 20's ``p``);
+* a loss indication is a timeout with probability ``Q(w) = min(1, 3 / w)``
+  (Padhye et al., SIGCOMM 1998, the approximation of their ``Q^(w)``: fewer
+  than three packets behind the loss, no fast retransmit);
+
+so a job sending ``packets`` per flow and iteration expects, per iteration,
+
+    timeouts = rto_k x sum over its flows' binding links of flows x packets x p(w) x Q(w)
+    tail_s   = timeouts x rto_min_s
+
+added to its iteration (and its communication) after the solve, by the model
+(:meth:`~.model.TcpNetwork.solve`, its incremental ``resolve``) and by
+:func:`~.scenarios.simulate_starts` alike, so the mean field's and the
+fluid's answers carry the same tail. ``rto_k`` (0 for deep-buffer ``tcp``:
+no term at all, the same answers) scales the theory to the timeouts a
+referee counts: the formula assumes every flow sends all the time in
+congestion avoidance, where ring steps are short bursts that mostly finish
+before they lose, so it over-counts; ``benchmarks/bench_regimes_fit.py`` sets
+it from the referee's calibration-half timeout *counts* (measured / predicted),
+not from iteration times.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def link_timeouts_per_packet(capacity_gbps: np.ndarray, active_flows: np.ndarray, binding: np.ndarray,
+                             p) -> np.ndarray:
+    """Per link: expected timeouts per packet a flow sends, p(w) x Q(w) with w = (bandwidth-delay product +
+    buffer) / active flows (module doc; ``p``: :class:`~.params.TcpParams`); 0 on a link that does not bind."""
+    bdp = capacity_gbps * 1e9 * p.rtt_us * 1e-6 / (8.0 * p.segment_bytes)
+    w = (bdp + p.buffer_packets) / np.maximum(active_flows, 1.0)
+    loss = np.minimum(1.0, 8.0 / (3.0 * w * w))
+    timeout = np.minimum(1.0, 3.0 / w)
+    return np.where(binding, loss * timeout, 0.0)
+
+
+def demand_duty(d) -> float:
+    """The share of its iteration alone a :class:`~netlab.network.model.CommDemand`'s flows send."""
+    rate = d.alone_rate_gbps
+    it = d.iter_s(rate)
+    return d.net_s(rate) / it if it > 0 else 0.0
+
+
+def offered_and_active(demands, n_links: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per link of ``n_links``: what its jobs offer at their isolated rates at once, and its flows sending at once
+    (each weighted by its job's :func:`demand_duty`)."""
+    offered, active = np.zeros(n_links), np.zeros(n_links)
+    for d in demands:
+        np.add.at(offered, d.links, d.weights * d.alone_rate_gbps)
+        np.add.at(active, d.links, d.weights * demand_duty(d))
+    return offered, active
+
+
+def demands_tail_s(demands, capacity_gbps: np.ndarray, offered_gbps: np.ndarray, active_flows: np.ndarray,
+                   p) -> list[float]:
+    """Per demand (its ``links`` and ``weights`` index the per-link arrays), the expected timeout seconds per
+    iteration (``p``: :class:`~.params.TcpParams`) on the links as given: ``offered_gbps`` (every job at its
+    isolated rate) against ``capacity_gbps`` decides which bind (module doc)."""
+    per_packet = link_timeouts_per_packet(capacity_gbps, active_flows, offered_gbps > capacity_gbps * (1 + 1e-9), p)
+    return [p.rto_k * p.rto_min_s * float(np.dot(d.weights, per_packet[d.links])) * d.flow_bytes / p.segment_bytes
+            for d in demands]
+
+
+def tail_s(demands, capacity_gbps: np.ndarray, p) -> list[float]:
+    """Per demand, the expected timeout seconds per iteration when ``demands`` are all the jobs on the links."""
+    return demands_tail_s(demands, capacity_gbps, *offered_and_active(demands, len(capacity_gbps)), p)
