@@ -24,6 +24,10 @@ Writes ``benchmarks/results/referee.json``:
   half's rows are what ``families`` scores, the calibration half's every
   cached run ``bench_regimes_fit.py`` can fit on (its first
   ``--calibration-per-family`` seeds per family).
+* ``loss``: per regime and half, the referee's per-job loss counters
+  (:mod:`netlab.validate.loss`): jobs with any RTO, drops / retransmits /
+  RTOs / ECN marks per iteration of contended jobs, and the correlation of a
+  job's RTOs with the regime's own model's error.
 
 ns-3 runs are cached by scenario hash in ``--runs-dir`` (one JSON per
 scenario: re-scoring a changed model re-runs nothing; an interrupted run
@@ -34,6 +38,7 @@ Usage:
     python benchmarks/bench_referee.py                      # 2 scoring scenarios per family, every regime
     python benchmarks/bench_referee.py --per-family 2 --score-per-family 4 --workers 2   # what referee.json holds
     python benchmarks/bench_referee.py --score-only --score-per-family 4   # from cached runs only (no ns-3 needed)
+    python benchmarks/bench_referee.py --families 3tier --seeds 6 0 --regimes dctcp --need-job-loss  # given seeds
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from netlab.validate import sanity
 from netlab.validate.compare import compare_jobs, error_summary, scenario_speed
 from netlab.validate.coverage import coverage_table, scenario_coverage, stored_family_runs
 from netlab.validate.families import FAMILIES, family_seeds, generate, half
+from netlab.validate.loss import job_loss_rows, loss_summary
 from netlab.validate.predict import model_specs, predict_all
 from netlab.validate.referee import RefereeError, build_referee, referee_unavailable
 from netlab.validate.runs import RunStore, record_times, referee_record
@@ -72,6 +78,21 @@ ISSUE_NOW = dict(source="issue 26 (ns-3 3.37, Linux Reno, drop-tail, 11 componen
                  testbed_contended_p90=0.043, tcp_vs_ns3_on_testbed_median=0.002, tcp_vs_ns3_on_testbed_p90=0.037)
 
 
+def failed_runs(path: Path, store: RunStore, new: list[dict]) -> list[dict]:
+    """Every scenario the referee could not finish (timed out, or not all jobs done), kept across runs in ``path``
+    (``--failed``) so that a later ``--score-only`` still says it was not run, never extrapolated; one that has a
+    record since is dropped. ``new``: this run's failures."""
+    import json
+
+    old = json.loads(path.read_text()) if path.exists() else []
+    out = {(d["family"], d["seed"], d["regime"]): d for d in old + new}
+    out = {k: d for k, d in out.items() if store.get(generate(k[0], k[1], REGIMES[k[2]])) is None}
+    rows = sorted(out.values(), key=lambda d: (d["regime"], d["family"], d["seed"]))
+    if rows or path.exists():
+        write_json(path, rows)
+    return rows
+
+
 def _records(df: pd.DataFrame, digits: int = 5) -> list[dict]:
     return [{k: (round(v, digits) if isinstance(v, float) else v) for k, v in r.items()}
             for r in df.to_dict(orient="records")]
@@ -80,11 +101,11 @@ def _records(df: pd.DataFrame, digits: int = 5) -> list[dict]:
 def _measure(args):
     """One scenario in the referee (cached); run in a worker process. A scenario the referee cannot finish is
     reported (its error), not fatal: the others still run and are scored."""
-    family, seed, regime, runs_dir, timeout_s, binary = args
+    family, seed, regime, runs_dir, timeout_s, binary, need_job_loss = args
     sc = generate(family, seed, REGIMES[regime])
     t = time.time()
     try:
-        referee_record(sc, RunStore(runs_dir), timeout_s, binary)
+        referee_record(sc, RunStore(runs_dir), timeout_s, binary, need_job_loss)
     except RefereeError as exc:
         return family, seed, regime, time.time() - t, str(exc)[-500:]
     return family, seed, regime, time.time() - t, None
@@ -234,6 +255,28 @@ def summarise(rows: pd.DataFrame, infos: list[dict]) -> dict:
     return out
 
 
+def own_model_errors(sc, rec, specs, rows: pd.DataFrame | None = None) -> pd.DataFrame | None:
+    """The regime's own model's rows of :func:`compare_jobs` for ``sc`` (from ``rows`` if given, else predicted)."""
+    name = own_model(sc.transport.name)
+    if name is None or name not in specs:
+        return None
+    if rows is not None:
+        return rows[rows.model == name]
+    ref_iter, ref_alone = record_times(rec)
+    return compare_jobs(sc, ref_iter, ref_alone, predict_all(sc, {name: specs[name]}))
+
+
+def loss_section(cells: dict) -> dict:
+    """Per regime and half, :func:`loss_summary` of the scenarios' per-job loss rows (``cells``: (regime, half) ->
+    (list of rows, scenarios without counters))."""
+    out: dict = {}
+    for (regime, half_name), (frames, unknown) in sorted(cells.items()):
+        rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+            columns=["family", "seed", "contended", "rtos", "drops"])
+        out.setdefault(regime, {})[half_name] = dict(loss_summary(rows, unknown), model=own_model(REGIMES[regime].name))
+    return out
+
+
 def speed_summary(infos: list[dict]) -> dict:
     per = pd.DataFrame([dict(i["speed"], regime=i["regime"]) for i in infos])
     models = [c for c in per.columns if c not in ("regime", "ns3_cpu_s")]
@@ -252,6 +295,12 @@ def main(argv=None) -> int:
                          "(default: --per-family)")
     ap.add_argument("--halves", choices=("scoring", "calibration", "all"), default="scoring",
                     help="which seeds to run (scores always come from the scoring half)")
+    ap.add_argument("--seeds", nargs="*", type=int, default=None,
+                    help="run exactly these seeds of every family (each in its own half: even calibrate, odd score) "
+                         "instead of the first --per-family of each half")
+    ap.add_argument("--need-job-loss", action="store_true",
+                    help="measure again the scenarios to run whose record has no per-job loss counters (made "
+                         "before the referee counted them)")
     ap.add_argument("--families", nargs="*", default=list(FAMILIES), choices=list(FAMILIES))
     ap.add_argument("--regimes", nargs="*", default=list(REGIMES), choices=list(REGIMES))
     ap.add_argument("--workers", type=int, default=1)
@@ -262,6 +311,8 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-testbed", action="store_true", help="leave the testbed scenarios out of the sanity checks")
     ap.add_argument("--score-only", action="store_true", help="score cached runs only; run nothing in ns-3")
     ap.add_argument("--out", default=str(RESULTS / "referee.json"))
+    ap.add_argument("--failed", default=str(RESULTS / "referee_failed.json"),
+                    help="the scenarios the referee could not finish, kept across runs (reported as not run)")
     ap.add_argument("--fluid-max-jobs", type=int, default=40,
                     help="ask the time-simulating models' fluid runs (*-fluid) only on scenarios of this many jobs or "
                          "fewer (their CPU cost grows with the component)")
@@ -291,18 +342,21 @@ def main(argv=None) -> int:
         sanity_out = dict(skipped=f"--score-only and a sanity run is not cached: {exc}")
 
     halves = ("calibration", "scoring") if args.halves == "all" else (args.halves,)
-    todo = [(f, s, r) for r in args.regimes for f in args.families for h in halves
-            for s in family_seeds(f, args.per_family, h)]
+    if args.seeds is not None:
+        todo = [(f, s, r) for r in args.regimes for f in args.families for s in args.seeds]
+    else:
+        todo = [(f, s, r) for r in args.regimes for f in args.families for h in halves
+                for s in family_seeds(f, args.per_family, h)]
     n_score = args.per_family if args.score_per_family is None else args.score_per_family
     # every family's first seed before any family's second; within a round, regimes in --regimes order, cheapest
     # first: a stopped run has scored every family in the first regimes it could
     cost = {(f, s): generate(f, s).meta["estimated_link_packets"] for f, s, _ in todo}
     todo.sort(key=lambda x: (x[1] // 2, args.regimes.index(x[2]), cost[(x[0], x[1])]))
-    missing = [x for x in todo if store.get(generate(x[0], x[1], REGIMES[x[2]])) is None]
+    missing = [x for x in todo if store.get(generate(x[0], x[1], REGIMES[x[2]]), args.need_job_loss) is None]
     failed: list[dict] = []
     print(f"{len(todo)} family scenarios, {len(missing)} not yet in {args.runs_dir}", flush=True)
     if missing and not args.score_only:
-        jobs = [(f, s, r, args.runs_dir, args.timeout_s, binary) for f, s, r in missing]
+        jobs = [(f, s, r, args.runs_dir, args.timeout_s, binary, args.need_job_loss) for f, s, r in missing]
         done = 0
 
         def report_one(f, s, r, wall, error):
@@ -310,7 +364,7 @@ def main(argv=None) -> int:
             done += 1
             print(f"[{done}/{len(jobs)}] {r} {f}-{s}: {wall:.0f} s" + (f" FAILED: {error}" if error else ""), flush=True)
             if error:
-                failed.append(dict(family=f, seed=s, regime=r, error=error))
+                failed.append(dict(family=f, seed=s, regime=r, timeout_s=args.timeout_s, error=error))
 
         if args.workers > 1:
             with ProcessPoolExecutor(args.workers, initializer=_exit_on_sigterm) as pool:
@@ -328,11 +382,19 @@ def main(argv=None) -> int:
             for j in jobs:
                 report_one(*_measure(j))
 
+    failed = failed_runs(Path(args.failed), store, failed)
     # score (the scoring half only), netlab's models warmed up first so their CPU time is a solve's
     specs = model_specs()
     warm = generate(args.families[0], 1)
     predict_all(warm, specs)
     frames, infos, not_run, covered = [], [], [], []
+    loss_cells: dict = {}
+
+    def add_loss(regime, sc, rec, rows=None):
+        cell = loss_cells.setdefault((regime, sc.meta["half"]), ([], 0))
+        lr = job_loss_rows(sc, rec, own_model_errors(sc, rec, specs, rows)) if "job_loss" in rec else None
+        loss_cells[(regime, sc.meta["half"])] = (cell[0] + [lr], cell[1]) if lr is not None else (cell[0], cell[1] + 1)
+
     for f, s, r in [(f, s, r) for r in args.regimes for f in args.families
                     for s in family_seeds(f, n_score, "scoring")]:
         sc = generate(f, s, REGIMES[r])
@@ -346,11 +408,12 @@ def main(argv=None) -> int:
         frames.append(rows)
         infos.append(info)
         covered.append(dict(scenario_coverage(sc, rec), regime=r))
+        add_loss(r, sc, rec, rows)
     calibration_seeds = {f: set(family_seeds(f, args.calibration_per_family, "calibration")) for f in args.families}
-    covered += [dict(scenario_coverage(sc, rec), regime=r)
-                for r, sc, rec in stored_family_runs(store, {r: REGIMES[r] for r in args.regimes}, args.families,
-                                                     "calibration")
-                if sc.meta["seed"] in calibration_seeds[sc.meta["family"]]]
+    for r, sc, rec in stored_family_runs(store, {r: REGIMES[r] for r in args.regimes}, args.families, "calibration"):
+        if sc.meta["seed"] in calibration_seeds[sc.meta["family"]]:
+            covered.append(dict(scenario_coverage(sc, rec), regime=r))
+            add_loss(r, sc, rec)
     if not frames:
         print("nothing to score", file=sys.stderr)
         return 1
@@ -380,6 +443,15 @@ def main(argv=None) -> int:
                            "shared links and their min / median / max size. scoring: the scenarios scored above; "
                            "calibration: every cached run of the first --calibration-per-family seeds",
                       calibration_per_family=args.calibration_per_family, rows=_records(coverage)),
+        loss=dict(note="per regime and half, from the referee's per-job counters (runs made before them are "
+                       "counted as scenarios_without_counters, never as zero): jobs, contended jobs, those with any "
+                       "RTO (TCP's CA_LOSS entries) or drop; per contended job the median / p90 drops, "
+                       "retransmits, RTOs and ECN marks per iteration run (counters cover the whole run); the "
+                       "median drops per contended job; for the regime's own model (scoring: as scored; "
+                       "calibration: predicted here), the Spearman correlation of a contended job's RTOs per "
+                       "iteration with its signed error and with its APE, and the median signed error of jobs "
+                       "with and without an RTO",
+                  cells=loss_section(loss_cells)),
         scenarios=[{k: v for k, v in i.items()} for i in infos],
         not_scored=dict(no_cached_run=not_run, failed=failed),
         wall_s=time.time() - t_start,

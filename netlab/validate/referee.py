@@ -51,13 +51,15 @@ class RefereeError(RuntimeError):
 
 @dataclass
 class RefereeResult:
-    """One referee run: every job's iteration start times (s) and the run's counters."""
+    """One referee run: every job's iteration start times (s), the run's counters and each job's loss counters
+    (``job_loss``: job id -> drops, ECN marks, retransmits, RTOs, ...; empty from a referee without them)."""
 
     starts: dict[int, np.ndarray]
     stats: dict
     sim_s: float
     completed: bool
     drops_marks_by_link: list = field(default_factory=list)
+    job_loss: dict[int, dict] = field(default_factory=dict)
 
     @property
     def wall_s(self) -> float:
@@ -142,8 +144,9 @@ def read_output(path) -> RefereeResult:
     try:
         doc = json.loads(path.read_text())
         starts = {int(j["id"]): np.asarray(j["starts"], dtype=float) for j in doc["jobs"]}
+        job_loss = {int(j["id"]): {k: int(v) for k, v in j["loss"].items()} for j in doc["jobs"] if "loss" in j}
         return RefereeResult(starts, dict(doc["stats"]), float(doc["sim_s"]), bool(doc["completed"]),
-                             list(doc.get("drops_marks_by_link", [])))
+                             list(doc.get("drops_marks_by_link", [])), job_loss)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise RefereeError(f"{path}: not a referee output: {type(exc).__name__}: {exc}") from None
 

@@ -3,12 +3,17 @@
 :func:`referee_record` runs a scenario twice in the referee (the jobs together,
 then each alone, one after the other) and keeps what scoring needs: every
 job's steady iteration time and its time alone, the run's counters (drops,
-ECN marks, retransmission timeouts) and ns-3's CPU seconds. A
+ECN marks, retransmission timeouts), each job's own loss counters
+(``job_loss``, ``job_loss_alone``; absent from records of a referee that
+did not count per job: unknown, never zero) and ns-3's CPU seconds. A
 :class:`RunStore` folder holds one JSON record per scenario key
 (:meth:`~netlab.validate.scenario.RefereeScenario.key`), written atomically:
 an interrupted benchmark resumes where it stopped, and a record is reused
 only for the very scenario (topology, jobs, transport, seed) it was run for,
-by the very referee source (a changed ``referee.cc`` measures again).
+by the very referee source (a changed ``referee.cc`` measures again), or by
+one of :data:`SAME_TIMES_SOURCES`: earlier sources the current one
+reproduces to the bit in every time it measures (a change that only added
+counters), whose records stay valid without their new fields.
 """
 
 from __future__ import annotations
@@ -20,6 +25,12 @@ from pathlib import Path
 from .scenario import RefereeScenario, scenario_doc
 
 RECORD_VERSION = 1
+#: referee sources (:func:`referee_source_hash`) whose measured times the current source reproduces exactly:
+#: it only adds counters (per-job loss), so their records stay valid, without those counters.
+#: ``tests/test_validate_loss.py`` re-runs a scenario cached by each and compares the times.
+SAME_TIMES_SOURCES = {
+    "75735fb8941aa5a3": "before per-job loss counters (job_loss)",
+}
 
 
 def referee_source_hash() -> str:
@@ -53,6 +64,8 @@ def measure(sc: RefereeScenario, timeout_s: float = 3600.0, binary=None) -> dict
                 ref_alone_s={str(k): v for k, v in alone_periods(alone).items()},
                 iterations_run={str(k): int(len(v) - 1) for k, v in together.starts.items()},
                 sim_s=together.sim_s, stats=together.stats, alone_stats=alone.stats,
+                job_loss={str(k): v for k, v in together.job_loss.items()},
+                job_loss_alone={str(k): v for k, v in alone.job_loss.items()},
                 drops_marks_by_link=together.drops_marks_by_link, ns3_cpu_s=t1 - t0, alone_cpu_s=t2 - t1)
 
 
@@ -65,7 +78,9 @@ class RunStore:
     def path(self, sc: RefereeScenario) -> Path:
         return self.folder / f"{sc.key()}.json"
 
-    def get(self, sc: RefereeScenario) -> dict | None:
+    def get(self, sc: RefereeScenario, need_job_loss: bool = False) -> dict | None:
+        """The current record of ``sc``, or None; ``need_job_loss``: None also for a record without per-job loss
+        counters (one made before the referee counted them), so that it is measured again."""
         p = self.path(sc)
         if not p.exists():
             return None
@@ -74,7 +89,10 @@ class RunStore:
         except (OSError, ValueError):
             return None  # a damaged record is measured again
         current = (rec.get("version") == RECORD_VERSION and rec.get("key") == sc.key()
-                   and rec.get("referee_source") == referee_source_hash())
+                   and (rec.get("referee_source") == referee_source_hash()
+                        or rec.get("referee_source") in SAME_TIMES_SOURCES))
+        if need_job_loss and "job_loss" not in rec:
+            return None
         return rec if current else None
 
     def put(self, sc: RefereeScenario, record: dict) -> Path:
@@ -83,16 +101,25 @@ class RunStore:
         return write_json(self.path(sc), record)
 
 
-def referee_record(sc: RefereeScenario, store: RunStore | None = None, timeout_s: float = 3600.0, binary=None) -> dict:
-    """The scenario's record: from ``store`` when it has one, else measured (and stored)."""
+def referee_record(sc: RefereeScenario, store: RunStore | None = None, timeout_s: float = 3600.0, binary=None,
+                   need_job_loss: bool = False) -> dict:
+    """The scenario's record: from ``store`` when it has one (with per-job loss counters if ``need_job_loss``),
+    else measured (and stored)."""
     if store is not None:
-        rec = store.get(sc)
+        rec = store.get(sc, need_job_loss)
         if rec is not None:
             return rec
     rec = measure(sc, timeout_s, binary)
     if store is not None:
         store.put(sc, rec)
     return rec
+
+
+def record_job_loss(rec: dict, alone: bool = False) -> dict[int, dict] | None:
+    """Each job's loss counters in a record (its jobs together, or ``alone``), or None where the record has none
+    (a referee before per-job counters): unknown, not zero."""
+    doc = rec.get("job_loss_alone" if alone else "job_loss")
+    return None if doc is None else {int(k): dict(v) for k, v in doc.items()}
 
 
 def record_times(rec: dict) -> tuple[dict[int, float], dict[int, float]]:

@@ -1,8 +1,8 @@
 // netlab's packet-level referee: ring all-reduce jobs on a fabric, run packet by packet in ns-3 (3.37).
 //
 // Reads one scenario (JSON written by netlab.validate.scenario), writes every job's iteration start times
-// and the run's drop / mark / retransmission-timeout counts (JSON). What it models, and what not, is in
-// netlab/validate/README.md; the Python side checks the scenario before writing it.
+// and the run's drop / mark / retransmission-timeout counts, in all and per job (JSON). What it models, and
+// what not, is in netlab/validate/README.md; the Python side checks the scenario before writing it.
 //
 //   referee SCENARIO.json OUTPUT.json
 //
@@ -99,16 +99,49 @@ struct Counters
 
 Counters g_count;
 
+// One job's share of the losses, summed over its flows (data one way, ACKs and control packets the other):
+// what a model of the loss tail needs per job, not per scenario.
+struct JobLoss
+{
+    uint64_t drops = 0;               // its data packets dropped by a queue disc (switch egress; host queues never
+                                      // drop)
+    uint64_t ackDrops = 0;            // its packets the other way (ACKs, CNPs, NACKs) dropped
+    uint64_t ecnMarks = 0;            // its packets marked CE by a switch queue (dctcp, dcqcn)
+    uint64_t retransmits = 0;         // data packets sent again (TCP: segments; dcqcn: go-back-N resends)
+    uint64_t retransmittedBytes = 0;  // their payload bytes
+    uint64_t rtos = 0;                // TCP: entries into CA_LOSS (retransmission timeouts)
+    uint64_t fastRecoveries = 0;      // TCP: entries into CA_RECOVERY
+    uint64_t cnps = 0;                // dcqcn: congestion notifications its receivers sent
+    uint64_t nacks = 0;               // dcqcn: go-back-N requests its receivers sent
+    uint64_t rateTimeouts = 0;        // dcqcn: sender timeouts (tail loss)
+
+    json ToJson() const
+    {
+        return {{"drops", drops},
+                {"ack_drops", ackDrops},
+                {"ecn_marks", ecnMarks},
+                {"retransmits", retransmits},
+                {"retransmitted_bytes", retransmittedBytes},
+                {"rtos", rtos},
+                {"fast_recoveries", fastRecoveries},
+                {"cnps", cnps},
+                {"nacks", nacks},
+                {"rate_timeouts", rateTimeouts}};
+    }
+};
+
 void
-OnCongState(TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now)
+OnCongState(JobLoss* loss, TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now)
 {
     if (now == TcpSocketState::CA_LOSS)
     {
         g_count.rtos++;
+        loss->rtos++;
     }
     else if (now == TcpSocketState::CA_RECOVERY)
     {
         g_count.fastRecoveries++;
+        loss->fastRecoveries++;
     }
 }
 
@@ -171,6 +204,7 @@ struct Job
     uint64_t chunkBytes = 0;
     double computeS = 0, hiddenS = 0, intraS = 0, offsetS = 0, jitter = 0;
     uint64_t iterations = 0;
+    JobLoss loss;
     size_t order = 0;          // position in the scenario
     size_t ranksFinished = 0;  // sequential runs: ranks past their last iteration
     std::vector<std::unique_ptr<Rank>> ranks;
@@ -290,8 +324,11 @@ Rank::MaybeEndIteration()
 struct TcpSender
 {
     Ptr<Socket> socket;
+    JobLoss* loss = nullptr;
     uint64_t pending = 0;
     bool connected = false;
+    bool sentData = false;
+    SequenceNumber32 highestStart;  // the highest first sequence number of a data segment sent so far
 
     void Queue(uint64_t n)
     {
@@ -387,11 +424,33 @@ DebugRto(Time, Time now)
     std::cerr << Simulator::Now().GetSeconds() << " rto " << now.GetSeconds() << std::endl;
 }
 
+// TcpSocketBase's "Tx" trace (every segment handed to IP, its payload without the header): new data always
+// starts above every segment sent before, so a data segment starting at or below one sent before is a
+// retransmission (fast retransmit, SACK recovery or after an RTO alike).
+void
+OnTcpTx(TcpSender* s, Ptr<const Packet> payload, const TcpHeader& header, Ptr<const TcpSocketBase>)
+{
+    if (payload->GetSize() == 0 || (header.GetFlags() & (TcpHeader::SYN | TcpHeader::FIN)))
+    {
+        return;
+    }
+    SequenceNumber32 seq = header.GetSequenceNumber();
+    if (s->sentData && seq <= s->highestStart)
+    {
+        s->loss->retransmits++;
+        s->loss->retransmittedBytes += payload->GetSize();
+        return;
+    }
+    s->sentData = true;
+    s->highestStart = seq;
+}
+
 void
 ConnectTcp(TcpSender* s, Ptr<Node> node, Address to)
 {
     s->socket = Socket::CreateSocket(node, TcpSocketFactory::GetTypeId());
-    s->socket->TraceConnectWithoutContext("CongState", MakeCallback(&OnCongState));
+    s->socket->TraceConnectWithoutContext("CongState", MakeBoundCallback(&OnCongState, s->loss));
+    s->socket->TraceConnectWithoutContext("Tx", MakeBoundCallback(&OnTcpTx, s));
     if (g_tcpConnections++ == g_debugFlow)
     {
         s->socket->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&DebugCwnd));
@@ -541,6 +600,7 @@ class StepEcnQueueDisc : public QueueDisc
 struct RateSender
 {
     Ptr<Socket> socket;
+    JobLoss* loss = nullptr;
     Address to;
     double lineBps = 0;
     double rc = 0, rt = 0, alpha = 1.0;
@@ -585,6 +645,8 @@ struct RateSender
         if (sndNxt < highSent)
         {
             g_count.retransmittedBytes += len;
+            loss->retransmits++;
+            loss->retransmittedBytes += len;
         }
         sndNxt += len;
         highSent = std::max(highSent, sndNxt);
@@ -697,6 +759,7 @@ struct RateSender
             return;
         }
         g_count.rateTimeouts++;
+        loss->rateTimeouts++;
         GoBack(sndUna);
         ArmRto();
     }
@@ -778,6 +841,7 @@ struct RateReceiver
             {
                 lastCnp = now;
                 g_count.cnps++;
+                rank->job->loss.cnps++;
                 Reply(from, RateTag::CNP, 0);
             }
             if (tag.seq == expected)
@@ -795,6 +859,7 @@ struct RateReceiver
             {
                 nackedAt = expected;
                 g_count.nacks++;
+                rank->job->loss.nacks++;
                 Reply(from, RateTag::NACK, expected);
             }
             else if (tag.seq < expected && tag.last)
@@ -811,6 +876,47 @@ struct RateReceiver
 
 std::vector<std::unique_ptr<RateSender>> g_rateSenders;
 std::vector<std::unique_ptr<RateReceiver>> g_rateReceivers;
+
+// ------------------------------------------------------------------------------------------------- loss per job
+// Every flow has its own address on its receiver (RouteFlow): its data packets go to it, its ACKs and control
+// packets come from it, so a queued packet's IP header names its job.
+std::map<uint32_t, JobLoss*> g_lossOfAddress;
+
+// The job whose flow a queued packet belongs to (or null), and whether it goes the data's way.
+JobLoss*
+LossOf(Ptr<const QueueDiscItem> item, bool* data)
+{
+    Ptr<const Ipv4QueueDiscItem> ip = DynamicCast<const Ipv4QueueDiscItem>(item);
+    if (!ip)
+    {
+        return nullptr;
+    }
+    auto it = g_lossOfAddress.find(ip->GetHeader().GetDestination().Get());
+    *data = it != g_lossOfAddress.end();
+    if (!*data)
+    {
+        it = g_lossOfAddress.find(ip->GetHeader().GetSource().Get());
+    }
+    return it != g_lossOfAddress.end() ? it->second : nullptr;
+}
+
+uint64_t g_unattributedDrops = 0, g_unattributedMarks = 0;  // packets of no job's flow (none expected)
+
+void
+OnQueueDrop(Ptr<const QueueDiscItem> item)
+{
+    bool data = false;
+    JobLoss* loss = LossOf(item, &data);
+    (loss ? (data ? loss->drops : loss->ackDrops) : g_unattributedDrops)++;
+}
+
+void
+OnQueueMark(Ptr<const QueueDiscItem> item, const char*)
+{
+    bool data = false;
+    JobLoss* loss = LossOf(item, &data);
+    (loss ? loss->ecnMarks : g_unattributedMarks)++;
+}
 
 // ------------------------------------------------------------------------------------------------- topology
 struct LinkEnd
@@ -1033,6 +1139,7 @@ BuildJobs(Fabric& f, const json& sc)
                 Fail(fw + ": must run from hosts[r] to hosts[r+1]");
             }
             Ipv4Address alias = RouteFlow(f, path, flowNumber++, fw);
+            g_lossOfAddress[alias.Get()] = &job->loss;
             uint32_t srcNode = NodeOf(f, path.front().get<std::string>(), fw);
             uint32_t dstNode = NodeOf(f, path.back().get<std::string>(), fw);
             Address to = InetSocketAddress(alias, kPort);
@@ -1052,6 +1159,7 @@ BuildJobs(Fabric& f, const json& sc)
                 ect.SetTos(0x02);  // ECT(0): switches mark instead of dropping (SendTo takes the address's TOS)
                 tx->to = ect;
                 tx->Init(f.rateBps.at({srcNode, NodeOf(f, path[1].get<std::string>(), fw)}));
+                tx->loss = &job->loss;
                 RateSender* t = tx.get();
                 src->send = [t](uint64_t bytes) { t->Queue(bytes); };
                 g_rateReceivers.push_back(std::move(rx));
@@ -1068,6 +1176,7 @@ BuildJobs(Fabric& f, const json& sc)
                                                 MakeCallback(&TcpReceiver::OnAccept, rx.get()));
                 auto tx = std::make_unique<TcpSender>();
                 TcpSender* t = tx.get();
+                t->loss = &job->loss;
                 src->send = [t](uint64_t bytes) { t->Queue(bytes); };
                 // Connect at t = 0, not before Run(): traffic control is not set up before (ns3-facts.md).
                 Simulator::Schedule(Seconds(0), &ConnectTcp, t, f.nodes.Get(srcNode), to);
@@ -1151,19 +1260,24 @@ main(int argc, char* argv[])
         SetTransportDefaults();
         Fabric fabric = BuildFabric(sc);
         BuildJobs(fabric, sc);
+        for (auto& [key, q] : fabric.egress)
+        {
+            q->TraceConnectWithoutContext("Drop", MakeCallback(&OnQueueDrop));
+            q->TraceConnectWithoutContext("Mark", MakeCallback(&OnQueueMark));
+        }
 
         Simulator::Stop(Seconds(g_cfg.maxSimS));
         Simulator::Run();
         double simS = Simulator::Now().GetSeconds();
 
         json out;
-        out["version"] = 1;
+        out["version"] = 2;  // 2: per-job "loss" counters
         out["completed"] = g_jobsDone == g_jobs.size();
         out["sim_s"] = simS;
         json jobs = json::array();
         for (auto& j : g_jobs)
         {
-            jobs.push_back({{"id", j->id}, {"starts", j->starts}});
+            jobs.push_back({{"id", j->id}, {"starts", j->starts}, {"loss", j->loss.ToJson()}});
         }
         out["jobs"] = jobs;
         uint64_t drops = 0, marks = 0, dequeued = 0;
@@ -1201,6 +1315,8 @@ main(int argc, char* argv[])
                         {"nacks", g_count.nacks},
                         {"rate_timeouts", g_count.rateTimeouts},
                         {"retransmitted_bytes", g_count.retransmittedBytes},
+                        {"unattributed_drops", g_unattributedDrops},
+                        {"unattributed_marks", g_unattributedMarks},
                         {"wall_s", wall}};
         out["drops_marks_by_link"] = dropsByLink;
         Simulator::Destroy();
