@@ -271,8 +271,7 @@ def loss_section(cells: dict) -> dict:
     (list of rows, scenarios without counters))."""
     out: dict = {}
     for (regime, half_name), (frames, unknown) in sorted(cells.items()):
-        rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-            columns=["family", "seed", "contended", "rtos", "drops"])
+        rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         out.setdefault(regime, {})[half_name] = dict(loss_summary(rows, unknown), model=own_model(REGIMES[regime].name))
     return out
 

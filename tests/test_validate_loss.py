@@ -149,3 +149,4 @@ def test_loss_rows_and_summary_by_hand():
     assert s["median_signed_error_with_rto"] == pytest.approx(-0.2)
     assert s["median_signed_error_without_rto"] == pytest.approx(0.02)
     assert job_loss_rows(sc, {k: v for k, v in rec.items() if k != "job_loss"}) is None  # unknown, not zero
+    assert loss_summary(pd.DataFrame(), unknown_scenarios=3) == dict(scenarios=0, scenarios_without_counters=3)

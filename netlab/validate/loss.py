@@ -66,10 +66,12 @@ def loss_summary(rows: pd.DataFrame, unknown_scenarios: int = 0) -> dict:
     iteration; and, where a model's ``signed`` error is known, the Spearman correlation of a contended job's
     RTOs per iteration with that error and with its absolute value. ``unknown_scenarios``: scenarios of the
     same cell whose records have no per-job counters."""
-    c = rows[rows.contended] if len(rows) else rows
-    out = dict(scenarios=int(rows[["family", "seed"]].drop_duplicates().shape[0]) if len(rows) else 0,
+    if not len(rows):
+        return dict(scenarios=0, scenarios_without_counters=int(unknown_scenarios))
+    c = rows[rows.contended]
+    out = dict(scenarios=int(rows[["family", "seed"]].drop_duplicates().shape[0]),
                scenarios_without_counters=int(unknown_scenarios), jobs=int(len(rows)), contended=int(len(c)),
-               jobs_with_rto=int((rows.rtos > 0).sum()) if len(rows) else 0,
+               jobs_with_rto=int((rows.rtos > 0).sum()),
                contended_with_rto=int((c.rtos > 0).sum()) if len(c) else 0,
                contended_with_drops=int((c.drops > 0).sum()) if len(c) else 0)
     out["share_contended_with_rto"] = out["contended_with_rto"] / out["contended"] if out["contended"] else None
