@@ -255,9 +255,9 @@ def summarise(rows: pd.DataFrame, infos: list[dict]) -> dict:
     return out
 
 
-def own_model_errors(sc, rec, specs, rows: pd.DataFrame | None = None) -> pd.DataFrame | None:
+def own_model_errors(regime: str, sc, rec, specs, rows: pd.DataFrame | None = None) -> pd.DataFrame | None:
     """The regime's own model's rows of :func:`compare_jobs` for ``sc`` (from ``rows`` if given, else predicted)."""
-    name = own_model(sc.transport.name)
+    name = own_model(regime)
     if name is None or name not in specs:
         return None
     if rows is not None:
@@ -272,7 +272,7 @@ def loss_section(cells: dict) -> dict:
     out: dict = {}
     for (regime, half_name), (frames, unknown) in sorted(cells.items()):
         rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-        out.setdefault(regime, {})[half_name] = dict(loss_summary(rows, unknown), model=own_model(REGIMES[regime].name))
+        out.setdefault(regime, {})[half_name] = dict(loss_summary(rows, unknown), model=own_model(regime))
     return out
 
 
@@ -391,7 +391,7 @@ def main(argv=None) -> int:
 
     def add_loss(regime, sc, rec, rows=None):
         cell = loss_cells.setdefault((regime, sc.meta["half"]), ([], 0))
-        lr = job_loss_rows(sc, rec, own_model_errors(sc, rec, specs, rows)) if "job_loss" in rec else None
+        lr = job_loss_rows(sc, rec, own_model_errors(regime, sc, rec, specs, rows)) if "job_loss" in rec else None
         loss_cells[(regime, sc.meta["half"])] = (cell[0] + [lr], cell[1]) if lr is not None else (cell[0], cell[1] + 1)
 
     for f, s, r in [(f, s, r) for r in args.regimes for f in args.families
