@@ -164,3 +164,33 @@ def test_the_crux_topology_split_into_aggregation_planes_keeps_capacity_and_offe
         assert sorted(two.link_capacity_gbps[two.link_tier == tier]) == [200.0] * 8
         assert sorted(one.link_capacity_gbps[one.link_tier == tier]) == [400.0] * 4
     assert "aggs" not in one.params and two.params["aggs"] == 2
+
+
+def test_a_job_started_between_redecisions_is_fitted_in_and_the_running_one_keeps_its_path():
+    # Three hosts per rack, two spines. Job 0 (1 s compute) starts alone at t=0: path 0. Job 1 (2 s compute, the
+    # more intensive) starts at t=1. Decided afresh (redecide_s=0), job 1 picks first (path 0) and job 0 moves to
+    # path 1; fitted in (redecide_s=300), job 0 keeps path 0 and job 1 takes path 1, where nothing runs; both in
+    # class 0 either way (apart, they share no link), job 1 the class of the job above it when fitted in (none: 0).
+    topo = load_topology("leafspine,racks=2,hosts_per_rack=3,gpus_per_host=1,oversub=2,spines=2,ecmp=hash")
+    hosts = {0: (0, 3), 1: (1, 4)}
+
+    class Pinned(PlacementPolicy):
+        name = "pinned"
+
+        def place(self, job, view):
+            return Placement(hosts[job.job_id], (1, 1))
+
+    zoo = ModelZoo({"m0": JobModel("m0", 1.0, 6.25e9), "m1": JobModel("m1", 2.0, 6.25e9)})
+    jobs = [Job(0, 0.0, 2, "m0", 20.0), Job(1, 1.0, 2, "m1", 10.0)]
+    for redecide_s, job0_after in ((0.0, (1, 1)), (300.0, (0, 0))):
+        policy = NETWORK_POLICIES.create("crux", redecide_s=redecide_s)
+        seen = []
+        inner = policy.allocate
+        policy.allocate = lambda view, inner=inner, seen=seen: seen.append(inner(view)) or seen[-1]
+        Simulator(topo, jobs, "fifo", Pinned(), None, SimConfig(network="fair"), zoo=zoo, netpolicy=policy).run()
+        assert seen[0][0].paths == (0, 0)
+        both = next(d for d in seen if len(d) == 2)
+        assert both[0].paths == job0_after and both[1].paths != both[0].paths
+        assert both[0].priority == both[1].priority == 0
+    with pytest.raises(ValueError, match="redecide_s must be a number of seconds >= 0"):
+        NETWORK_POLICIES.create("crux", redecide_s=-1)

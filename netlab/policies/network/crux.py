@@ -32,6 +32,17 @@ A job's intensity and candidate paths are taken once per placement (its
 intensity from the fabric's own routing when it starts), so the order does
 not change with the paths crux itself gives it.
 
+**When**: every running job is decided afresh (steps 1-3) at most once per
+``redecide_s`` (:data:`REDECIDE_S`), at the first change of the running jobs
+after it. In between, a job that starts is fitted in: its flows pick paths as
+step 1 does, against every running job's load at its current paths, and it
+takes the class of the job just above it in intensity (class 0 if none); the
+jobs already running keep their paths and classes, and jobs that end change
+nothing for the others. Each decision that moves a running job costs the
+network a re-route or a re-solve, and at every change most of them would be
+moved by a few per cent of load (a new job above them, one that ended): the
+period bounds that churn. ``redecide_s=0`` decides everything at every change.
+
 ``crux-paths`` is path selection alone (every job in class 0): the part of
 Crux that needs no priority support from the network.
 """
@@ -52,6 +63,9 @@ GBIT = 1e9
 #: a flow moves off its path only to one that finishes it this much sooner (a fraction of the seconds on its
 #: busiest link); below it the old path is kept (stated, not tuned: 5% is the size of load noise between passes)
 PATH_MARGIN = 0.05
+#: the running jobs are decided afresh at most once per this many seconds (0: at every change; see the module doc;
+#: stated, not tuned: five minutes is short beside the hours a trace's multi-host jobs run)
+REDECIDE_S = 300.0
 
 
 def gpu_intensity(gpu_compute_s: float, flow_bytes: float, links, weights, capacity_gbps) -> float:
@@ -67,18 +81,35 @@ def compress(weights: np.ndarray, classes: int = PRIORITY_CLASSES) -> list[int]:
     each job's class (0 first). Exact: ``best[k, j]`` is the least inside-weight of the first ``j`` jobs in ``k``
     classes; ties go to fewer classes, then to the earlier cut.
     """
-    n = len(weights)
-    if n == 0:
+    if len(weights) == 0:
         return []
-    a = np.triu(np.asarray(weights, dtype=float), 1)
-    # inside[i, j]: weight of edges among jobs i..j-1 = sum over a >= i of (sum over b < j of A[a, b]).
-    c = np.concatenate([np.zeros((n, 1)), np.cumsum(a, axis=1)], axis=1)
-    inside = np.cumsum(c[::-1], axis=0)[::-1]
-    inside = np.vstack([inside, np.zeros((1, n + 1))])
+    return _compress(np.triu(np.asarray(weights, dtype=float), 1), classes).tolist()
+
+
+@njit(cache=True)
+def _compress(a, classes):  # pragma: no cover  (compiled; tested through compress)
+    """:func:`compress` of the upper-triangular weights ``a`` (n >= 1): each job's class as an array."""
+    n = len(a)
+    # inside[i, j]: weight of edges among jobs i..j-1 = sum over a >= i of (sum over b < j of A[a, b]), each sum
+    # taken in that order (the same sums as cumulative sums along the rows, then up the columns)
+    c = np.zeros((n, n + 1))
+    for r in range(n):
+        for j in range(n):
+            c[r, j + 1] = c[r, j] + a[r, j]
+    inside = np.zeros((n + 1, n + 1))
+    for j in range(n + 1):
+        inside[n - 1, j] = c[n - 1, j]
+    for r in range(n - 2, -1, -1):
+        for j in range(n + 1):
+            inside[r, j] = inside[r + 1, j] + c[r, j]
     k_max = min(classes, n)
     best, cut = _cuts(inside, k_max, n)
-    k = 1 + int(np.argmin(best[1:, n]))  # the fewest classes reaching the least weight
-    out, j = [0] * n, n
+    k = 1  # the fewest classes reaching the least weight
+    for m in range(2, k_max + 1):
+        if best[m, n] < best[k, n]:
+            k = m
+    out = np.zeros(n, dtype=np.int64)
+    j = n
     while k >= 1:
         i = cut[k, j] if k > 1 else 0
         for m in range(i, j):
@@ -114,19 +145,22 @@ class CruxPolicy(NetworkPolicy):
     priorities = True
     traffic_only = True
 
-    def __init__(self, classes: int = PRIORITY_CLASSES):
+    def __init__(self, classes: int = PRIORITY_CLASSES, redecide_s: float = REDECIDE_S):
         if not 1 <= classes <= PRIORITY_CLASSES:
             raise ValueError(f"crux: classes must be 1..{PRIORITY_CLASSES}, got {classes!r}")
-        self.classes = classes
+        if not (isinstance(redecide_s, (int, float)) and 0 <= redecide_s < np.inf):
+            raise ValueError(f"crux: redecide_s must be a number of seconds >= 0, got {redecide_s!r}")
+        self.classes, self.redecide_s = classes, float(redecide_s)
         self.reset(np.random.default_rng(0))
 
     def reset(self, rng: np.random.Generator) -> None:
         """A new run: forget what was memoised about the last one's topology and jobs."""
         self.rng = rng
         self._paths: dict = {}
-        self._jobs: dict = {}  # job id -> (its placement, its intensity, (candidates, seconds) per flow)
+        self._jobs: dict = {}  # job id -> _Job (its placement, order key, flows)
         self._picks: dict = {}  # job id -> (its placement, the path index of each flow last decided)
         self._last: tuple = ((), {})  # (the (job id, placement) pairs decided on, the decision)
+        self._decided_s = -np.inf  # when the running jobs were last decided afresh
 
     def _candidates(self, topology, s: int, d: int) -> np.ndarray:
         """A flow's equal-cost paths as an array (paths x hops) of link ids (equal cost: equal hops)."""
@@ -135,12 +169,12 @@ class CruxPolicy(NetworkPolicy):
             hit = self._paths[(s, d)] = np.array(topology.paths(s, d), dtype=np.int64)
         return hit
 
-    def _job(self, view, js):
-        """(intensity, its flows as :class:`_Flows`), memoised while the job keeps its placement (a restart
+    def _job(self, view, jid: int, js) -> _Job:
+        """The job's order key and flows (:class:`_Job`), memoised while it keeps its placement (a restart
         elsewhere gives it a new one; a new path choice does not)."""
-        hit = self._jobs.get(js.job_id)
-        if hit is not None and hit[0] is js.placement:
-            return hit[1], hit[2]
+        hit = self._jobs.get(jid)
+        if hit is not None and hit.placement is js.placement:
+            return hit
         topo, d, p = view.topology, js.demand, js.placement
         cap = topo.link_capacity_gbps
         intensity = gpu_intensity(js.gpus * d.compute_s, d.flow_bytes, d.links, d.weights, cap)
@@ -151,50 +185,67 @@ class CruxPolicy(NetworkPolicy):
                        np.concatenate([c.ravel() for c in cands]),
                        np.concatenate([(d.flow_bytes * 8 * w / (cap[c] * GBIT)).ravel()
                                        for c, w in zip(cands, fweights)]))
-        self._jobs[js.job_id] = (p, intensity, flows)
-        return intensity, flows
+        hit = self._jobs[jid] = _Job(p, (-intensity, jid), intensity, flows, flows.multi)
+        return hit
 
     def allocate(self, view):
         """The decision depends only on the running jobs that have traffic and their placements: while those
-        stay the same (a pass that started or stopped one-host jobs), the last decision is returned again."""
-        now = [(jid, js.placement) for jid, js in view.running.items()
-               if js.demand is not None and js.demand.flow_bytes]
+        stay the same (a pass that started or stopped one-host jobs), the last decision is returned again.
+        Otherwise every job is decided afresh if :attr:`redecide_s` has passed since that was last done, else
+        only the jobs that started since are fitted in (the module doc)."""
+        running = view.running
+        now = [(jid, js.placement) for jid, js in running.items() if js.demand is not None and js.demand.flow_bytes]
         seen, last = self._last
         if len(seen) == len(now) and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(seen, now)):
             return dict(last)
-        active = sorted((jid, view.running[jid]) for jid, _ in now)
-        live = {jid for jid, _ in active}
+        live = {jid for jid, _ in now}
         for memo in (self._jobs, self._picks):
             for gone in memo.keys() - live:
                 del memo[gone]
-        if not active:
+        if not now:
             self._last = (now, {})
             return {}
-        topo = view.topology
-        jobs = []
-        for jid, js in active:
-            intensity, flows = self._job(view, js)
-            jobs.append((-intensity, jid, flows, js.placement))
-        jobs.sort(key=lambda x: (x[0], x[1]))
-        prev = []
-        for _, jid, flows, placement in jobs:
-            hit = self._picks.get(jid)
-            keep = hit is not None and hit[0] is placement
-            prev.append(hit[1] if keep else np.full(len(flows.n_paths), -1, dtype=np.int64))
-        flow_job = np.repeat(np.arange(len(jobs)), [len(x[2].n_paths) for x in jobs])
-        picks, share = _pick_paths(*(np.concatenate([getattr(x[2], f) for x in jobs]) for f in _Flows._fields),
-                                   np.concatenate(prev), PATH_MARGIN, topo.n_links, flow_job, len(jobs))
-        classes = [0] * len(jobs)
-        if self.priorities and len(jobs) > 1:
-            classes = compress(contention(share, [-x[0] for x in jobs]), self.classes)
-        out, at = {}, 0
-        for (_, jid, flows, placement), c in zip(jobs, classes):
-            mine = picks[at:at + len(flows.n_paths)]
-            at += len(flows.n_paths)
-            self._picks[jid] = (placement, mine)
-            # a job whose every flow has one path keeps the fabric's routing (the same links): nothing to re-route
-            paths = tuple(mine.tolist()) if flows.multi else None
+        fresh = view.now >= self._decided_s + self.redecide_s
+        if not fresh and all(jid in last and getattr(self._jobs.get(jid), "placement", None) is placement
+                             for jid, placement in now):
+            out = {jid: last[jid] for jid, _ in now}  # jobs only ended: the others keep theirs
+            self._last = (now, out)
+            return dict(out)
+        if fresh:
+            self._decided_s = view.now
+        jobs = sorted((self._job(view, jid, running[jid]) for jid, _ in now), key=_order)
+        prev, new = {}, {}
+        for j in jobs:
+            hit = self._picks.get(j.key[1])
+            keep = hit is not None and hit[0] is j.placement
+            prev[j.key[1]] = hit[1] if keep else np.full(len(j.flows.n_paths), -1, dtype=np.int64)
+            new[j.key[1]] = not keep
+        # fitted in: the jobs already running keep their paths (an infinite margin) and go first, so a started
+        # job's flows see every running job's load
+        seq = jobs if fresh else sorted(jobs, key=lambda j: new[j.key[1]])
+        flows = [j.flows for j in seq]
+        flow_job = np.repeat(np.arange(len(seq)), [len(f.n_paths) for f in flows])
+        picks, classes = _decide(np.concatenate([f.n_paths for f in flows]), np.concatenate([f.hops for f in flows]),
+                                 np.concatenate([f.links for f in flows]), np.concatenate([f.secs for f in flows]),
+                                 np.concatenate([prev[j.key[1]] for j in seq]), PATH_MARGIN if fresh else np.inf,
+                                 view.topology.n_links, flow_job, np.array([j.intensity for j in seq]),
+                                 self.classes if self.priorities and fresh else 0)
+        mine, at = {}, 0
+        for i, j in enumerate(seq):
+            nf = len(j.flows.n_paths)
+            mine[j.key[1]] = (picks[at:at + nf], int(classes[i]))
+            at += nf
+        out, above = {}, 0
+        for j in jobs:  # in intensity order
+            jid = j.key[1]
+            p, c = mine[jid]
             old = last.get(jid)
+            if not fresh and self.priorities:  # a started job takes the class of the job just above it
+                c = above if new[jid] or old is None else old.priority
+            above = c
+            self._picks[jid] = (j.placement, p)
+            # a job whose every flow has one path keeps the fabric's routing (the same links): nothing to re-route
+            paths = tuple(p.tolist()) if j.multi else None
             same = old is not None and old.priority == c and old.paths == paths
             out[jid] = old if same else NetAllocation(priority=c, paths=paths)
         self._last = (now, out)
@@ -230,6 +281,37 @@ class _Flows(NamedTuple):
     def multi(self) -> bool:
         """True if some flow has a choice of paths."""
         return bool((self.n_paths > 1).any())
+
+
+class _Job(NamedTuple):
+    """What :meth:`CruxPolicy.allocate` keeps of a running job while it keeps its placement."""
+
+    placement: object
+    key: tuple  # (-intensity, job id): the order, highest intensity first
+    intensity: float
+    flows: _Flows
+    multi: bool  # some flow has a choice of paths
+
+
+def _order(job: _Job) -> tuple:
+    return job.key
+
+
+@njit(cache=True)
+def _decide(n_paths, hops, links, secs, prev, margin, n_links, flow_job, intensity, classes):  # pragma: no cover
+    """Path selection (:func:`_pick_paths`) of jobs in priority order, then (``classes`` > 0) their compression
+    into at most ``classes`` classes (:func:`compress` of :func:`contention`); classes all 0 when ``classes`` is
+    0 or there is one job."""
+    n = len(intensity)
+    picks, share = _pick_paths(n_paths, hops, links, secs, prev, margin, n_links, flow_job, n)
+    if classes == 0 or n < 2:
+        return picks, np.zeros(n, dtype=np.int64)
+    w = np.zeros((n, n))
+    for a in range(n):
+        for b in range(a + 1, n):
+            if share[a, b]:
+                w[a, b] = intensity[a]
+    return picks, _compress(w, classes)
 
 
 @njit(cache=True)
