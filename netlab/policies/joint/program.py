@@ -80,12 +80,11 @@ def solve(jobs: list[JointJob], capacity_gbps: np.ndarray, min_speed: float = MI
         return Shares({}, 0.0)
     cap = np.asarray(capacity_gbps, dtype=float)
     n = len(jobs)
-    link_ids = np.unique(np.concatenate([j.links for j in jobs]))
-    col = {int(l): k for k, l in enumerate(link_ids)}
+    links = np.concatenate([j.links for j in jobs])
+    link_ids = np.unique(links)
     a = np.zeros((len(link_ids), n))  # a[e, j] = M_je / (t_iso_j B_e)
-    for i, j in enumerate(jobs):
-        for l, g in zip(j.links.tolist(), j.gbit.tolist()):
-            a[col[l], i] += g / j.iso_iter_s / cap[l]
+    np.add.at(a, (np.searchsorted(link_ids, links), np.repeat(np.arange(n), [len(j.links) for j in jobs])),
+              np.concatenate([j.gbit / j.iso_iter_s for j in jobs]) / cap[links])
     util = np.array([j.util_alone for j in jobs])
     z = np.ones(n)
     binding = a.sum(axis=1) > 1 + 1e-9
@@ -102,16 +101,28 @@ def solve(jobs: list[JointJob], capacity_gbps: np.ndarray, min_speed: float = MI
 
 
 def _components(a: np.ndarray) -> list[np.ndarray]:
-    """The jobs (columns of ``a``) grouped by the binding links (rows) that connect them."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
+    """The jobs (columns of ``a``) grouped by the binding links (rows) that connect them: each group's jobs in
+    ascending order, the groups in the order of their first job (a union-find over the links' jobs)."""
+    parent = list(range(a.shape[1]))
 
-    links, jobs = a.shape
-    inc = csr_matrix(a > 0)
-    graph = csr_matrix((np.ones(inc.nnz), (inc.indices, inc.nonzero()[0] + jobs)), shape=(jobs + links,) * 2)
-    _, label = connected_components(graph, directed=False)
-    label = label[:jobs]
-    return [np.flatnonzero(label == c) for c in np.unique(label)]
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for row in a > 0:
+        on = np.flatnonzero(row).tolist()
+        first = root(on[0])
+        for j in on[1:]:
+            r = root(j)
+            if r != first:
+                parent[max(r, first)] = min(r, first)
+                first = min(r, first)
+    groups: dict[int, list[int]] = {}
+    for j in range(a.shape[1]):
+        groups.setdefault(root(j), []).append(j)
+    return [np.array(g, dtype=np.int64) for g in groups.values()]
 
 
 def _solve_lp(util: np.ndarray, a: np.ndarray, min_speed: float, memo: dict | None = None) -> np.ndarray:
