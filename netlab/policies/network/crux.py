@@ -220,6 +220,10 @@ class CruxPolicy(NetworkPolicy):
             keep = hit is not None and hit[0] is j.placement
             prev[j.key[1]] = hit[1] if keep else np.full(len(j.flows.n_paths), -1, dtype=np.int64)
             new[j.key[1]] = not keep
+        if not fresh and not any(new[j.key[1]] and j.multi for j in jobs):  # fitted in, no path to pick
+            mine = {j.key[1]: (np.zeros(len(j.flows.n_paths), np.int64) if new[j.key[1]] else prev[j.key[1]], 0)
+                    for j in jobs}
+            return self._out(jobs, mine, new, last, now, fresh)
         # fitted in: the jobs already running keep their paths (an infinite margin) and go first, so a started
         # job's flows see every running job's load
         seq = jobs if fresh else sorted(jobs, key=lambda j: new[j.key[1]])
@@ -235,6 +239,11 @@ class CruxPolicy(NetworkPolicy):
             nf = len(j.flows.n_paths)
             mine[j.key[1]] = (picks[at:at + nf], int(classes[i]))
             at += nf
+        return self._out(jobs, mine, new, last, now, fresh)
+
+    def _out(self, jobs: list, mine: dict, new: dict, last: dict, now: list, fresh: bool) -> dict:
+        """The decision from each job's path picks and class (``mine``), re-using the last decision's
+        allocation of a job whose paths and class did not change."""
         out, above = {}, 0
         for j in jobs:  # in intensity order
             jid = j.key[1]
