@@ -13,7 +13,8 @@ relative change one more iteration would make, against the solver's tolerance ``
 reports the live run's own count: mean-field solves, iterations per solve, solves that hit the
 iteration limit, and the share of link passes left out (links that limit nobody, between full passes).
 A third solve of each component with ``phase_cores=True`` (:mod:`netlab.network.tcp.cores`: the jobs one
-link limits simulated with phase after the mean field) is scored the same way (``phase_cores``).
+link limits, up to ``max_core_jobs``, simulated with phase after the mean field) is scored the same way
+(``phase_cores``).
 
 Usage: python benchmarks/bench_mean_field.py [--jobs 30000] [--every 50] [--max-jobs 60]
 """
@@ -36,7 +37,7 @@ from netlab.network.slots import Entries, component, jobs_at  # noqa: E402
 from netlab.network.tcp import TcpNetwork  # noqa: E402
 from netlab.network.tcp.components import alone, binding_components, share_weights  # noqa: E402
 from netlab.network.tcp.mean_field import MF_MAX_ITER, MF_TOL, MeanFieldJobs, mean_field, merge_mirrored  # noqa: E402
-from netlab.network.tcp.params import ALPHA, MAX_EXACT_JOBS  # noqa: E402
+from netlab.network.tcp.params import ALPHA, MAX_CORE_JOBS, MAX_EXACT_JOBS  # noqa: E402
 from netlab.network.tcp.solve import solve_component  # noqa: E402
 from netlab.sim.metrics import write_json  # noqa: E402
 from netlab.traces import load_trace  # noqa: E402
@@ -172,6 +173,7 @@ def main(argv=None) -> int:
                small_gradient_share=SMALL, ape_small_gradients=pct(ape[share < SMALL]),
                ape_other_gradients=pct(ape[share >= SMALL]),
                phase_cores=dict(
+                   max_core_jobs=MAX_CORE_JOBS,
                    doc="the same components solved with phase_cores=True (netlab.network.tcp.cores): APE against "
                        "the exact fluid on every job, on the jobs a simulated core gave their time (phase-aware), "
                        "and the mean field alone on those same jobs",

@@ -52,8 +52,21 @@ def test_a_core_half_shifted_interleaves_without_slowdown():
     assert sol.iter_s[3] > 1.0 + 1.25e6 * 8 / 1e9 / 100
 
 
-def test_a_core_larger_than_the_exact_limit_stays_with_the_mean_field():
-    sol = NETWORKS.create("tcp", jitter=0.0, max_exact_jobs=1, phase_cores=True).solve(jobs(0.5), CAP)
+def test_a_core_solved_again_on_the_same_inputs_is_looked_up_and_a_moved_one_simulated():
+    net = tcp(phase_cores=True)
+    first = net.solve(jobs(0.5), CAP, now_s=0.0)
+    again = net.solve(jobs(0.5), CAP, now_s=1.05)  # the same core (1, 2) on the same link: kept periods
+    stats = net.mean_field_stats()
+    assert (stats["core_cache_misses"], stats["core_cache_hits"]) == (1, 1)
+    assert [again.iter_s[1], again.iter_s[2]] == [first.iter_s[1], first.iter_s[2]] == pytest.approx([0.2, 0.2])
+    # a policy moved job 2 (another phase): other inputs, simulated again, not looked up
+    net.solve(jobs(0.25), CAP, now_s=2.0)
+    stats = net.mean_field_stats()
+    assert (stats["core_cache_misses"], stats["core_cache_hits"]) == (2, 1)
+
+
+def test_a_core_larger_than_its_limit_stays_with_the_mean_field():
+    sol = tcp(phase_cores=True, max_core_jobs=1).solve(jobs(0.5), CAP)
     assert [sol.iter_s[1], sol.iter_s[2]] == pytest.approx([MEAN_FIELD_S] * 2, rel=1e-2)
 
 

@@ -10,7 +10,7 @@ is held back elsewhere and meets them only on average.
 
 So, after the mean field: the jobs each limiting link limits are joined into
 cores (:func:`~netlab.network.tcp.mean_field.limiting_entries`); a core of
-2 to ``max_exact_jobs`` jobs is simulated by the exact fluid from its jobs'
+2 to ``max_core_jobs`` jobs is simulated by the exact fluid from its jobs'
 phase state, on its limiting links only, each link's capacity less the
 time-averaged throughput (duty x rate) the other jobs on it have at the mean
 field's fixed point. Its jobs take the simulated periods and anchors, and
@@ -19,46 +19,109 @@ phases; what they meet from outside the core is an average. A core of one
 job, a larger one, or one whose simulation does not finish keeps the mean
 field's answer and stays phase-blind. One pass: the mean field is not solved
 again with the cores' new periods.
+
+A core's simulation depends only on its jobs (ids, phases, weights, caps, flows
+on its links) and the capacity its links leave it, so its periods are kept
+(:class:`CoreCache`) and reused while those stay the same, the capacity to
+``CACHE_RTOL``: a re-solve elsewhere in the component, which moves the
+background only a little, then costs a look-up, and the jobs keep their
+positions under the kept periods (a job of equal period keeps its offset, which
+is what the simulation found for it).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...jit import njit  # numba is imported at the first kernel call
+from ..jit import JIT
 from ..slots import Entries, Jobs, Rows
 from .components import Alone, Components, share_weights
 from .mean_field import MeanFieldJobs, limiting_entries
 from .params import TcpParams
+from .state import keep_position
+
+CACHE_RTOL = 0.05  # a core's kept periods are reused while the capacity its links leave it moves by less
+CACHE_ENTRIES = 4096  # kept cores at most (the oldest go first): memory bounded whatever the run's length
+
+
+class CoreCache:
+    """Simulated periods per core, by the simulation's inputs (capacity left rounded to ``CACHE_RTOL``)."""
+
+    def __init__(self, entries: int = CACHE_ENTRIES):
+        self.entries = entries
+        self._kept: dict[bytes, np.ndarray] = {}
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def key(members: np.ndarray, jobs: Jobs, phi: np.ndarray, flows: np.ndarray, left: np.ndarray) -> bytes:
+        level = np.round(np.log(left) / np.log1p(CACHE_RTOL)).astype(np.int64)
+        parts = (jobs.job_id[members].astype(np.int64), jobs.phase[members].astype(float), phi[members],
+                 jobs.rate_cap_gbps[members].astype(float), jobs.iso_rate_gbps[members].astype(float),
+                 jobs.compute_s[members].astype(float), jobs.flow_bytes[members].astype(float),
+                 jobs.intra_s[members].astype(float), jobs.overlap[members].astype(float),
+                 jobs.own_queue[members].astype(np.bool_),
+                 flows.astype(float).ravel(), level, np.array(flows.shape, np.int64))
+        return b"|".join(np.ascontiguousarray(x).tobytes() for x in parts)
+
+    def get(self, key: bytes) -> np.ndarray | None:
+        period = self._kept.get(key)
+        if period is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return period
+
+    def put(self, key: bytes, period: np.ndarray) -> None:
+        if len(self._kept) >= self.entries:
+            self._kept.pop(next(iter(self._kept)))
+        self._kept[key] = period
 
 
 def limited_cores(e: Entries, cap_link: np.ndarray, mf_jobs: MeanFieldJobs, rate: np.ndarray, duty: np.ndarray):
     """(per entry: its link limits its job; per job: its core's label, -1 if no link limits it). Jobs the
     same link limits are in one core (a job limited by two links joins both)."""
     lim = limiting_entries(e, cap_link, mf_jobs, rate, duty)
-    n = rate.shape[0]
+    return lim, core_labels(e.job, e.link, lim, rate.shape[0], cap_link.shape[0])
+
+
+@njit(**JIT)
+def core_labels(job, link, lim, n, m):
+    """Per job, the least job of its core (union-find over the limiting entries), -1 if no link limits it."""
     parent = np.arange(n)
-
-    def root(a):
+    first = np.full(m, -1, np.int64)  # per link: the first job it limits
+    limited = np.zeros(n, np.bool_)
+    for x in range(job.shape[0]):
+        if not lim[x]:
+            continue
+        j = job[x]
+        limited[j] = True
+        if first[link[x]] < 0:
+            first[link[x]] = j
+            continue
+        a, b = j, first[link[x]]
         while parent[a] != a:
-            parent[a] = parent[parent[a]]
             a = parent[a]
-        return a
-
-    for g in np.unique(e.link[lim]):
-        jj = e.job[lim & (e.link == g)]
-        for x in jj[1:]:
-            a, b = root(jj[0]), root(x)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    label = np.array([root(i) for i in range(n)])
-    label[np.bincount(e.job[lim], minlength=n) == 0] = -1
-    return lim, label
+        while parent[b] != b:
+            b = parent[b]
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    label = np.full(n, -1, np.int64)
+    for j in range(n):
+        if limited[j]:
+            r = j
+            while parent[r] != r:
+                r = parent[r]
+            label[j] = r
+    return label
 
 
 def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Components, jobs: Jobs, al: Alone,
-                 t: Rows, rows: np.ndarray, it: np.ndarray, p: TcpParams, simulate) -> np.ndarray:
+                 t: Rows, rows: np.ndarray, it: np.ndarray, p: TcpParams, simulate,
+                 cache: CoreCache | None = None) -> np.ndarray:
     """The cores of the mean field's large jobs simulated with phase (see the module doc), in place: ``it``
-    and the rows' phase state of the jobs of every core simulated. Returns those jobs (local indices).
+    and the rows' phase state of the jobs of every core simulated (or found in ``cache``). Returns those
+    jobs (local indices).
 
     ``simulate`` is :func:`~netlab.network.tcp.solve.simulate_component` (passed in: that module calls this
     one). Network allocations in classes (priorities) are left to the mean field.
@@ -80,7 +143,7 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
     done = []
     for core in np.unique(label[label >= 0]):
         members = np.flatnonzero(label == core)
-        if not 2 <= len(members) <= p.max_exact_jobs:
+        if not 2 <= len(members) <= p.max_core_jobs:
             continue
         in_core = label[ej] == core
         links = np.unique(el[lim & in_core])
@@ -98,10 +161,20 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
         flows = np.zeros((len(members), len(links)))
         mine = on & in_core
         np.add.at(flows, (pos[ej[mine]], local[el[mine]]), ew[mine])
+        key = CoreCache.key(members, jobs, phi, flows, left) if cache is not None else None
+        period = cache.get(key) if cache is not None else None
+        if period is not None:  # the same core on the same capacity: each job keeps its position
+            for a, i in enumerate(members):
+                keep_position(now_s, rows[i], period[a], jobs.phase[i], t)
+            it[members] = period
+            done.append(members)
+            continue
         res = simulate(now_s, members, flows, left, jobs, al, t, rows, p)
         if res is None:
             continue
         period, anchor = res[0], res[1]
+        if cache is not None:
+            cache.put(key, period.copy())
         it[members] = period
         r = rows[members]
         t.anchor_s[r], t.period_s[r], t.anchor_phase[r] = anchor, period, jobs.phase[members]

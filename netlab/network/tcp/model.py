@@ -9,13 +9,14 @@ from ..model import (ALLOCATION_KINDS, NETWORKS, Capabilities, CommDemand, Moved
                      _same_paths, _treatment, incidence)
 from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of
 from .components import Solved
+from .cores import CoreCache
 from .goodput import effective_capacity, link_flows_offered
 from .incremental import (adds_nonbinding, binding_component, clear_row_load, resolve_touched, row_loads,
                           update_binding, write_back)
 from .mean_field import mean_field_counts
 from .params import (ALPHA, BUFFER_PACKETS, BUFFER_US, DRAWS, ECN_THRESHOLD_US, GOODPUT_K, HORIZON, JITTER, LEAD,
-                     MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES, REPORT_RTOL, RTO_K, RTO_MIN_S, RTT_US, SEGMENT_BYTES,
-                     STRETCH, WARMUP, TcpParams)
+                     MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES, REPORT_RTOL, RTO_K, RTO_MIN_S, RTT_US,
+                     SEGMENT_BYTES, STRETCH, WARMUP, TcpParams)
 from .rto import demand_duty, demands_tail_s, tail_s
 from .scenarios import simulate_starts
 from .solve import SolveCode, solve_component, solve_unless_exact
@@ -40,17 +41,20 @@ class TcpNetwork(NetworkModel):
                  ecn_threshold_us: float = ECN_THRESHOLD_US, buffer_us: float = BUFFER_US, draws: int = DRAWS,
                  stretch: float = STRETCH, goodput_k: float = GOODPUT_K, buffer_packets: float = BUFFER_PACKETS,
                  phase_cores: bool = PHASE_CORES, rto_k: float = RTO_K, rto_min_s: float = RTO_MIN_S,
-                 segment_bytes: float = SEGMENT_BYTES, rtt_us: float = RTT_US):
+                 segment_bytes: float = SEGMENT_BYTES, rtt_us: float = RTT_US,
+                 max_core_jobs: int = MAX_CORE_JOBS):
         """Parameters: see :mod:`~netlab.network.tcp.params` (one ValueError if any is out of range)."""
         self.params = TcpParams.checked(alpha=alpha, jitter=jitter, lead=lead, horizon=horizon, warmup=warmup,
                                         max_exact_jobs=max_exact_jobs, max_events=max_events,
                                         ecn_threshold_us=ecn_threshold_us, buffer_us=buffer_us, draws=draws,
                                         stretch=stretch, goodput_k=goodput_k, buffer_packets=buffer_packets,
                                         phase_cores=phase_cores, rto_k=rto_k, rto_min_s=rto_min_s,
-                                        segment_bytes=segment_bytes, rtt_us=rtt_us)
+                                        segment_bytes=segment_bytes, rtt_us=rtt_us,
+                                        max_core_jobs=max_core_jobs)
         self._slots = SlotTable()  # every job's row: its demand, last time and phase state
         self.exact_solves = self.mean_field_solves = 0
         self.counts = mean_field_counts()  # over mean-field solves (MeanFieldCounts)
+        self._core_cache = CoreCache()  # phase cores' simulated periods, by their inputs (cores.py)
 
     @property
     def draws(self) -> int:
@@ -80,8 +84,9 @@ class TcpNetwork(NetworkModel):
         return float(t.anchor_s[r] % t.period_s[r] / t.period_s[r])
 
     def mean_field_stats(self) -> dict:
-        """Counters over the mean-field solves so far, by name."""
-        return {name: int(c[0]) for name, c in zip(self.counts._fields, self.counts)}
+        """Counters over the mean-field solves so far, by name (and the phase cores' look-ups: ``core_cache_*``)."""
+        out = {name: int(c[0]) for name, c in zip(self.counts._fields, self.counts)}
+        return out | {"core_cache_hits": self._core_cache.hits, "core_cache_misses": self._core_cache.misses}
 
     # ----------------------------------------------------------------- batch
     def solve(self, demands, capacity_gbps, now_s: float = 0.0) -> NetSolution:
@@ -128,7 +133,8 @@ class TcpNetwork(NetworkModel):
             if code != SolveCode.EXACT_NEEDED:  # no component small enough for the exact simulation
                 self.mean_field_solves += code == SolveCode.MEAN_FIELD
                 return out
-        out, exact, mean_field = solve_component(now_s, e, cap_link, jobs, t, rows, self.params, self.counts)
+        out, exact, mean_field = solve_component(now_s, e, cap_link, jobs, t, rows, self.params, self.counts,
+                                                 cache=self._core_cache)
         self.exact_solves += exact
         self.mean_field_solves += mean_field
         return out
@@ -138,6 +144,7 @@ class TcpNetwork(NetworkModel):
         n = len(links.capacity_gbps)
         self._links = links
         self._slots = SlotTable()
+        self._core_cache = CoreCache()
         self._demands: dict[int, CommDemand] = {}
         self._offered = np.zeros(n)  # per link: every job on it at its isolated rate at once
         self._binding = np.zeros(n, dtype=bool)  # per link: it can bind (offered above capacity)
@@ -230,7 +237,8 @@ class TcpNetwork(NetworkModel):
             comp = binding_component(self._touched, t, self._binding)
             blind = np.zeros(len(comp.rows), dtype=bool)
             out, exact, mean_field = solve_component(now_s, comp.entries, arrays.capacity_gbps[comp.links],
-                                                     jobs_at(t, comp.rows), t, comp.rows, p, self.counts, blind)
+                                                     jobs_at(t, comp.rows), t, comp.rows, p, self.counts, blind,
+                                                     self._core_cache)
             self.exact_solves += exact
             self.mean_field_solves += mean_field
             ids, it, comm = write_back(self._touched, comp, out, REPORT_RTOL, t, links.arrays())

@@ -42,6 +42,7 @@ RTT_US = 20.0
 #: simulate, with phase, the cores of jobs one link limits inside a large component (:mod:`~.cores`); off: the mean
 #: field alone, as before (``benchmarks/results/mean_field.json`` scores both against the exact fluid)
 PHASE_CORES = False
+MAX_CORE_JOBS = 64  # phase cores larger than this keep the mean field's answer (phase-blind; 1: none)
 REPORT_RTOL = 1e-3  # incremental solves: a job's time must move by more to be reported (the mean field's tolerance)
 
 
@@ -66,6 +67,7 @@ class TcpParams(NamedTuple):
     rto_min_s: float = RTO_MIN_S
     segment_bytes: float = SEGMENT_BYTES
     rtt_us: float = RTT_US
+    max_core_jobs: int = MAX_CORE_JOBS
 
     @classmethod
     def checked(cls, **kw) -> TcpParams:
@@ -75,16 +77,16 @@ class TcpParams(NamedTuple):
                 and p.max_exact_jobs >= 1 and p.max_events > 0 and 0 <= p.ecn_threshold_us <= p.buffer_us
                 and p.draws >= 1 and p.stretch >= 0 and p.goodput_k >= 0 and p.buffer_packets > 0
                 and p.phase_cores in (True, False) and p.rto_k >= 0 and p.rto_min_s >= 0 and p.segment_bytes > 0
-                and p.rtt_us >= 0):
+                and p.rtt_us >= 0 and p.max_core_jobs >= 1):
             raise ValueError("tcp network: need alpha >= -1, jitter >= 0, lead >= 0, horizon > warmup + 1 >= 1, "
                              "max_exact_jobs >= 1, max_events > 0, 0 <= ecn_threshold_us <= buffer_us, draws >= 1, "
                              "stretch >= 0, goodput_k >= 0, buffer_packets > 0, phase_cores True or False, rto_k >= 0, "
-                             "rto_min_s >= 0, segment_bytes > 0, rtt_us >= 0")
+                             "rto_min_s >= 0, segment_bytes > 0, rtt_us >= 0, max_core_jobs >= 1")
         return cls(float(p.alpha), float(p.jitter), float(p.lead), int(p.horizon), int(p.warmup),
                    int(p.max_exact_jobs), int(p.max_events), float(p.ecn_threshold_us), float(p.buffer_us),
                    int(p.draws), float(p.stretch), float(p.goodput_k), float(p.buffer_packets),
                    bool(p.phase_cores), float(p.rto_k), float(p.rto_min_s), float(p.segment_bytes),
-                   float(p.rtt_us))
+                   float(p.rtt_us), int(p.max_core_jobs))
 
 
 #: the transport variants of ``tcp`` (:mod:`~.transports`): name -> (what it stands for, defaults that differ from

@@ -83,7 +83,7 @@ def solve_unless_exact(now_s, e: Entries, cap_link, jobs: Jobs, t: Rows, rows, m
 
 def solve_component(now_s: float, e: Entries, cap_link: np.ndarray, jobs: Jobs, t: Rows, rows: np.ndarray,
                     p: TcpParams, counts: MeanFieldCounts,
-                    blind: np.ndarray | None = None) -> tuple[Solved, int, bool]:
+                    blind: np.ndarray | None = None, cache=None) -> tuple[Solved, int, bool]:
     """The solve with exact components: (answer, components simulated exactly, whether the mean field ran).
 
     ``blind`` (one bool per job, if given) is set to whether the job's time came from the mean field, which
@@ -124,7 +124,7 @@ def solve_component(now_s: float, e: Entries, cap_link: np.ndarray, jobs: Jobs, 
                                         counts)
     cored = np.empty(0, np.int64)
     if mean_field and p.phase_cores:
-        cored = refine_cores(now_s, e, cap_link, comps, jobs, al, t, rows, it, p, simulate_component)
+        cored = refine_cores(now_s, e, cap_link, comps, jobs, al, t, rows, it, p, simulate_component, cache)
         counts.core_jobs[0] += len(cored)
         for i in cored:
             comm[i] = comm_from_period(it[i], jobs.compute_s[i], jobs.overlap[i], al.comm_s[i])
