@@ -140,27 +140,35 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
     mf_jobs = MeanFieldJobs(al.cap_gbps, phi, al.gbit, al.pre_s, al.tail_s)
     kept = Entries(ej.astype(np.int64), el.astype(np.int64), ew)
     lim, label = limited_cores(kept, c, mf_jobs, rate, duty)
+    # Each limiting link limits jobs of one core: the entries on a core's limiting links (its own jobs' and
+    # the background's), grouped by core in their order, and the jobs by core (ascending)
+    core_of_link = np.full(len(c), -1)
+    core_of_link[el[lim]] = label[ej[lim]]
+    on = np.flatnonzero(core_of_link[el] >= 0)
+    on = on[np.argsort(core_of_link[el[on]], kind="stable")]
+    on_cores, on_from = np.unique(core_of_link[el[on]], return_index=True)
+    on_to = np.append(on_from[1:], len(on))
+    by_label = np.argsort(label, kind="stable")
+    labels, job_from, job_count = np.unique(label[by_label], return_index=True, return_counts=True)
     done = []
-    for core in np.unique(label[label >= 0]):
-        members = np.flatnonzero(label == core)
-        if not 2 <= len(members) <= p.max_core_jobs:
+    for core, x0, x1 in zip(on_cores.tolist(), on_from.tolist(), on_to.tolist()):
+        k = int(np.searchsorted(labels, core))
+        if not 2 <= job_count[k] <= p.max_core_jobs:
             continue
-        in_core = label[ej] == core
-        links = np.unique(el[lim & in_core])
-        local = np.full(len(c), -1)
-        local[links] = np.arange(len(links))
-        on = local[el] >= 0
+        members = by_label[job_from[k]:job_from[k] + job_count[k]]
+        xs = on[x0:x1]
+        xj, xl, xw = ej[xs], el[xs], ew[xs]
+        links = np.unique(xl)
+        lx = np.searchsorted(links, xl)
+        mine = label[xj] == core
         background = np.zeros(len(links))
-        out = on & ~in_core
-        np.add.at(background, local[el[out]], ew[out] * duty[ej[out]] * rate[ej[out]])
+        out = ~mine
+        np.add.at(background, lx[out], xw[out] * duty[xj[out]] * rate[xj[out]])
         left = c[links] - background
         if not (left > 0).all():
             continue
-        pos = np.full(len(jobs.job_id), -1)
-        pos[members] = np.arange(len(members))
         flows = np.zeros((len(members), len(links)))
-        mine = on & in_core
-        np.add.at(flows, (pos[ej[mine]], local[el[mine]]), ew[mine])
+        np.add.at(flows, (np.searchsorted(members, xj[mine]), lx[mine]), xw[mine])
         key = CoreCache.key(members, jobs, phi, flows, left) if cache is not None else None
         period = cache.get(key) if cache is not None else None
         if period is not None:  # the same core on the same capacity: each job keeps its position
