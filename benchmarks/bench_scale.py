@@ -24,6 +24,9 @@
 4. Full Philly (``--part philly``): 82,247 jobs, Tiresias + consolidated on the 512-GPU 4:1 leaf-spine, default
    network: wall and CPU seconds, scheduling passes, the tcp model's re-solves by path, and the share of running
    time (job-seconds and GPU-seconds) at an iteration time the model solved blind to phase (its mean field).
+   ``--part phase-cores``: the same run with the tcp model's opt-in ``phase_cores`` (``netlab.network.tcp.cores``)
+   between two default runs (default, cores, default; each in a fresh process): the phase-blind shares, the CPU
+   ratio and the average JCT of each, so what the opt-in buys and costs sits beside the default row.
 5. Start-up (``--part startup``): ``python -c "import netlab.cli"`` and ``netlab simulate`` on the 2,000-job Gavel
    VC trace 6214e9 (ideal network).
 
@@ -327,7 +330,7 @@ def placement_run(fabric: str, decisions: int, n_running: int = 5000, seed: int 
 
 # -- 4. full Philly under the default network (child) --------------------------------------------------------------
 
-def philly_run(trace_dir: str | None) -> dict:
+def philly_run(trace_dir: str | None, network_kwargs: dict | None = None) -> dict:
     from bench_core import PHILLY_TOPOLOGY
 
     from netlab.network.model import DEFAULT_NETWORK
@@ -338,13 +341,34 @@ def philly_run(trace_dir: str | None) -> dict:
 
     topo = load_topology(PHILLY_TOPOLOGY)
     jobs = jobs_from_frame(load_trace("philly", trace_dir=trace_dir, seed=0), topo)
-    sim = Simulator(topo, jobs, "tiresias", "consolidated", None, SimConfig(network=DEFAULT_NETWORK))
+    sim = Simulator(topo, jobs, "tiresias", "consolidated", None,
+                    SimConfig(network=DEFAULT_NETWORK, network_kwargs=network_kwargs or {}))
     wall0, cpu0 = time.perf_counter(), time.process_time()
     res = sim.run()
     wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
-    return dict(jobs=len(jobs), topology=PHILLY_TOPOLOGY, network=DEFAULT_NETWORK, run_wall_s=wall_s, run_cpu_s=cpu_s,
+    return dict(jobs=len(jobs), topology=PHILLY_TOPOLOGY, network=DEFAULT_NETWORK, network_kwargs=network_kwargs or {},
+                run_wall_s=wall_s, run_cpu_s=cpu_s, avg_jct_s=res.summary["avg_jct_s"],
                 sim_wall_s=res.summary["wall_s"], events=res.summary["events"], passes=sim.scheduler.passes,
                 **solver_counts(sim), **phase_blind(res.summary), **contention(res.jobs))
+
+
+def phase_cores_part(trace_dir: str | None) -> dict:
+    """Full Philly by default, with ``phase_cores``, and by default again (each a fresh process): the opt-in's
+    phase-blind shares and average JCT beside the default's, and its CPU over the mean of the two default runs."""
+    trace = ["--trace-dir", trace_dir] if trace_dir else []
+    runs = []
+    for part in ("philly", "philly-cores", "philly"):
+        runs.append(_child(["--part", part, *trace]))
+        row = runs[-1]
+        print(f"{part}: {row.get('run_cpu_s', float('nan')):.1f} s CPU, phase-blind "
+              f"{row.get('phase_blind_job_share', float('nan')):.3f} of job-s", flush=True)
+    default, cores = [runs[0], runs[2]], runs[1]
+    keys = ("run_cpu_s", "run_wall_s", "avg_jct_s", "phase_blind_job_share", "phase_blind_gpu_share", "loadavg_before",
+            "loadavg_after")
+    return dict(order="default, phase_cores, default (fresh processes)",
+                default=[{k: r.get(k) for k in keys} for r in default], phase_cores={k: cores.get(k) for k in keys},
+                cpu_ratio=cores["run_cpu_s"] / statistics.mean(r["run_cpu_s"] for r in default),
+                commit=cores.get("commit"))
 
 
 # -- 5. start-up, whole process ----------------------------------------------------------------------------------------
@@ -425,7 +449,8 @@ def main(argv=None) -> int:
              "idle": lambda: busy_run(args.jobs, IDLE["topology"], args.seed, IDLE["network"], IDLE["mix"]),
              "route": lambda: route_run(args.fabric, args.placements, args.seed),
              "placement": lambda: placement_run(args.fabric, args.decisions),
-             "philly": lambda: philly_run(args.trace_dir)}
+             "philly": lambda: philly_run(args.trace_dir),
+             "philly-cores": lambda: philly_run(args.trace_dir, {"phase_cores": True})}
     if args.part is not None:
         print(json.dumps(child[args.part]()))
         return 0
@@ -461,6 +486,8 @@ def main(argv=None) -> int:
             results["philly"] = _child(argv_child)
             print(f"philly: {results['philly']['run_wall_s']:.1f} s wall, {results['philly']['run_cpu_s']:.1f} s CPU",
                   flush=True)
+        elif part == "phase-cores":
+            results["phase_cores"] = phase_cores_part(args.trace_dir)
         elif part == "startup":
             results["startup"] = startup_part(args.repeats, args.trace_dir)
         elif part == "idle":
@@ -468,7 +495,7 @@ def main(argv=None) -> int:
                 [int(s) for s in args.idle_sizes.split(",")])
         else:
             ap.error(f"unknown part {part!r}")
-        target = results[{"idle": "idle_network"}.get(part, part)]
+        target = results[{"idle": "idle_network", "phase-cores": "phase_cores"}.get(part, part)]
         if isinstance(target, dict):
             target.update(loadavg_before=before, loadavg_after=_loadavg())
         write_json(out, results)
