@@ -25,7 +25,7 @@ namespace of the testbed is left after it.
 
 Writes the key ``testbed_compute`` of ``benchmarks/results/crux.json`` (the rest of the file as it was).
 
-Usage (collection needs root, sshd and torch; run it under ``flock /work/.root-tests.lock`` on a shared machine):
+Usage (collection needs root, sshd and torch; on a machine others share, hold whatever lock keeps root tests apart):
     python benchmarks/bench_crux_testbed.py --collect [--repeats 2]
     python benchmarks/bench_crux_testbed.py          # score the stored runs again
 """
