@@ -58,7 +58,7 @@ from ..hostlist import compress
 
 #: programs the cluster needs (Debian: slurm-wlm, slurmdbd, munge, mariadb-server)
 PROGRAMS = ("munged", "slurmctld", "slurmd", "slurmdbd", "sacctmgr", "scontrol", "sbatch", "squeue", "sinfo",
-            "sacct", "scancel", "mariadbd", "mariadb-install-db", "mariadb")
+            "sacct", "scancel", "mariadbd", "mariadb-install-db", "mariadb", "true")
 CLUSTER = "netlab"
 #: squeue job states of a job that has not finished
 ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"}
@@ -174,7 +174,8 @@ class LocalSlurm:
             f"SlurmdLogFile={r / 'log'}/slurmd-%n.log",
             "SlurmdParameters=config_overrides",
             "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "JobAcctGatherType=jobacct_gather/none",
-            "SwitchType=switch/none", "MpiDefault=none", "MailProg=/bin/true",
+            "SwitchType=switch/none", "MpiDefault=none",
+            f"MailProg={shutil.which('true')}",  # a local cluster sends no mail; found on PATH like the rest
             "TopologyPlugin=topology/tree",
             "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
             "SchedulerType=sched/backfill",
