@@ -47,3 +47,29 @@ def test_priority_serves_the_high_class_first(tb):
 def test_a_model_that_cannot_honour_an_allocation_refuses_it(tb):
     with pytest.raises(Exception, match="priority"):
         predict_scenario(tb, two(NetAllocation(priority=0), NetAllocation(priority=1)), "phase", 1.0)
+
+
+def test_a_lower_class_waits_exactly_for_the_higher_ones_all_reduces(tb):
+    # What HTB does on the testbed (measured: bench_crux_testbed's docstring): job 2 (class 1, 40 ms compute) sends
+    # at the full 100 Mbit whenever job 1 (class 0, 80 ms compute) computes and nothing while job 1 sends. Each
+    # all-reduce alone: 8 Mbit x 1.047 / 100 Mbit = 83.76 ms, so job 1 runs at 163.76 ms. By hand, from a common
+    # start: job 2 sends 40-80 ms, waits for job 1's all-reduce (80-163.76), sends the other 43.76 ms: its first
+    # period is 207.52 ms. Its second all-reduce starts at 247.52 inside job 1's second (243.76-327.52), sends
+    # 327.52-407.52 while job 1 computes, waits again (407.52-491.28) and sends the last 3.76 ms: 287.52 ms.
+    from netlab.testbed.scenarios import simulated_logs
+
+    sc = Scenario("x", (ScenarioJob(1, ("l0", "r0"), 1_000_000, 80.0, iterations=30,
+                                    allocation=NetAllocation(priority=0)),
+                        ScenarioJob(2, ("l1", "r1"), 1_000_000, 40.0, iterations=20,
+                                    allocation=NetAllocation(priority=1))))
+    logs = simulated_logs(tb, sc, "tcp", 1.047)
+    one, two = logs[1], logs[2]
+    alone_s = 8 * 1.047 / 100
+    periods = two.compute_start.diff().dropna().to_numpy()
+    assert periods[:2] == pytest.approx([0.20752, 0.28752], rel=0.02)  # the model's compute jitter: within 2%
+    blocks = list(zip(one.allreduce_start, one.allreduce_end))
+    for s, e in zip(two.allreduce_start, two.allreduce_end):
+        if e > one.allreduce_end.iloc[-1]:
+            break  # job 1 has finished: nothing left to wait for
+        waited = sum(max(0.0, min(e, b) - max(s, a)) for a, b in blocks)
+        assert e - s - waited == pytest.approx(alone_s, rel=0.03)

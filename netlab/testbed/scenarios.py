@@ -109,7 +109,13 @@ def split_logs(raw: pd.DataFrame) -> dict[int, pd.DataFrame]:
 
 
 def summarise_logs(sc: Scenario, logs: dict[int, pd.DataFrame]) -> pd.DataFrame:
-    """Per job: median iteration, all-reduce and compute seconds in the common window.
+    """Per job: median iteration, all-reduce and compute seconds in the common window, and the mean period
+    there (``mean_iter_s``: the window's span over its iterations).
+
+    Why both: the median is robust to a stray slow iteration, but a job whose periods take a few distinct
+    values (a lower class behind a higher one with compute phases: blocked for one, two or no turns of the
+    other's all-reduce) has a median that lands on one of them, depending on how many of each the window
+    holds; its throughput (and its GPUs' utilisation) is the mean.
 
     ``overlapped`` says whether the job's numbers come from that common window (at least two of
     its steady iterations while every job of the scenario ran). When it is False the job's own
@@ -132,6 +138,7 @@ def summarise_logs(sc: Scenario, logs: dict[int, pd.DataFrame]) -> pd.DataFrame:
         rows.append(dict(scenario=sc.name, job_id=j.job_id, hosts=",".join(j.hosts), grad_bytes=j.grad_bytes,
                          compute_ms=j.compute_ms, offset_ms=j.offset_ms, iterations=len(steady),
                          iter_s=float(period.median()) if len(period) else float("nan"),
+                         mean_iter_s=float(period.mean()) if len(period) else float("nan"),
                          allreduce_s=float(steady.allreduce_s.median()),
                          compute_s=float(steady.compute_s.median()), overlapped=overlapped))
     if apart and len(sc.jobs) > 1:
@@ -193,12 +200,14 @@ def predict_on(topo, rate_scale: float, sc: Scenario, network: str = "fair", wir
     demands = _demands(topo, rate_scale, sc, wire_overhead)
     net = NETWORKS.create(network, **network_kwargs)
     if hasattr(net, "simulate_starts"):
-        per_draw = [summarise_logs(sc, _logs(net, sc, demands, topo, draw))[["job_id", "iter_s"]]
+        per_draw = [summarise_logs(sc, _logs(net, sc, demands, topo, draw))[["job_id", "iter_s", "mean_iter_s"]]
                     for draw in range(getattr(net, "draws", 1))]
-        out = pd.concat(per_draw).groupby("job_id", sort=False).iter_s.mean()
+        by_job = pd.concat(per_draw).groupby("job_id", sort=False)
+        out, mean = by_job.iter_s.mean(), by_job.mean_iter_s.mean()
         compute = pd.Series({j.job_id: m.compute_s for j, _, m in demands})
         return pd.DataFrame(dict(scenario=sc.name, job_id=out.index, predicted_iter_s=out.to_numpy(),
-                                 predicted_allreduce_s=(out - compute[out.index]).to_numpy()))
+                                 predicted_allreduce_s=(out - compute[out.index]).to_numpy(),
+                                 predicted_mean_iter_s=mean[out.index].to_numpy()))
     active = [d for _, d, _ in demands if d is not None]
     sol = net.solve(active, topo.link_capacity_gbps) if active else None
     rows = []
@@ -209,7 +218,8 @@ def predict_on(topo, rate_scale: float, sc: Scenario, network: str = "fair", wir
         else:
             it = float(sol.iter_s[j.job_id])
             comm = it - model.compute_s
-        rows.append(dict(scenario=sc.name, job_id=j.job_id, predicted_iter_s=it, predicted_allreduce_s=comm))
+        rows.append(dict(scenario=sc.name, job_id=j.job_id, predicted_iter_s=it, predicted_allreduce_s=comm,
+                         predicted_mean_iter_s=it))
     return pd.DataFrame(rows)
 
 

@@ -43,3 +43,16 @@ def test_a_single_job_is_its_own_window():
         warnings.simplefilter("error")
         out = summarise_logs(sc, {1: _log(0.0, 0.1, 6)})
     assert out.overlapped.tolist() == [True]
+
+
+def test_the_mean_period_is_the_throughput_when_periods_take_a_few_values():
+    # A lower class behind a higher one alternates short and long periods: after the warm-up iteration the window
+    # holds 0.3 0.2 0.3 0.2 0.3, whose median is the long one (0.3); the mean (the window's span, 1.3 s, over its
+    # five periods) is what the job runs at.
+    t = np.concatenate([[0.0], np.cumsum([0.2, 0.3, 0.2, 0.3, 0.2, 0.3, 0.2])])
+    log = pd.DataFrame(dict(rank=0, iter=np.arange(7), compute_start=t[:-1], allreduce_start=t[:-1] + 0.01,
+                            allreduce_end=t[1:], compute_s=0.01, allreduce_s=np.diff(t) - 0.01))
+    sc = Scenario("alone", (ScenarioJob(1, ("l0", "r0"), 1_000_000, 0.0, iterations=7),), warmup=1)
+    out = summarise_logs(sc, {1: log})
+    assert out.iter_s.iloc[0] == pytest.approx(0.3)
+    assert out.mean_iter_s.iloc[0] == pytest.approx(1.3 / 5)
