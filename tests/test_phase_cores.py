@@ -108,3 +108,31 @@ def test_a_run_counts_the_cores_jobs_as_phase_aware_and_the_rest_as_blind():
 def test_phase_cores_must_be_a_bool():
     with pytest.raises(ValueError, match="phase_cores True or False"):
         NETWORKS.create("tcp", phase_cores="false")
+
+
+def unequal(phase2=0.0):
+    """Jobs 1 and 2 in step on link 0, job 2 moving half of job 1's bytes (5 Gbit per flow, 0.05 s alone)."""
+    return [CommDemand(1, np.array([0]), np.array([1.0]), BYTES, 0.1, iso_rate_gbps=100.0),
+            CommDemand(2, np.array([0, 1]), np.array([1.0, 1.0]), BYTES / 2, 0.1, iso_rate_gbps=100.0, phase=phase2),
+            CommDemand(3, np.array([1]), np.array([1.0]), 1.25e6, 1.0, iso_rate_gbps=100.0)]
+
+
+def test_the_cores_byte_weighting_is_core_alpha_and_leaves_the_mean_field_alone():
+    # In step, byte-weighted sharing (core_alpha 1) gives job 2 a third of link 0 and job 1 two thirds: both
+    # transfers end together 10 / 66.7 = 0.15 s after the 0.1 s compute, iterations of 0.25 s, in step for ever.
+    # Per-connection sharing (0) gives job 2 half: it ends first, so it is faster than 0.25 s. The mean field
+    # does not read core_alpha.
+    by_bytes = tcp(phase_cores=True, core_alpha=1.0, lead=0.0).solve(unequal(), CAP).iter_s
+    per_flow = tcp(phase_cores=True, core_alpha=0.0, lead=0.0).solve(unequal(), CAP).iter_s
+    assert [by_bytes[1], by_bytes[2]] == pytest.approx([0.25, 0.25], rel=1e-6)
+    assert per_flow[2] < 0.2  # at most 0.1 + 5 / 50: its transfer never gets less than half the link
+    blind = [tcp(core_alpha=a).solve(unequal(), CAP).iter_s for a in (0.0, 1.0)]
+    assert blind[0] == blind[1]
+
+
+def test_core_alpha_defaults_to_the_models_alpha_when_none_and_is_checked():
+    assert NETWORKS.create("tcp", alpha=0.3, core_alpha=None).params.core_alpha == 0.3
+    assert NETWORKS.create("tcp").params.core_alpha == 0.75
+    assert NETWORKS.create("dcqcn").params.core_alpha == NETWORKS.create("dcqcn").params.alpha
+    with pytest.raises(ValueError, match="core_alpha"):
+        NETWORKS.create("tcp", core_alpha=-2.0)

@@ -11,9 +11,10 @@ is held back elsewhere and meets them only on average.
 So, after the mean field: the jobs each limiting link limits are joined into
 cores (:func:`~netlab.network.tcp.mean_field.limiting_entries`); a core of
 2 to ``max_core_jobs`` jobs is simulated by the exact fluid from its jobs'
-phase state, on its limiting links only, each link's capacity less the
-time-averaged throughput (duty x rate) the other jobs on it have at the mean
-field's fixed point. Its jobs take the simulated periods and anchors, and
+phase state, weighting bytes by ``core_alpha`` (:data:`~.params.CORE_ALPHA`: in phase, the fluid's byte
+weighting at the model's ``alpha`` slows small transfers that the packet-level referee lets through), on its
+limiting links only, each link's capacity less the time-averaged throughput (duty x rate) the other jobs on it
+have at the mean field's fixed point. Its jobs take the simulated periods and anchors, and
 their times count as phase-aware: their sharing with each other used their
 phases; what they meet from outside the core is an average. A core of one
 job, a larger one, or one whose simulation does not finish keeps the mean
@@ -42,6 +43,7 @@ from .params import TcpParams
 from .state import keep_position
 
 CACHE_RTOL = 0.05  # a core's kept periods are reused while the capacity its links leave it moves by less
+CORE_HORIZON, CORE_WARMUP = 24, 12  # iterations a core is simulated for, and left out of its mean period
 CACHE_ENTRIES = 4096  # kept cores at most (the oldest go first): memory bounded whatever the run's length
 
 
@@ -150,6 +152,8 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
     on_to = np.append(on_from[1:], len(on))
     by_label = np.argsort(label, kind="stable")
     labels, job_from, job_count = np.unique(label[by_label], return_index=True, return_counts=True)
+    # the cores' fluid shares by its own byte weighting (params.CORE_ALPHA), over its own horizon
+    in_core = p._replace(alpha=p.core_alpha, horizon=CORE_HORIZON, warmup=CORE_WARMUP)
     done = []
     for core, x0, x1 in zip(on_cores.tolist(), on_from.tolist(), on_to.tolist()):
         k = int(np.searchsorted(labels, core))
@@ -177,7 +181,7 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
             it[members] = period
             done.append(members)
             continue
-        res = simulate(now_s, members, flows, left, jobs, al, t, rows, p)
+        res = simulate(now_s, members, flows, left, jobs, al, t, rows, in_core)
         if res is None:
             continue
         period, anchor = res[0], res[1]

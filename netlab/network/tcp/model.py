@@ -13,9 +13,9 @@ from .cores import CoreCache
 from .goodput import effective_capacity, link_flows_offered
 from .incremental import adds_nonbinding, binding_component, clear_row_load, resolve_touched, row_loads, write_back
 from .mean_field import mean_field_counts
-from .params import (ALPHA, BUFFER_PACKETS, BUFFER_US, DRAWS, ECN_THRESHOLD_US, GOODPUT_K, HORIZON, JITTER, LEAD,
-                     MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES, REPORT_RTOL, RTO_K, RTO_MIN_S, RTT_US,
-                     SEGMENT_BYTES, STRETCH, WARMUP, TcpParams)
+from .params import (ALPHA, BUFFER_PACKETS, BUFFER_US, CORE_ALPHA, DRAWS, ECN_THRESHOLD_US, GOODPUT_K, HORIZON,
+                     JITTER, LEAD, MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES, REPORT_RTOL, RTO_K,
+                     RTO_MIN_S, RTT_US, SEGMENT_BYTES, STRETCH, WARMUP, TcpParams)
 from .rto import demand_duty, demands_tail_s, tail_s
 from .scenarios import simulate_starts
 from .solve import SolveCode, solve_component, solve_unless_exact
@@ -41,7 +41,7 @@ class TcpNetwork(NetworkModel):
                  stretch: float = STRETCH, goodput_k: float = GOODPUT_K, buffer_packets: float = BUFFER_PACKETS,
                  phase_cores: bool = PHASE_CORES, rto_k: float = RTO_K, rto_min_s: float = RTO_MIN_S,
                  segment_bytes: float = SEGMENT_BYTES, rtt_us: float = RTT_US,
-                 max_core_jobs: int = MAX_CORE_JOBS):
+                 max_core_jobs: int = MAX_CORE_JOBS, core_alpha: float | None = CORE_ALPHA):
         """Parameters: see :mod:`~netlab.network.tcp.params` (one ValueError if any is out of range)."""
         self.params = TcpParams.checked(alpha=alpha, jitter=jitter, lead=lead, horizon=horizon, warmup=warmup,
                                         max_exact_jobs=max_exact_jobs, max_events=max_events,
@@ -49,7 +49,7 @@ class TcpNetwork(NetworkModel):
                                         stretch=stretch, goodput_k=goodput_k, buffer_packets=buffer_packets,
                                         phase_cores=phase_cores, rto_k=rto_k, rto_min_s=rto_min_s,
                                         segment_bytes=segment_bytes, rtt_us=rtt_us,
-                                        max_core_jobs=max_core_jobs)
+                                        max_core_jobs=max_core_jobs, core_alpha=core_alpha)
         self._slots = SlotTable()  # every job's row: its demand, last time and phase state
         self.exact_solves = self.mean_field_solves = 0
         self.counts = mean_field_counts()  # over mean-field solves (MeanFieldCounts)
