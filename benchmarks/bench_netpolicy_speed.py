@@ -5,7 +5,8 @@ Philly topology), the default network model, run with ``--netpolicy none`` and w
 policy, alternating in one process (none, crux, none, crux, ...) so load drifts hit both alike. The measure is
 CPU time (``time.process_time``) per run; the ratio is the median policy run over the median ``none`` run.
 Each arm first runs the trace's first ``--warmup-jobs`` jobs untimed (numba compiles what that arm uses).
-Wall time and the load average are recorded beside it.
+Wall time and the load average are recorded beside it. Each trace length (``--jobs N`` or the full trace)
+is a row of its own under ``by_jobs`` (``"20000"``, ``"all"``); a run replaces its own row and keeps the others.
 
 Usage: python benchmarks/bench_netpolicy_speed.py [--repeats 2] [--policies crux] [--jobs N] [--trace-dir DIR]
 """
@@ -13,6 +14,7 @@ Usage: python benchmarks/bench_netpolicy_speed.py [--repeats 2] [--policies crux
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -83,7 +85,11 @@ def main(argv=None) -> int:
                jobs=runs[0]["jobs"], first_jobs_only=args.jobs,
                warmup_jobs=args.warmup_jobs, loadavg_start=load0, repeats=args.repeats, cpus=os.cpu_count(),
                measured=time.strftime("%Y-%m-%d %H:%M"), none_cpu_s_median=base, ratios=ratios, runs=runs)
-    write_json(args.out, out)
+    path = Path(args.out)
+    doc = json.loads(path.read_text()) if path.exists() else {}
+    rows = doc.get("by_jobs", {}) if isinstance(doc.get("by_jobs"), dict) else {}
+    rows[str(args.jobs) if args.jobs is not None else "all"] = out
+    write_json(args.out, dict(target=out["target"], by_jobs=dict(sorted(rows.items()))))
     print({p: round(v["cpu_ratio"], 3) for p, v in ratios.items()}, "wrote", args.out)
     return 0
 

@@ -98,3 +98,25 @@ def test_the_placement_scores_what_a_candidate_adds_to_utilisation_with_the_link
     a, b = Placement((1, 3), (1, 1)), Placement((4, 5), (1, 1))
     assert policy.score(job, [a, b], view) == pytest.approx([-(1.5 - 2 / 3), -1.0])
     assert policy.place(job, view).hosts in {(4, 5), (5, 4)}
+
+
+@pytest.mark.parametrize("redecide_s, kept", [(300.0, True), (0.0, False)])
+def test_within_its_period_a_job_keeps_its_weight_when_the_other_ends(redecide_s, kept):
+    # As above, m0 (job 0, 2000 iterations) gets weight 2/3 beside m1 (job 1, 10 iterations). When job 1 ends
+    # (about 10 s in, inside the 300 s period) nothing is solved again: job 0 keeps 2/3. Deciding at every change
+    # (redecide_s=0), job 0 alone overloads no link and gets the default allocation back (left out).
+    policy = NETWORK_POLICIES.create("joint", redecide_s=redecide_s)
+    seen = []
+    inner = policy.allocate
+    policy.allocate = lambda view: seen.append(inner(view)) or seen[-1]
+    jobs = [Job(0, 0.0, 2, "m0", 2000.0), Job(1, 0.0, 2, "m1", 10.0)]
+    Simulator(TOPO, jobs, "fifo", Fixed(), None, SimConfig(network="fair"), zoo=ZOO, netpolicy=policy).run()
+    assert seen[0][0].weight == pytest.approx(2 / 3) and seen[0][1].weight == pytest.approx(1.0)
+    after = seen[1]  # job 1 ended
+    assert 1 not in after
+    assert (after.get(0) is seen[0][0]) == kept and (0 in after) == kept
+
+
+def test_a_bad_period_is_refused():
+    with pytest.raises(ValueError, match="redecide_s"):
+        NETWORK_POLICIES.create("joint", redecide_s=-1.0)

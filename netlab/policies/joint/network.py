@@ -4,20 +4,34 @@ The program gives each job on a link the jobs could overload a speed ``z_j`` (a 
 Weighted max-min sharing (what every contended model and the testbed's HTB ``quantum`` do) gives backlogged
 flows rates in proportion to their weights, so a job's weight is the per-flow rate it needs *while it sends*
 to iterate at that speed: ``w_j = flow Gbit / (t_iso_j / z_j - compute_j)`` (its iteration stretched to
-``t_iso_j / z_j``, the stretch all spent communicating), scaled so the largest is 1. Jobs on no such link
-keep the default allocation. Weights, not caps: a cap would waste what a job leaves idle while it computes.
+``t_iso_j / z_j``, the stretch all spent communicating), scaled so the largest of its program (the jobs the
+binding links connect: the only ones whose weights meet) is 1. Jobs on no such link keep the default
+allocation. Weights, not caps: a cap would waste what a job leaves idle while it computes.
+
+**When** (as ``crux``): every running job is decided afresh at most once per ``redecide_s``
+(:data:`REDECIDE_S`), at the first change of the running jobs after it. In between, only the programs that hold
+a job that started are solved again (the jobs they connect get new weights); the other jobs keep theirs, and jobs
+that end change nothing for the others. Each weight that moves costs the network model a re-solve, and each
+program a linear program; at most changes a start or an end moves the others' shares by a few per cent, so the
+period bounds that churn. A program whose jobs (and their demands) are those of a program solved before is not
+solved again. ``redecide_s=0`` decides everything at every change.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...sched import NetAllocation
 from ..base import NETWORK_POLICIES, NetworkPolicy
-from .program import MIN_SPEED, job_of, solve
+from .program import MEMO_PROGRAMS, MIN_SPEED, job_of, programs, solve_program
 
 GBIT = 1e9
 #: a job's weight changes only when the program's new weight differs from it by more than this fraction
 #: (stated, not tuned: a re-solve for a few per cent of share is not worth its cost)
 WEIGHT_MARGIN = 0.05
+#: the running jobs are decided afresh at most once per this many seconds (0: at every change; stated, not tuned:
+#: crux's period, five minutes, short beside the hours a trace's multi-host jobs run)
+REDECIDE_S = 300.0
 
 
 @NETWORK_POLICIES.register("joint")
@@ -27,10 +41,12 @@ class JointNetwork(NetworkPolicy):
     name = "joint"
     traffic_only = True
 
-    def __init__(self, min_speed: float = MIN_SPEED):
+    def __init__(self, min_speed: float = MIN_SPEED, redecide_s: float = REDECIDE_S):
         if not 0 < min_speed <= 1:
             raise ValueError(f"joint: min_speed must be in (0, 1], got {min_speed!r}")
-        self.min_speed = min_speed
+        if not (isinstance(redecide_s, (int, float)) and 0 <= redecide_s < np.inf):
+            raise ValueError(f"joint: redecide_s must be a number of seconds >= 0, got {redecide_s!r}")
+        self.min_speed, self.redecide_s = min_speed, float(redecide_s)
         self.reset(None)
 
     def reset(self, rng) -> None:
@@ -38,12 +54,15 @@ class JointNetwork(NetworkPolicy):
         self.rng = rng
         self._programs: dict = {}  # the bandwidth programs solved so far (program.solve's memo)
         self._jobs: dict = {}  # job id -> (its demand, its JointJob)
+        self._weights: dict = {}  # a program's job ids -> (its JointJobs, their weights) as last solved
         self._last: tuple = ((), {})  # (the (job id, demand) pairs decided on, the decision)
+        self._decided_s = -np.inf  # when the running jobs were last decided afresh
 
     def allocate(self, view):
-        """Solved again only when the running jobs with traffic or their demands changed (a pass that starts
-        or stops one-host jobs changes neither); a job keeps its weight while the new one is within
-        :data:`WEIGHT_MARGIN` of it (each change costs the network model a re-solve)."""
+        """Asked again only when the running jobs with traffic or their demands changed (a pass that starts
+        or stops one-host jobs changes neither); what is solved then is in the module doc. A job keeps its
+        weight while the new one is within :data:`WEIGHT_MARGIN` of it (each change costs the network model a
+        re-solve)."""
         now = [(jid, js.demand) for jid, js in view.running.items()
                if js.demand is not None and js.demand.flow_bytes]
         seen, last = self._last
@@ -51,29 +70,47 @@ class JointNetwork(NetworkPolicy):
             return dict(last)
         for gone in self._jobs.keys() - {jid for jid, _ in now}:
             del self._jobs[gone]
-        jobs, demands = [], {}
+        jobs, started = [], set()
         for jid, d in now:
             hit = self._jobs.get(jid)
             if hit is None or hit[0] is not d:
                 hit = self._jobs[jid] = (d, job_of(jid, view.running[jid].gpus, d))
+                started.add(jid)
             jobs.append(hit[1])
-            demands[jid] = d
-        shares = solve(jobs, view.topology.link_capacity_gbps, self.min_speed, self._programs)
-        need = {}
-        for jj in jobs:
-            if jj.job_id not in shares.constrained:
-                continue
-            d = demands[jj.job_id]
-            send_s = max(jj.iso_iter_s / shares.speed[jj.job_id] - d.compute_s, 1e-12)
-            need[jj.job_id] = d.flow_bytes * 8 / GBIT / send_s
-        out = {}
-        if need:
-            top = max(need.values())
-            for jid, w in need.items():
-                w, old = float(w / top), last.get(jid)
-                if old is not None and abs(w - old.weight) <= WEIGHT_MARGIN * old.weight:
-                    out[jid] = old  # within the margin of its weight: unchanged
-                else:
-                    out[jid] = NetAllocation(weight=w)
+        fresh = view.now >= self._decided_s + self.redecide_s
+        if not fresh and not started:  # jobs only ended: the others keep theirs
+            out = {jid: last[jid] for jid, _ in now if jid in last}
+            self._last = (now, out)
+            return dict(out)
+        if fresh:
+            self._decided_s = view.now
+        out = {} if fresh else {jid: last[jid] for jid, _ in now if jid in last and jid not in started}
+        solved = {}
+        for prog in programs(jobs, view.topology.link_capacity_gbps):
+            members = [jobs[i] for i in prog.members]
+            if not fresh and not started.intersection(m.job_id for m in members):
+                continue  # fitted in: a program without a started job keeps its weights
+            key = tuple(m.job_id for m in members)
+            hit = self._weights.get(key)
+            if hit is None or any(a is not b for a, b in zip(hit[0], members)):
+                hit = (members, self._program_weights(prog, members))
+            solved[key] = hit
+            for jid, w in hit[1].items():
+                old = last.get(jid)
+                keep = old is not None and abs(w - old.weight) <= WEIGHT_MARGIN * old.weight
+                out[jid] = old if keep else NetAllocation(weight=w)
+        # what the next calls may reuse: this period's programs (a fresh decision starts again from its own)
+        self._weights = solved if fresh or len(self._weights) > MEMO_PROGRAMS else {**self._weights, **solved}
         self._last = (now, out)
         return dict(out)
+
+    def _program_weights(self, prog, members) -> dict[int, float]:
+        """Each member's weight from the program's speeds, the largest 1 (the module doc)."""
+        z = solve_program(prog, self.min_speed, self._programs)
+        need = {}
+        for jj, speed in zip(members, z):
+            compute_s = self._jobs[jj.job_id][0].compute_s
+            send_s = max(jj.iso_iter_s / float(speed) - compute_s, 1e-12)
+            need[jj.job_id] = self._jobs[jj.job_id][0].flow_bytes * 8 / GBIT / send_s
+        top = max(need.values())
+        return {jid: float(w / top) for jid, w in need.items()}

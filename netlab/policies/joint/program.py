@@ -71,58 +71,78 @@ def job_of(job_id: int, gpus: int, demand) -> JointJob | None:
     return JointJob(job_id, gpus * float(demand.compute_s), iso, np.asarray(demand.links, dtype=np.int64), gbit)
 
 
-def solve(jobs: list[JointJob], capacity_gbps: np.ndarray, min_speed: float = MIN_SPEED,
-          memo: dict | None = None) -> Shares:
-    """Maximise ``sum_j G_j z_j`` over the links' capacities (see the module doc). Jobs that share no binding
-    link are separate programs (the optimum of the whole is theirs side by side); ``memo`` (a dict the caller
-    keeps across calls) answers a program met before without solving it again."""
+@dataclass(frozen=True)
+class Program:
+    """One separate program: the jobs (indices into the caller's list, ascending) that binding links connect, the
+    rows of those links (``a[e, j]`` over its jobs), and each job's ``G_j``."""
+
+    members: np.ndarray
+    a: np.ndarray
+    util: np.ndarray
+
+
+def programs(jobs: list[JointJob], capacity_gbps: np.ndarray) -> list[Program]:
+    """The separate programs of ``jobs``: only links the jobs could overload (``sum_j a_je > 1``) bind, and jobs
+    that share no binding link are apart (the optimum of the whole is theirs side by side); a job on no binding
+    link is in none (it keeps ``z = 1``). Programs in the order of their first job."""
     if not jobs:
-        return Shares({}, 0.0)
+        return []
     cap = np.asarray(capacity_gbps, dtype=float)
     n = len(jobs)
     links = np.concatenate([j.links for j in jobs])
-    link_ids = np.unique(links)
+    link_ids, at = np.unique(links, return_inverse=True)
+    col = np.repeat(np.arange(n), [len(j.links) for j in jobs])
     a = np.zeros((len(link_ids), n))  # a[e, j] = M_je / (t_iso_j B_e)
-    np.add.at(a, (np.searchsorted(link_ids, links), np.repeat(np.arange(n), [len(j.links) for j in jobs])),
-              np.concatenate([j.gbit / j.iso_iter_s for j in jobs]) / cap[links])
-    util = np.array([j.util_alone for j in jobs])
-    z = np.ones(n)
+    np.add.at(a, (at, col), np.concatenate([j.gbit / j.iso_iter_s for j in jobs]) / cap[links])
     binding = a.sum(axis=1) > 1 + 1e-9
-    idx = np.zeros(0, dtype=np.int64)
-    if binding.any():
-        a = a[binding]
-        idx = np.flatnonzero((a > 0).any(axis=0))  # jobs on a binding link; the others keep full speed
-        for part in _components(a[:, idx]):  # jobs sharing no binding link: separate programs
-            sub = idx[part]
-            rows = (a[:, sub] > 0).any(axis=1)
-            z[sub] = _solve_lp(util[sub], a[np.ix_(rows, sub)], min_speed, memo)
+    if not binding.any():
+        return []
+    a = a[binding]
+    idx = np.flatnonzero((a > 0).any(axis=0))  # jobs on a binding link
+    util = np.array([jobs[i].util_alone for i in idx])
+    out = []
+    for part in _components(a[:, idx]):
+        rows = (a[:, idx[part]] > 0).any(axis=1)
+        out.append(Program(idx[part], a[np.ix_(rows, idx[part])], util[part]))
+    return out
+
+
+def solve(jobs: list[JointJob], capacity_gbps: np.ndarray, min_speed: float = MIN_SPEED,
+          memo: dict | None = None) -> Shares:
+    """Maximise ``sum_j G_j z_j`` over the links' capacities (see the module doc), each of the separate
+    :func:`programs` on its own; ``memo`` (a dict the caller keeps across calls) answers a program met before
+    without solving it again."""
+    if not jobs:
+        return Shares({}, 0.0)
+    z = np.ones(len(jobs))
+    constrained = []
+    for prog in programs(jobs, capacity_gbps):
+        z[prog.members] = solve_program(prog, min_speed, memo)
+        constrained += prog.members.tolist()
+    util = np.array([j.util_alone for j in jobs])
     return Shares({j.job_id: float(v) for j, v in zip(jobs, z)}, float(util @ z),
-                  frozenset(jobs[i].job_id for i in idx))
+                  frozenset(jobs[i].job_id for i in constrained))
+
+
+def solve_program(prog: Program, min_speed: float = MIN_SPEED, memo: dict | None = None) -> np.ndarray:
+    """One program's speeds, its members' order."""
+    return _solve_lp(prog.util, prog.a, min_speed, memo)
 
 
 def _components(a: np.ndarray) -> list[np.ndarray]:
     """The jobs (columns of ``a``) grouped by the binding links (rows) that connect them: each group's jobs in
-    ascending order, the groups in the order of their first job (a union-find over the links' jobs)."""
-    parent = list(range(a.shape[1]))
+    ascending order, the groups in the order of their first job (connected components of the links-jobs graph)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    def root(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for row in a > 0:
-        on = np.flatnonzero(row).tolist()
-        first = root(on[0])
-        for j in on[1:]:
-            r = root(j)
-            if r != first:
-                parent[max(r, first)] = min(r, first)
-                first = min(r, first)
-    groups: dict[int, list[int]] = {}
-    for j in range(a.shape[1]):
-        groups.setdefault(root(j), []).append(j)
-    return [np.array(g, dtype=np.int64) for g in groups.values()]
+    m, n = a.shape
+    e, j = np.nonzero(a > 0)
+    graph = coo_matrix((np.ones(len(e)), (j, n + e)), shape=(n + m, n + m))  # jobs first: labels by first job
+    _, label = connected_components(graph, directed=False)
+    label = label[:n]
+    order = np.argsort(label, kind="stable")
+    cuts = np.flatnonzero(np.diff(label[order])) + 1
+    return np.split(order, cuts)
 
 
 def _solve_lp(util: np.ndarray, a: np.ndarray, min_speed: float, memo: dict | None = None) -> np.ndarray:
