@@ -120,3 +120,21 @@ def test_within_its_period_a_job_keeps_its_weight_when_the_other_ends(redecide_s
 def test_a_bad_period_is_refused():
     with pytest.raises(ValueError, match="redecide_s"):
         NETWORK_POLICIES.create("joint", redecide_s=-1.0)
+
+
+def test_the_one_link_program_matches_the_lp_solver():
+    # One binding link is solved by the greedy (a fractional knapsack); HiGHS on the same programs must agree on
+    # the objective (the optimum; speeds may differ only where ties leave a choice).
+    from scipy.optimize import linprog
+
+    from netlab.policies.joint.program import _one_link
+
+    rng = np.random.default_rng(7)
+    for n in (2, 3, 5, 12, 40):
+        util, a = rng.uniform(0.1, 5.0, n), rng.uniform(0.05, 1.0, n)
+        a *= rng.uniform(1.1, 3.0) / a.sum()  # overloaded: sum a in (1.1, 3)
+        floor = min(0.05, 1.0 / a.sum())
+        z = _one_link(util, a, floor)
+        ref = linprog(-util, A_ub=a[None, :], b_ub=[1.0], bounds=[(floor, 1.0)] * n, method="highs")
+        assert a @ z <= 1 + 1e-9 and z.min() >= floor - 1e-12 and z.max() <= 1 + 1e-12
+        assert util @ z == pytest.approx(-ref.fun, rel=1e-9)

@@ -131,15 +131,17 @@ def solve_program(prog: Program, min_speed: float = MIN_SPEED, memo: dict | None
 
 def _components(a: np.ndarray) -> list[np.ndarray]:
     """The jobs (columns of ``a``) grouped by the binding links (rows) that connect them: each group's jobs in
-    ascending order, the groups in the order of their first job (connected components of the links-jobs graph)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    m, n = a.shape
-    e, j = np.nonzero(a > 0)
-    graph = coo_matrix((np.ones(len(e)), (j, n + e)), shape=(n + m, n + m))  # jobs first: labels by first job
-    _, label = connected_components(graph, directed=False)
-    label = label[:n]
+    ascending order, the groups in the order of their first job. Each job takes the least label of the jobs it
+    shares a link with until nothing changes (as many rounds as the widest group's chain of links)."""
+    on = (a > 0).astype(np.float64)
+    adj = (on.T @ on) > 0  # jobs sharing a binding link (and each job itself)
+    n = adj.shape[0]
+    label = np.arange(n)
+    while True:
+        new = np.where(adj, label[None, :], n).min(axis=1)
+        if np.array_equal(new, label):
+            break
+        label = new
     order = np.argsort(label, kind="stable")
     cuts = np.flatnonzero(np.diff(label[order])) + 1
     return np.split(order, cuts)
@@ -157,12 +159,36 @@ def _solve_lp(util: np.ndarray, a: np.ndarray, min_speed: float, memo: dict | No
         if hit is not None:
             return hit
     floor = min(min_speed, 1.0 / float(a.sum(axis=1).max()))
+    if len(a) == 1:  # one binding link (most programs): the greedy below is exact, without a solver's set-up
+        out = _one_link(util, a[0], floor)
+        if memo is not None:
+            _remember(memo, key, out)
+        return out
     res = linprog(-util, A_ub=a, b_ub=np.ones(len(a)), bounds=[(floor, 1.0)] * len(util), method="highs")
     if res.status != 0:  # cannot happen (z = floor is feasible); say so rather than guess
         raise RuntimeError(f"joint: the bandwidth program failed: {res.message}")
     out = np.clip(res.x, floor, 1.0)
     if memo is not None:
-        if len(memo) >= MEMO_PROGRAMS:  # bounded: a run's programs repeat while few jobs start or end
-            memo.clear()
-        memo[key] = out
+        _remember(memo, key, out)
     return out
+
+
+def _remember(memo: dict, key, out: np.ndarray) -> None:
+    if len(memo) >= MEMO_PROGRAMS:  # bounded: a run's programs repeat while few jobs start or end
+        memo.clear()
+    memo[key] = out
+
+
+def _one_link(util: np.ndarray, a: np.ndarray, floor: float) -> np.ndarray:
+    """The program on one link (``a > 0`` for every job): a fractional knapsack. Every job at the floor, then
+    what the link has left to the jobs in the order of ``util / a`` (the most GPU work per unit of link first;
+    ties to the lower index), each up to full speed: exact for one constraint with box bounds."""
+    z = np.full(len(util), floor)
+    left = 1.0 - floor * float(a.sum())
+    for j in np.argsort(-(util / a), kind="stable"):
+        if left <= 0:
+            break
+        step = min(1.0 - floor, left / a[j])
+        z[j] += step
+        left -= step * a[j]
+    return z
