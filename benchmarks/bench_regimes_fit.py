@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import sys
 import time
 from pathlib import Path
@@ -45,7 +46,7 @@ import pandas as pd
 
 from netlab.network.regimes import regimes
 from netlab.network.tcp.params import TcpParams
-from netlab.network.tcp.rto import tail_s
+from netlab.network.tcp.rto import offered_and_active, solved_share, tail_s
 from netlab.sim.metrics import write_json
 from netlab.validate.compare import compare_jobs, error_summary
 from netlab.validate.families import FAMILIES, family_seeds, generate
@@ -98,19 +99,75 @@ def calibration_scenarios(store: RunStore, transport: str, per_family: int) -> l
     return out
 
 
-def unit_tails(sc, buffer_packets: float) -> dict[int, float]:
-    """Per job of ``sc``: the expected timeout seconds per iteration at ``rto_k`` 1 (:mod:`netlab.network.tcp.rto`)."""
+def solved_shares(sc, network: str) -> list[float]:
+    """Each job's communicating share of its iteration as ``network`` (a registered model, its defaults without a
+    tail) solves ``sc``: the shares the timeout tail counts flows with (:func:`netlab.network.tcp.rto.solved_share`).
+    The fit's grid adds the tail after its solves, so it takes the shares from the regime's model as registered,
+    not from each grid point's solve (the model itself uses its own: ``referee.json`` scores that)."""
+    from netlab.network.model import NETWORKS
+
     ds = [demand(sc, j) for j in sc.jobs]
-    t = tail_s(ds, sc.topology.link_capacity_gbps, TcpParams.checked(rto_k=1.0, buffer_packets=buffer_packets))
+    sol = NETWORKS.create(network, rto_k=0.0, stretch=0.0).solve(ds, sc.topology.link_capacity_gbps)
+    return [solved_share(sol.iter_s[d.job_id], sol.comm_s[d.job_id]) for d in ds]
+
+
+def unit_tails(sc, buffer_packets: float, shares: list[float] | None = None) -> dict[int, float]:
+    """Per job of ``sc``: the expected timeout seconds per iteration at ``rto_k`` 1 (:mod:`netlab.network.tcp.rto`),
+    flows counted at ``shares`` of their iterations (:func:`solved_shares`; None: their duty cycles alone)."""
+    ds = [demand(sc, j) for j in sc.jobs]
+    t = tail_s(ds, sc.topology.link_capacity_gbps, TcpParams.checked(rto_k=1.0, buffer_packets=buffer_packets),
+               shares)
     return {d.job_id: x for d, x in zip(ds, t)}
 
 
-def timeout_scale(scenarios: list[tuple], buffer_packets: float) -> dict:
+def per_job_candidates(scenarios: list[tuple], buffer_packets: float, shares: dict) -> dict | None:
+    """Which per-job figure the referee's timeouts follow: over contended jobs with per-job counters, the Spearman
+    correlation of each candidate with the measured timeouts per iteration run. Candidates: the timeout rate with
+    flows counted at their duty cycles alone and as solved (:mod:`netlab.network.tcp.rto`), the flows sending at
+    once on the job's busiest binding link both ways, its rank count (a ring waits for its worst flow), its ring
+    step's bytes, its flows' packets per iteration and the solve's slowdown."""
+    from scipy.stats import spearmanr
+
+    from netlab.validate.compare import contended_jobs
+    from netlab.validate.runs import record_job_loss
+
+    rows = []
+    for sc, rec in scenarios:
+        loss = record_job_loss(rec)
+        if loss is None:
+            continue
+        cont = contended_jobs(sc)
+        ds = [demand(sc, j) for j in sc.jobs]
+        cap = sc.topology.link_capacity_gbps
+        alone, solved = unit_tails(sc, buffer_packets), unit_tails(sc, buffer_packets, shares[sc.name])
+        offered, act_alone = offered_and_active(ds, len(cap))
+        _, act_solved = offered_and_active(ds, len(cap), shares[sc.name])
+        binding = offered > cap * (1 + 1e-9)
+        for j, d, share in zip(sc.jobs, ds, shares[sc.name]):
+            if not cont[j.job_id]:
+                continue
+            lk = d.links[binding[d.links]]
+            rows.append(dict(measured=loss[j.job_id]["rtos"] / rec["iterations_run"][str(j.job_id)],
+                             timeout_rate_duty_alone=alone[j.job_id], timeout_rate_as_solved=solved[j.job_id],
+                             flows_at_once_duty_alone=float(act_alone[lk].max()) if len(lk) else 0.0,
+                             flows_at_once_as_solved=float(act_solved[lk].max()) if len(lk) else 0.0,
+                             ranks=j.ranks, ring_step_bytes=j.chunk_bytes, packets_per_flow=d.flow_bytes / 1500.0,
+                             share_as_solved=share))
+    if not rows:
+        return None
+    df = pd.DataFrame(rows)
+    return dict(contended_jobs=len(df), with_timeouts=int((df.measured > 0).sum()),
+                spearman_with_timeouts_per_iteration={c: float(spearmanr(df[c], df.measured).statistic)
+                                                      for c in df.columns if c != "measured"})
+
+
+def timeout_scale(scenarios: list[tuple], buffer_packets: float, shares: dict) -> dict:
     """``rto_k`` from the referee's timeout counts: measured / predicted at ``rto_k`` 1 (each job's expected
-    timeouts per iteration x its iterations run), summed over the calibration scenarios; and per scenario both."""
+    timeouts per iteration x its iterations run, flows at their ``shares`` as solved: scenario name -> list),
+    summed over the calibration scenarios; and per scenario both."""
     per, measured, predicted, jobs = [], 0, 0.0, []
     for sc, rec in scenarios:
-        t = unit_tails(sc, buffer_packets)
+        t = unit_tails(sc, buffer_packets, shares[sc.name])
         by_job = {j: t[j] / TcpParams().rto_min_s * rec["iterations_run"][str(j)] for j in t}
         pred = sum(by_job.values())
         for j, x in by_job.items() if "job_loss" in rec else ():
@@ -128,6 +185,7 @@ def timeout_scale(scenarios: list[tuple], buffer_packets: float) -> dict:
                        jobs_with_timeouts=int((pj.measured > 0).sum()))
     return dict(rto_k=measured / predicted if predicted > 0 else 0.0, measured=measured, predicted_at_k1=predicted,
                 per_scenario=per, per_job=per_job,
+                per_job_candidates=per_job_candidates(scenarios, buffer_packets, shares),
                 rule="sum of measured timeouts / sum of predicted at rto_k 1 (Poisson maximum likelihood)")
 
 
@@ -211,12 +269,17 @@ def main(argv=None) -> int:
     ap.add_argument("--runs-dir", default=str(RESULTS / "referee_runs"))
     ap.add_argument("--per-family", type=int, default=20, help="calibration seeds per family looked for")
     ap.add_argument("--out", default=str(RESULTS / "regimes_fit.json"))
+    ap.add_argument("--regimes", nargs="*", help="fit only these regimes; the others' entries are kept from --out")
     args = ap.parse_args(argv)
     t0 = time.time()
     store = RunStore(args.runs_dir)
     grid = [dict(alpha=a, lead=ld) for a, ld in itertools.product(ALPHAS, LEADS)]
     out = {}
+    if args.regimes and Path(args.out).exists():  # the regimes not fitted now keep their last fit
+        out = {k: v for k, v in json.loads(Path(args.out).read_text())["regimes"].items() if k not in args.regimes}
     for r in regimes():
+        if args.regimes and r.name not in args.regimes:
+            continue
         scenarios = calibration_scenarios(store, r.referee, args.per_family)
         if not scenarios:
             out[r.name] = dict(skipped=f"no calibration-half run of referee transport {r.referee} in {args.runs_dir}")
@@ -224,8 +287,10 @@ def main(argv=None) -> int:
         mine = [g for g in grid if all(g[k] == v for k, v in FIXED.get(r.referee, {}).items())]
         rto, tails = None, None
         if r.referee in RTO_TRANSPORTS:  # the timeout tail, its scale from the referee's timeout counts
-            rto = timeout_scale(scenarios, RTO_TRANSPORTS[r.referee])
-            tails = {sc.name: {j: rto["rto_k"] * x for j, x in unit_tails(sc, RTO_TRANSPORTS[r.referee]).items()}
+            shares = {sc.name: solved_shares(sc, r.network) for sc, _ in scenarios}
+            rto = timeout_scale(scenarios, RTO_TRANSPORTS[r.referee], shares)
+            tails = {sc.name: {j: rto["rto_k"] * x for j, x in unit_tails(sc, RTO_TRANSPORTS[r.referee],
+                                                                           shares[sc.name]).items()}
                      for sc, _ in scenarios}
             print(f"{r.name}: rto_k {rto['rto_k']:.4g} ({rto['measured']} timeouts measured, "
                   f"{rto['predicted_at_k1']:.1f} predicted at 1); per job {rto['per_job']}", flush=True)
@@ -274,7 +339,7 @@ def main(argv=None) -> int:
                   f"goodput_k={x.get('goodput_k', 0):g}: {x['median_ape']:.3f}/"
                   f"{x['p90_ape']:.3f}/{x['max_ape']:.3f} heavy {x['heavy_median_signed']} obj {x['objective']:.2f}",
                   flush=True)
-    chosen = {r: v["chosen"] for r, v in out.items() if "chosen" in v}
+    chosen = {r: v["chosen"] for r, v in out.items() if "chosen" in v and (not args.regimes or r in args.regimes)}
     checks = {}
     if "reno-shallow" in chosen:  # the testbed's byte-limited queue (10 frames) drops as shallow switch ports do
         checks["reno-shallow_vs_testbed_byte_queue"] = testbed_check(

@@ -15,6 +15,7 @@ sending at once, at least 1), p = 8 / (3 w^2), Q = 3 / w (:func:`tail_s`), after
 import numpy as np
 import pytest
 
+from incremental_helpers import joined
 from netlab.network import NETWORKS, CommDemand
 from netlab.network.regimes import regimes
 
@@ -40,7 +41,7 @@ def stretched(alone_s: float, shared_s: float, stretch: float) -> float:
 
 def tail_s(net, flow_bytes: float, active: float) -> float:
     """The timeout tail per iteration of a job moving ``flow_bytes`` on the binding link with ``active`` flows
-    sending at once (each flow counted with its job's share of its iteration alone spent sending; module doc)."""
+    sending at once (each flow counted with its job's share of its iteration as solved spent sending; module doc)."""
     p = net.params
     w = (CAP_GBPS * 1e9 * p.rtt_us * 1e-6 / (8 * p.segment_bytes) + p.buffer_packets) / max(active, 1.0)
     return p.rto_k * p.rto_min_s * flow_bytes / p.segment_bytes * min(1.0, 8 / (3 * w * w)) * min(1.0, 3 / w)
@@ -59,10 +60,11 @@ def net(request):
 def test_in_step_equal_jobs_halve_the_link_while_both_communicate(net):
     # Both compute 3a, then send together: equal bytes, equal weights whatever alpha, and (same fraction sent at
     # every instant) whatever lead: each gets half the link, both finish at 2a. Without jitter nothing breaks the
-    # symmetry, so they stay in step: every period is 3a + 2a f. Each sends a quarter of its iteration alone: half a
-    # flow sending at once, counted as one, for the tail.
+    # symmetry, so they stay in step: every period is 3a + 2a f. Each sends 2a f of it: 2 x 2f / (3 + 2f) flows
+    # sending at once, under one (f < 1.5), counted as one, for the tail.
     sol = net.solve([job(1, 3 * A_S), job(2, 3 * A_S)], CAP)
-    want = stretched(4 * A_S, 3 * A_S + 2 * A_S * slower(net), net.params.stretch) + tail_s(net, BYTES, 0.5)
+    f = slower(net)
+    want = stretched(4 * A_S, 3 * A_S + 2 * A_S * f, net.params.stretch) + tail_s(net, BYTES, 4 * f / (3 + 2 * f))
     assert sol.iter_s[1] == pytest.approx(want, rel=1e-3)
     assert sol.iter_s[2] == pytest.approx(want, rel=1e-3)
 
@@ -71,9 +73,10 @@ def test_jobs_shifted_half_a_period_never_meet(net):
     # Period alone 4a, communication a (its last quarter). Job 2 starts half a period (2a) later: job 1 sends in
     # [3a, 4a] + 4a k, job 2 in [5a, 6a] + 4a k. The windows never overlap: both run as alone but for the
     # goodput term, a f instead of a (a margin of a(f - 1) < a / 2 keeps them apart), and that delay is stretched.
-    # The tail is per binding link too, as for the in-step pair.
+    # The tail is per binding link too, as for the in-step pair (each sends a f of 3a + a f: under one flow at once).
     sol = net.solve([job(1, 3 * A_S, phase=0.0), job(2, 3 * A_S, phase=0.5)], CAP)
-    want = stretched(4 * A_S, 3 * A_S + A_S * slower(net), net.params.stretch) + tail_s(net, BYTES, 0.5)
+    f = slower(net)
+    want = stretched(4 * A_S, 3 * A_S + A_S * f, net.params.stretch) + tail_s(net, BYTES, 2 * f / (3 + f))
     assert sol.iter_s[1] == pytest.approx(want, rel=1e-3)
     assert sol.iter_s[2] == pytest.approx(want, rel=1e-3)
 
@@ -133,19 +136,13 @@ def test_a_shallow_binding_link_delivers_less_in_the_batch_the_incremental_and_t
     # link binds). goodput_k 2, buffer 100 packets: the link delivers 10 / (1 + 2 x 4 / 100) = 10 / 1.08 Gbit/s,
     # a quarter each, so each gigabit takes 4 x 1.08 a = 4.32a (4a without the term). The mean field (forced by
     # max_exact_jobs 1), the incremental solve and the scenario run read the same capacity.
-    from netlab.network.links import LinkState
-
     kw = dict(jitter=0.0, alpha=0.0, lead=0.0, goodput_k=2.0, buffer_packets=100.0)
     four = [job(i, 0.0) for i in range(1, 5)]
     for exact in (8, 1):
         sol = NETWORKS.create("tcp", max_exact_jobs=exact, **kw).solve(four, CAP)
         assert [sol.iter_s[i] for i in range(1, 5)] == pytest.approx([4.32 * A_S] * 4, rel=1e-6)
     net = NETWORKS.create("tcp", **kw)
-    links = LinkState(CAP.copy())
-    net.attach(links)
-    for d in four:
-        links.jobs[[0]] += 1
-        net.join(d.job_id, d, 0.0)
+    links = joined(net, CAP, four)
     moved = net.resolve(0.0)
     assert sorted(moved.job_id) == [1, 2, 3, 4] and moved.iter_s == pytest.approx([4.32 * A_S] * 4, rel=1e-6)
     links.jobs[[0]] -= 2  # two leave: 2 flows, 10 / 1.04 Gbit/s in halves, 2 x 1.04 a

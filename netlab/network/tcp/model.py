@@ -16,7 +16,7 @@ from .mean_field import mean_field_counts
 from .params import (ALPHA, BUFFER_PACKETS, BUFFER_US, CORE_ALPHA, DRAWS, ECN_THRESHOLD_US, GOODPUT_K, HORIZON,
                      JITTER, LEAD, MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES, REPORT_RTOL, RTO_K,
                      RTO_MIN_S, RTT_US, SEGMENT_BYTES, STRETCH, WARMUP, TcpParams)
-from .rto import demand_duty, demands_tail_s, tail_s
+from .rto import demand_duty, demands_tail_s, solved_share, tail_s
 from .scenarios import simulate_starts
 from .solve import SolveCode, solve_component, solve_unless_exact
 
@@ -103,7 +103,9 @@ class TcpNetwork(NetworkModel):
                                      self.params.buffer_packets)
         out = self.solve_rows(now_s, rows, e, cap, jobs_of(demands))
         ids = [d.job_id for d in demands]
-        tails = tail_s(demands, capacity_gbps, self.params) if self.params.rto_k > 0.0 else None  # rto.py
+        tails = None
+        if self.params.rto_k > 0.0:  # rto.py, each job at its share of the iteration as solved
+            tails = tail_s(demands, capacity_gbps, self.params, list(map(solved_share, out.iter_s, out.comm_s)))
         it, comm = self._stretched(demands, out.iter_s.tolist(), out.comm_s.tolist(), tails)
         return NetSolution(dict(zip(ids, it)), dict(zip(ids, comm)), links, out.load_gbps, out.overload_gbps,
                            queue_frac=out.queue_frac)
@@ -147,7 +149,8 @@ class TcpNetwork(NetworkModel):
         self._demands: dict[int, CommDemand] = {}
         self._offered = np.zeros(n)  # per link: every job on it at its isolated rate at once
         self._flows = np.zeros(n)  # per link: flows on it (the goodput term's count)
-        self._active = np.zeros(n)  # per link: flows on it x their jobs' duty cycles alone (rto.py)
+        self._active = np.zeros(n)  # per link: flows on it x their jobs' shares of the iteration (rto.py) ...
+        self._share: dict[int, float] = {}  # ... each job's: alone until solved, then as last solved
         self._touched = np.zeros(n, dtype=bool)  # links whose jobs changed since the last solve
         self._new: set[int] = set()  # jobs waiting for their first time
         self.pending = False
@@ -160,7 +163,8 @@ class TcpNetwork(NetworkModel):
         alone = adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, rate)
         self._offered[demand.links] += demand.weights * rate
         self._flows[demand.links] += demand.weights
-        self._active[demand.links] += demand.weights * demand_duty(demand)
+        self._share[job_id] = demand_duty(demand)
+        self._active[demand.links] += demand.weights * self._share[job_id]
         if alone:  # it binds no link: it runs at its isolated rate and nobody else changes
             t = self._slots.rows
             t.rate_gbps[row], t.iter_s[row] = rate, demand.iter_s(rate)
@@ -176,7 +180,7 @@ class TcpNetwork(NetworkModel):
         bound = not adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, 0.0)
         self._offered[demand.links] -= demand.weights * demand.alone_rate_gbps
         self._flows[demand.links] -= demand.weights
-        self._active[demand.links] -= demand.weights * demand_duty(demand)
+        self._active[demand.links] -= demand.weights * self._share.pop(job_id)
         links.write()
         clear_row_load(self._slots.row(job_id), tuple(self._slots.rows), tuple(links.arrays()))
         self._slots.remove(job_id)
@@ -193,10 +197,8 @@ class TcpNetwork(NetworkModel):
             _same_paths(demand, allocation, job_id)
             if _treatment(allocation) != _treatment(demand.allocation):
                 self._offered[demand.links] -= demand.weights * demand.alone_rate_gbps
-                self._active[demand.links] -= demand.weights * demand_duty(demand)
                 demand.allocation = allocation
                 self._offered[demand.links] += demand.weights * demand.alone_rate_gbps
-                self._active[demand.links] += demand.weights * demand_duty(demand)
                 self._slots.rewrite(job_id, demand)
                 self._await_resolve(demand)
             demand.allocation = allocation
@@ -238,8 +240,13 @@ class TcpNetwork(NetworkModel):
         self._touched[:] = False
         ids = ids.tolist()
         moved = [self._demands[j] for j in ids]
-        tails = (demands_tail_s(moved, self._links.capacity_gbps, self._offered, self._active, p)
-                 if p.rto_k > 0.0 else None)  # rto.py, on the links as they are now
+        tails = None
+        if p.rto_k > 0.0:  # rto.py: the moved jobs' shares as now solved, then every tail on the links as they are
+            for d, t_s, c_s in zip(moved, it.tolist(), comm.tolist()):
+                share = solved_share(t_s, c_s)
+                self._active[d.links] += d.weights * (share - self._share[d.job_id])
+                self._share[d.job_id] = share
+            tails = demands_tail_s(moved, self._links.capacity_gbps, self._offered, self._active, p)
         it, comm = self._stretched(moved, it.tolist(), comm.tolist(), tails)
         if not isinstance(phase_blind, bool):
             by_id = dict(zip(t.job_id[comp.rows].tolist(), blind.tolist()))

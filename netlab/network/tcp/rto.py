@@ -13,8 +13,15 @@ time per iteration, from the standard Reno analysis:
 * a binding link (every job on it at its isolated rate at once would exceed
   its capacity: the only links where a queue builds, as in :mod:`~.goodput`)
   of ``B = buffer_packets`` packets is shared by ``a`` flows sending at once:
-  each flow of a job on it counts with the job's duty cycle alone (its
-  all-reduce's share of its iteration), and at least one flow counts;
+  each flow of a job on it counts with its job's communicating share of the
+  iteration *as solved* (communication / iteration time of the solve's
+  answer, before the tail; at least one flow counts). Contention lengthens
+  every job's all-reduce, so the flows of a contended link overlap more than
+  their duty cycles alone say: on the referee's shallow-Reno calibration half
+  the timeouts per iteration of contended jobs go with this count's timeout
+  rate (Spearman 0.52) far better than with the duty cycles alone (0.37), the
+  job's rank count (0.11) or its ring step's bytes (0.23)
+  (``benchmarks/results/regimes_fit.json``, ``timeout_scale.per_job``);
 * each holds a window of ``w = (BDP + B) / a`` packets: its share of what
   the path holds, the link's bandwidth-delay product (its capacity x
   ``rtt_us``, in ``segment_bytes`` packets; under one packet at the referee's
@@ -32,8 +39,9 @@ so a job sending ``packets`` per flow and iteration expects, per iteration,
     tail_s   = timeouts x rto_min_s
 
 added to its iteration (and its communication) after the solve, by the model
-(:meth:`~.model.TcpNetwork.solve`, its incremental ``resolve``) and by
-:func:`~.scenarios.simulate_starts` alike, so the mean field's and the
+(:meth:`~.model.TcpNetwork.solve`, its incremental ``resolve``: each job's
+share as last solved) and by :func:`~.scenarios.simulate_starts` (its mean
+simulated period less its exposed compute), so the mean field's and the
 fluid's answers carry the same tail. ``rto_k`` (0 for deep-buffer ``tcp``:
 no term at all, the same answers) scales the theory to the timeouts a
 referee counts: the formula assumes every flow sends all the time in
@@ -60,19 +68,26 @@ def link_timeouts_per_packet(capacity_gbps: np.ndarray, active_flows: np.ndarray
 
 
 def demand_duty(d) -> float:
-    """The share of its iteration alone a :class:`~netlab.network.model.CommDemand`'s flows send."""
+    """The share of its iteration alone a :class:`~netlab.network.model.CommDemand`'s flows send (a job's share
+    before it has been solved)."""
     rate = d.alone_rate_gbps
     it = d.iter_s(rate)
     return d.net_s(rate) / it if it > 0 else 0.0
 
 
-def offered_and_active(demands, n_links: int) -> tuple[np.ndarray, np.ndarray]:
+def solved_share(iter_s: float, comm_s: float) -> float:
+    """A job's communicating share of its iteration as solved: ``comm_s / iter_s`` (0 for no iteration)."""
+    return min(max(comm_s / iter_s, 0.0), 1.0) if iter_s > 0 else 0.0
+
+
+def offered_and_active(demands, n_links: int, shares=None) -> tuple[np.ndarray, np.ndarray]:
     """Per link of ``n_links``: what its jobs offer at their isolated rates at once, and its flows sending at once
-    (each weighted by its job's :func:`demand_duty`)."""
+    (each weighted by its job's share of the iteration: ``shares[n]`` for the ``n``-th demand, as solved by
+    :func:`solved_share`; without ``shares``, :func:`demand_duty`)."""
     offered, active = np.zeros(n_links), np.zeros(n_links)
-    for d in demands:
+    for n, d in enumerate(demands):
         np.add.at(offered, d.links, d.weights * d.alone_rate_gbps)
-        np.add.at(active, d.links, d.weights * demand_duty(d))
+        np.add.at(active, d.links, d.weights * (demand_duty(d) if shares is None else shares[n]))
     return offered, active
 
 
@@ -86,6 +101,7 @@ def demands_tail_s(demands, capacity_gbps: np.ndarray, offered_gbps: np.ndarray,
             for d in demands]
 
 
-def tail_s(demands, capacity_gbps: np.ndarray, p) -> list[float]:
-    """Per demand, the expected timeout seconds per iteration when ``demands`` are all the jobs on the links."""
-    return demands_tail_s(demands, capacity_gbps, *offered_and_active(demands, len(capacity_gbps)), p)
+def tail_s(demands, capacity_gbps: np.ndarray, p, shares=None) -> list[float]:
+    """Per demand, the expected timeout seconds per iteration when ``demands`` are all the jobs on the links,
+    each sending ``shares[n]`` of its iteration as solved (:func:`offered_and_active`)."""
+    return demands_tail_s(demands, capacity_gbps, *offered_and_active(demands, len(capacity_gbps), shares), p)

@@ -10,7 +10,7 @@ from .components import share_weights
 from .fluid import (NOISE, WAIT, FluidJobs, FluidLinks, FluidRun, FluidState, Starts, lead_per_job, link_stats,
                     simulate)
 from .goodput import effective_capacity, link_flows_offered
-from .rto import tail_s
+from .rto import demand_duty, solved_share, tail_s
 
 
 def simulate_starts(model, demands, capacity_gbps, start_s: dict, iterations: dict, draw: int = 0) -> dict:
@@ -48,8 +48,18 @@ def simulate_starts(model, demands, capacity_gbps, start_s: dict, iterations: di
     run = FluidRun(p.jitter, lead_per_job(p.lead, jobs.own_queue), NOISE, -1, most, max(p.max_events, 40 * n * most))
     simulate(fjobs, state, fluid_links, run, starts, link_stats(len(links)))
     out = {d.job_id: starts.time_s[i, :min(starts.count[i], most + 1)].copy() for i, d in enumerate(demands)}
-    tails = tail_s(demands, capacity_gbps, p) if p.rto_k > 0.0 else None
+    tails = tail_s(demands, capacity_gbps, p, [_simulated_share(out[d.job_id], d) for d in demands]) \
+        if p.rto_k > 0.0 else None
     return stretch_starts(out, demands, p.stretch, tails)
+
+
+def _simulated_share(starts: np.ndarray, d) -> float:
+    """A job's communicating share of its iteration in the fluid run: its mean period less its exposed compute,
+    over its period (:func:`~.rto.solved_share`); its share alone if it has no whole iteration."""
+    if len(starts) < 2:
+        return demand_duty(d)
+    period = float(np.mean(np.diff(starts)))
+    return solved_share(period, period - (1.0 - d.overlap) * d.compute_s)
 
 
 def stretch_starts(starts: dict, demands, stretch: float, tails: list | None = None) -> dict:
