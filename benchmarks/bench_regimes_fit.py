@@ -46,6 +46,7 @@ import pandas as pd
 
 from netlab.network.regimes import regimes
 from netlab.network.tcp.params import TcpParams
+from netlab.network.tcp.ratecut import cut_s
 from netlab.network.tcp.rto import offered_and_active, solved_share, tail_s
 from netlab.sim.metrics import write_json
 from netlab.validate.compare import compare_jobs, error_summary
@@ -77,6 +78,10 @@ BUFFER_PACKETS = {"reno-shallow": 100.0, "dctcp": 20.0, "dcqcn": 20.0}
 #: referee transports whose queues drop (shallow drop-tail): the timeout tail's scale is set from their calibration
 #: runs' timeout counts, with the buffer their flows share (:mod:`netlab.network.tcp.rto`)
 RTO_TRANSPORTS = {"reno-shallow": 100.0}
+#: third stage, at the chosen point, for transports that cut windows on ECN marks: the rate-cut term
+#: (netlab/network/tcp/ratecut.py) with every stretch, kept only where it lowers the objective
+CUT_TRANSPORTS = ("dctcp",)
+CUTS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 TARGET = dict(median_ape=0.05, p90_ape=0.15, heavy_median_signed=0.05)
 
 
@@ -118,6 +123,20 @@ def unit_tails(sc, buffer_packets: float, shares: list[float] | None = None) -> 
     t = tail_s(ds, sc.topology.link_capacity_gbps, TcpParams.checked(rto_k=1.0, buffer_packets=buffer_packets),
                shares)
     return {d.job_id: x for d, x in zip(ds, t)}
+
+
+def unit_cuts(sc, network: str) -> dict[int, float]:
+    """Per job of ``sc``: the rate-cut seconds per iteration at ``cut_k`` 1 (:mod:`netlab.network.tcp.ratecut`), from
+    the shares and network seconds ``network`` solves (its defaults without a tail, a cut or a stretch)."""
+    from netlab.network.model import NETWORKS
+
+    net = NETWORKS.create(network, rto_k=0.0, stretch=0.0, cut_k=0.0)
+    ds = [demand(sc, j) for j in sc.jobs]
+    cap = sc.topology.link_capacity_gbps
+    sol = net.solve(ds, cap)
+    shares = [solved_share(sol.iter_s[d.job_id], sol.comm_s[d.job_id]) for d in ds]
+    net_s = [max(sol.comm_s[d.job_id] - d.serial_intra_s, 0.0) for d in ds]
+    return {d.job_id: x for d, x in zip(ds, cut_s(ds, cap, net.params._replace(cut_k=1.0), shares, net_s))}
 
 
 def per_job_candidates(scenarios: list[tuple], buffer_packets: float, shares: dict) -> dict | None:
@@ -193,7 +212,8 @@ def grid_rows(scenarios: list[tuple], base: str, grid: list[dict], tails: dict |
     """compare_jobs rows of every grid point (model ``alpha=..,lead=..``) on every scenario; ``tails``
     (scenario name -> job -> seconds per iteration) in column ``tail_s`` (0 without)."""
     # the tail is added from ``tails`` (column ``tail_s``), so the solve itself runs without it
-    specs = {",".join(f"{k}={v:g}" for k, v in p.items()): (base, {k: v for k, v in p.items() if k != "rto_k"}, "solve")
+    specs = {",".join(f"{k}={v:g}" for k, v in p.items()): (base, {k: v for k, v in p.items()
+                                                                  if k not in ("rto_k", "cut_k")}, "solve")
              for p in grid}
     frames = []
     for sc, rec in scenarios:
@@ -325,18 +345,34 @@ def main(argv=None) -> int:
             best = min(goodput, key=lambda x: (round(x["objective"], 3), x["stretch"], x["goodput_k"]))
             if round(best["objective"], 3) >= round(first["objective"], 3):
                 best = first  # the term does not help: the first stage's point, without it
-        chosen = {k: best[k] for k in ("alpha", "lead", "stretch", "goodput_k", "buffer_packets", "rto_k")
+        cuts = None
+        if r.referee in CUT_TRANSPORTS:  # third stage: the rate-cut term at the chosen point, with every stretch
+            pt = {k: best[k] for k in ("alpha", "lead", "goodput_k", "buffer_packets") if k in best}
+            rows0 = grid_rows(scenarios, "tcp", [pt])
+            units = {sc.name: unit_cuts(sc, r.network) for sc, _ in scenarios}
+            cuts = []
+            for k in CUTS:
+                p_k = dict(pt, cut_k=k)
+                rows = rows0.assign(model=",".join(f"{a}={v:g}" for a, v in p_k.items()),
+                                    tail_s=[k * units[sn][j] for sn, j in zip(rows0.scenario, rows0.job_id)])
+                cuts += scored_grid(rows, [p_k])
+            first = best
+            best = min(cuts, key=lambda x: (round(x["objective"], 3), x["stretch"], x["cut_k"]))
+            if round(best["objective"], 3) >= round(first["objective"], 3):
+                best = first  # the term does not help
+        chosen = {k: best[k] for k in ("alpha", "lead", "stretch", "goodput_k", "buffer_packets", "rto_k", "cut_k")
                   if k in best}
         out[r.name] = dict(referee=r.referee, network=r.network,
                            scenarios=[f"{sc.meta['family']}-{sc.meta['seed']}" for sc, _ in scenarios],
                            jobs=int(base_rows.drop_duplicates(["scenario", "job_id"]).shape[0]),
-                           chosen=chosen, chosen_scores=best, timeout_scale=rto, tie_break=tie_break, grid=table, goodput_grid=goodput)
+                           chosen=chosen, chosen_scores=best, timeout_scale=rto, tie_break=tie_break, grid=table,
+                           goodput_grid=goodput, cut_grid=cuts)
         print(f"{r.name}: {len(scenarios)} scenarios; best {chosen}: median {best['median_ape']:.3f} "
               f"p90 {best['p90_ape']:.3f} "
               f"heavy {best['heavy_median_signed']}", flush=True)
-        for x in sorted(table + (goodput or []), key=lambda x: x["objective"])[:5]:
+        for x in sorted(table + (goodput or []) + (cuts or []), key=lambda x: x["objective"])[:5]:
             print(f"   alpha={x['alpha']:g} lead={x['lead']:g} stretch={x['stretch']:g} "
-                  f"goodput_k={x.get('goodput_k', 0):g}: {x['median_ape']:.3f}/"
+                  f"goodput_k={x.get('goodput_k', 0):g} cut_k={x.get('cut_k', 0):g}: {x['median_ape']:.3f}/"
                   f"{x['p90_ape']:.3f}/{x['max_ape']:.3f} heavy {x['heavy_median_signed']} obj {x['objective']:.2f}",
                   flush=True)
     chosen = {r: v["chosen"] for r, v in out.items() if "chosen" in v and (not args.regimes or r in args.regimes)}
@@ -355,6 +391,9 @@ def main(argv=None) -> int:
                               goodput_stage=dict(goodput_k=GOODPUTS, buffer_packets=BUFFER_PACKETS,
                                                  rule="at the first stage's alpha and lead, with every stretch; "
                                                       "kept only if it lowers the objective"),
+                              cut_stage=dict(cut_k=CUTS, transports=CUT_TRANSPORTS,
+                                             rule="at the chosen point, with every stretch; kept only if it lowers "
+                                                  "the objective"),
                               objective="max(median/5%, p90/15%, |heavy bias|/5%)",
                               regimes=out, wall_s=time.time() - t0))
     print(f"wrote {args.out} ({time.time() - t0:.0f} s)")

@@ -16,3 +16,13 @@ def joined(net, capacity_gbps: np.ndarray, demands) -> LinkState:
         links.jobs[d.links] += 1
         net.join(d.job_id, d, 0.0)
     return links
+
+
+def run_added_s(without, with_term, capacity_gbps: np.ndarray, demands, iterations: int = 8) -> dict[int, float]:
+    """Per job, what a term adds to its mean period in a scenario run (``simulate_starts``, every job started at 0
+    for ``iterations``): ``with_term``'s mean period less ``without``'s (two models differing only in the term)."""
+    start = {d.job_id: 0.0 for d in demands}
+    iters = {d.job_id: iterations for d in demands}
+    s0 = without.simulate_starts(demands, capacity_gbps, start, iters)
+    s1 = with_term.simulate_starts(demands, capacity_gbps, start, iters)
+    return {j: float(np.diff(s1[j]).mean() - np.diff(s0[j]).mean()) for j in s0}

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from netlab.network import NETWORKS, CommDemand
-from incremental_helpers import joined
+from incremental_helpers import joined, run_added_s
 
 CAP_GBPS = 10.0
 CAP = np.array([CAP_GBPS])
@@ -92,11 +92,10 @@ def test_the_incremental_solve_and_the_scenario_run_add_the_same_tail():
         assert got4[i] == pytest.approx(base4[i] + TAIL_S[4], rel=1e-4)
     for i in got2:
         assert got2[i] == pytest.approx(base2[i] + TAIL_S[2], rel=1e-4)
-    iters = {i: 8 for i in range(1, 5)}
-    s0 = plain().simulate_starts(four, CAP, {i: 0.0 for i in range(1, 5)}, iters)
-    s1 = NETWORKS.create("tcp", **KW).simulate_starts(four, CAP, {i: 0.0 for i in range(1, 5)}, iters)
-    for i in range(1, 5):
-        assert np.diff(s1[i]).mean() == pytest.approx(np.diff(s0[i]).mean() + TAIL_S[4], rel=1e-4)
+    added = run_added_s(plain(), NETWORKS.create("tcp", **KW), CAP, four)
+    assert sorted(added) == [1, 2, 3, 4]
+    for i in added:
+        assert added[i] == pytest.approx(TAIL_S[4], rel=1e-4)
 
 
 def test_no_tail_without_loss():
@@ -118,7 +117,8 @@ def test_the_bandwidth_delay_product_widens_the_window():
     # rtt 60 us at 10 Gbit/s: 10e9 x 60e-6 / (8 x 1500) = 50 packets in flight beside the 100 queued, so with n = 4
     # in step (s = 3.2) w = 150 / 3.2 = 46.875, p Q = 8 / 46.875^3 = 7.7672e-5: 0.5 x 1000 x 7.7672e-5 x 0.2 s
     four = [job(i) for i in range(1, 5)]
-    got = NETWORKS.create("tcp", **{**KW, "rtt_us": 60.0}).solve(four, CAP).iter_s[1] - plain().solve(four, CAP).iter_s[1]
+    got = (NETWORKS.create("tcp", **{**KW, "rtt_us": 60.0}).solve(four, CAP).iter_s[1]
+           - plain().solve(four, CAP).iter_s[1])
     assert got == pytest.approx(tail_at(3.2, bdp_packets=50.0), rel=1e-4)
     assert got == pytest.approx(7.7672e-3, rel=1e-4)
 

@@ -35,8 +35,8 @@ class RoutedDemand(CommDemand):
 
     def __init__(self, topology, pairs: np.ndarray, key: int, flow_weights, job_id: int, flow_bytes: float,
                  compute_s: float, serial_intra_s: float, overlap: float, rate_cap_gbps: float, iso_iter_s: float,
-                 phase: float, allocation=None, paths=None):
-        self.job_id, self.flow_bytes, self.compute_s = job_id, flow_bytes, compute_s
+                 phase: float, allocation=None, paths=None, steps: int = 1):
+        self.job_id, self.flow_bytes, self.compute_s, self.steps = job_id, flow_bytes, compute_s, steps
         self.serial_intra_s, self.overlap, self.rate_cap_gbps = serial_intra_s, overlap, rate_cap_gbps
         self.iso_iter_s, self.phase, self.allocation = iso_iter_s, phase, allocation
         self._pending = (topology, pairs, key, flow_weights, paths)
@@ -89,7 +89,8 @@ def build_demand(topology, model, pattern: str, job_id: int, hosts, gpus, iso_it
                          "(give one per flow, or one for all)")
     cap = intra if plan.ring_intra_cap else math.inf
     demand = RoutedDemand(topology, pairs, job_id * 1024, plan.flow_weights, job_id, plan.flow_bytes,
-                          model.compute_s, intra_s, model.overlap, cap, iso_iter_s, phase, allocation, paths)
+                          model.compute_s, intra_s, model.overlap, cap, iso_iter_s, phase, allocation, paths,
+                          plan.steps)
     return demand, intra_s
 
 

@@ -107,6 +107,7 @@ class CommDemand:
     #: the job's network allocation (a ``NetAllocation``: ``priority``, ``weight``, ``rate_cap_gbps``, ``paths``;
     #: see the module doc); None: the default (class 0, weight 1, no cap, ECMP)
     allocation: object | None = None
+    steps: int = 1  # the all-reduce's sequential steps over the network, each flow_bytes / steps (ring: 2(n - 1))
 
     @property
     def priority(self) -> int:

@@ -46,6 +46,7 @@ class CommPlan:
     # Flow n carries flow_weights[n] x flow_bytes (None: every flow carries flow_bytes). A flow is routed with that
     # weight, so at the job's rate r it moves at weights[n] x r and every flow finishes together.
     flow_weights: tuple[float, ...] | None = None
+    steps: int = 1  # the all-reduce's sequential steps over the network (ring: 2(n - 1)), each flow_bytes / steps
 
 
 class CommPattern:
@@ -75,7 +76,7 @@ class Ring(CommPattern):
         if k == 1:
             return self._single_host(n, grad_bytes)
         flows = tuple((i, (i + 1) % k) for i in range(k))
-        return CommPlan(flows, 2 * (n - 1) / n * grad_bytes, 0.0, max(gpus_per_host) > 1)
+        return CommPlan(flows, 2 * (n - 1) / n * grad_bytes, 0.0, max(gpus_per_host) > 1, steps=2 * (n - 1))
 
 
 def _intra_phases_bytes(gpus_per_host, grad_bytes: float) -> float:
@@ -95,7 +96,8 @@ class Hierarchical(CommPattern):
         if k == 1:
             return self._single_host(n, grad_bytes)
         flows = tuple((i, (i + 1) % k) for i in range(k))
-        return CommPlan(flows, 2 * (k - 1) / k * grad_bytes, _intra_phases_bytes(gpus_per_host, grad_bytes), False)
+        return CommPlan(flows, 2 * (k - 1) / k * grad_bytes, _intra_phases_bytes(gpus_per_host, grad_bytes), False,
+                        steps=2 * (k - 1))
 
 
 @PATTERNS.register("ps")

@@ -70,7 +70,8 @@ component its way), :mod:`~.incremental` (the simulator's re-solves),
 :mod:`~.model` (:class:`TcpNetwork`), :mod:`~.scenarios` (testbed scenarios),
 :mod:`~.goodput` (what a lossy binding link delivers: the transport variants'
 loss term, which every solver reads as the link's capacity), :mod:`~.rto` (the expected
-retransmission-timeout tail of a shallow drop-tail link, added to every answer after the solve), :mod:`~.params`,
+retransmission-timeout tail of a shallow drop-tail link, added to every answer after the solve), :mod:`~.ratecut`
+(what DCTCP's window cuts cost a long ring step on a marking link, added likewise), :mod:`~.params`,
 and :mod:`~.reference` (a plain-numpy restatement of the fluid for two or three
 jobs, the referee the tests hold the compiled model to).
 """

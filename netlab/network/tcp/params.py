@@ -33,6 +33,9 @@ BUFFER_PACKETS = 100.0  # packets of queue per switch port the flows of a bindin
 #: the expected retransmission-timeout tail (:mod:`~.rto`): timeouts per iteration = RTO_K x the Reno analysis'
 #: count, each costing RTO_MIN_S; 0 for deep-buffer Reno, whose queues do not drop (no term, the same answers)
 RTO_K = 0.0
+#: the DCTCP rate-cut term (:mod:`~.ratecut`): a job's network time grows by CUT_K x the analysis' share of its ring
+#: steps sent below its share; 0 for every transport without ECN window cuts (no term, the same answers)
+CUT_K = 0.0
 RTO_MIN_S = 0.2  # the minimum retransmission timeout: Linux's and the referee's 200 ms
 SEGMENT_BYTES = 1500.0  # bytes on the wire per packet: a flow's packets per iteration = its flow bytes / this
 #: the base round trip a flow's window covers beside its share of the queue (:mod:`~.rto`): a few-hop datacenter
@@ -79,6 +82,7 @@ class TcpParams(NamedTuple):
     rtt_us: float = RTT_US
     max_core_jobs: int = MAX_CORE_JOBS
     core_alpha: float = CORE_ALPHA
+    cut_k: float = CUT_K
 
     @classmethod
     def checked(cls, **kw) -> TcpParams:
@@ -91,25 +95,27 @@ class TcpParams(NamedTuple):
                 and 0 <= p.ecn_threshold_us <= p.buffer_us
                 and p.draws >= 1 and p.stretch >= 0 and p.goodput_k >= 0 and p.buffer_packets > 0
                 and p.phase_cores in (True, False) and p.rto_k >= 0 and p.rto_min_s >= 0 and p.segment_bytes > 0
-                and p.rtt_us >= 0 and p.max_core_jobs >= 1):
+                and p.rtt_us >= 0 and p.max_core_jobs >= 1 and p.cut_k >= 0):
             raise ValueError("tcp network: need alpha >= -1, jitter >= 0, lead >= 0, horizon > warmup + 1 >= 1, "
                              "max_exact_jobs >= 1, max_events > 0, 0 <= ecn_threshold_us <= buffer_us, draws >= 1, "
                              "stretch >= 0, goodput_k >= 0, buffer_packets > 0, phase_cores True or False, rto_k >= 0, "
                              "rto_min_s >= 0, segment_bytes > 0, rtt_us >= 0, max_core_jobs >= 1, "
-                             "core_alpha >= -1 or None")
+                             "core_alpha >= -1 or None, cut_k >= 0")
         return cls(float(p.alpha), float(p.jitter), float(p.lead), int(p.horizon), int(p.warmup),
                    int(p.max_exact_jobs), int(p.max_events), float(p.ecn_threshold_us), float(p.buffer_us),
                    int(p.draws), float(p.stretch), float(p.goodput_k), float(p.buffer_packets),
                    bool(p.phase_cores), float(p.rto_k), float(p.rto_min_s), float(p.segment_bytes),
-                   float(p.rtt_us), int(p.max_core_jobs), float(p.core_alpha))
+                   float(p.rtt_us), int(p.max_core_jobs), float(p.core_alpha), float(p.cut_k))
 
 
 #: the transport variants of ``tcp`` (:mod:`~.transports`): name -> (what it stands for, defaults that differ from
 #: ``tcp``'s). Source of every value: ``benchmarks/bench_regimes_fit.py`` on the ns-3 referee's *calibration* half
-#: only (even seeds of ``netlab.validate.families``, 9-10 scenarios per transport, ``regimes_fit.json``): the grid
+#: only (even seeds of ``netlab.validate.families``, 10-13 scenarios per transport, ``regimes_fit.json``): the grid
 #: point (alpha -0.5-1, lead 0-2, stretch 0-1.5) with the smallest worst ratio of contended-job median APE / 5%,
 #: p90 / 15% and |heavy-job bias| / 5%, then at its alpha and lead the goodput term (``goodput_k`` 0-3,
-#: :mod:`~.goodput`), kept where it lowers that figure. ``buffer_packets``: the queue the flows of a binding link
+#: :mod:`~.goodput`), kept where it lowers that figure, then for DCTCP the rate-cut term (``cut_k`` 0-4,
+#: :mod:`~.ratecut`) likewise; for shallow Reno the timeout tail (``rto_k``, :mod:`~.rto`) is scaled to the referee's
+#: timeout counts and kept where it lowers that figure. ``buffer_packets``: the queue the flows of a binding link
 #: share, the referee's shallow port (100 packets) or, for the ECN transports, the marking threshold their queues
 #: are held at (20 packets). The scoring half is never read by the fit (``referee.json`` scores it).
 #: What the referee's calibration half shows (issue 26): in shallow Reno 8 of 10 scenarios drop (24-4,351 drops,

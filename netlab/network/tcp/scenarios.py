@@ -10,6 +10,7 @@ from .components import share_weights
 from .fluid import (NOISE, WAIT, FluidJobs, FluidLinks, FluidRun, FluidState, Starts, lead_per_job, link_stats,
                     simulate)
 from .goodput import effective_capacity, link_flows_offered
+from .ratecut import cut_s
 from .rto import demand_duty, solved_share, tail_s
 
 
@@ -48,9 +49,22 @@ def simulate_starts(model, demands, capacity_gbps, start_s: dict, iterations: di
     run = FluidRun(p.jitter, lead_per_job(p.lead, jobs.own_queue), NOISE, -1, most, max(p.max_events, 40 * n * most))
     simulate(fjobs, state, fluid_links, run, starts, link_stats(len(links)))
     out = {d.job_id: starts.time_s[i, :min(starts.count[i], most + 1)].copy() for i, d in enumerate(demands)}
-    tails = tail_s(demands, capacity_gbps, p, [_simulated_share(out[d.job_id], d) for d in demands]) \
-        if p.rto_k > 0.0 else None
+    tails = None
+    if p.rto_k > 0.0 or p.cut_k > 0.0:  # rto.py, ratecut.py: each job at its share of the iteration in the run
+        shares = [_simulated_share(out[d.job_id], d) for d in demands]
+        tails = tail_s(demands, capacity_gbps, p, shares) if p.rto_k > 0.0 else [0.0] * n
+        if p.cut_k > 0.0:
+            net = [_simulated_net_s(out[d.job_id], d) for d in demands]
+            tails = [t + c for t, c in zip(tails, cut_s(demands, capacity_gbps, p, shares, net))]
     return stretch_starts(out, demands, p.stretch, tails)
+
+
+def _simulated_net_s(starts: np.ndarray, d) -> float:
+    """A job's network seconds per iteration in the fluid run: its mean period less its exposed compute and its
+    serial intra-host phase (0 if it has no whole iteration)."""
+    if len(starts) < 2:
+        return 0.0
+    return max(float(np.mean(np.diff(starts))) - (1.0 - d.overlap) * d.compute_s - d.serial_intra_s, 0.0)
 
 
 def _simulated_share(starts: np.ndarray, d) -> float:
