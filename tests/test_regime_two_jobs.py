@@ -9,7 +9,10 @@ the goodput term (``goodput_k`` g, ``buffer_packets`` B, :mod:`netlab.network.tc
 term is per binding link, not per moment, so jobs that take turns pay it too. With the timeout tail (``rto_k``,
 :mod:`netlab.network.tcp.rto`) every job on the binding link adds, per iteration, rto_k x rto_min_s x its packets
 (flow bytes / segment_bytes) x p(w) x Q(w), w = (10 Gbit/s x rtt_us / segment_bytes + buffer_packets) / (flows
-sending at once, at least 1), p = 8 / (3 w^2), Q = 3 / w (:func:`tail_s`), after the stretch.
+sending at once, at least 1), p = 8 / (3 w^2), Q = 3 / w (:func:`tail_s`), after the stretch. With the rate-cut
+term (``cut_k``, :mod:`netlab.network.tcp.ratecut`) its network time as solved, t, grows by g t, g = cut_k x
+min(1, sqrt(2 / w)) / 4 x max(0, 1 - w / c) (:func:`cut_frac`; w as for the tail, here with the marking threshold
+as ``buffer_packets``; c its packets per ring step: one step of all its bytes here).
 """
 
 import numpy as np
@@ -47,6 +50,14 @@ def tail_s(net, flow_bytes: float, active: float) -> float:
     return p.rto_k * p.rto_min_s * flow_bytes / p.segment_bytes * min(1.0, 8 / (3 * w * w)) * min(1.0, 3 / w)
 
 
+def cut_frac(net, flow_bytes: float, active: float) -> float:
+    """g: the share of its network time a job's rate cut adds on the binding link with ``active`` flows sending at
+    once (module doc; 0 without the term)."""
+    p = net.params
+    w = (CAP_GBPS * 1e9 * p.rtt_us * 1e-6 / (8 * p.segment_bytes) + p.buffer_packets) / max(active, 1.0)
+    return p.cut_k * min(1.0, np.sqrt(2 / w)) / 4 * max(0.0, 1 - w / (flow_bytes / p.segment_bytes))
+
+
 def slower(net) -> float:
     """f: how much longer every gigabit takes on the shared link (module doc)."""
     return 1.0 + 2.0 * net.params.goodput_k / net.params.buffer_packets
@@ -64,7 +75,8 @@ def test_in_step_equal_jobs_halve_the_link_while_both_communicate(net):
     # sending at once, under one (f < 1.5), counted as one, for the tail.
     sol = net.solve([job(1, 3 * A_S), job(2, 3 * A_S)], CAP)
     f = slower(net)
-    want = stretched(4 * A_S, 3 * A_S + 2 * A_S * f, net.params.stretch) + tail_s(net, BYTES, 4 * f / (3 + 2 * f))
+    want = (stretched(4 * A_S, 3 * A_S + 2 * A_S * f, net.params.stretch) + tail_s(net, BYTES, 4 * f / (3 + 2 * f))
+            + cut_frac(net, BYTES, 4 * f / (3 + 2 * f)) * 2 * A_S * f)
     assert sol.iter_s[1] == pytest.approx(want, rel=1e-3)
     assert sol.iter_s[2] == pytest.approx(want, rel=1e-3)
 
@@ -76,7 +88,8 @@ def test_jobs_shifted_half_a_period_never_meet(net):
     # The tail is per binding link too, as for the in-step pair (each sends a f of 3a + a f: under one flow at once).
     sol = net.solve([job(1, 3 * A_S, phase=0.0), job(2, 3 * A_S, phase=0.5)], CAP)
     f = slower(net)
-    want = stretched(4 * A_S, 3 * A_S + A_S * f, net.params.stretch) + tail_s(net, BYTES, 2 * f / (3 + f))
+    want = (stretched(4 * A_S, 3 * A_S + A_S * f, net.params.stretch) + tail_s(net, BYTES, 2 * f / (3 + f))
+            + cut_frac(net, BYTES, 2 * f / (3 + f)) * A_S * f)
     assert sol.iter_s[1] == pytest.approx(want, rel=1e-3)
     assert sol.iter_s[2] == pytest.approx(want, rel=1e-3)
 
@@ -91,8 +104,10 @@ def test_unequal_sizes_share_by_weight_and_keep_the_link_full(net):
     # Both always send alone: two flows at once for the tail, job 2's ten times job 1's (ten times the packets).
     p = net.params
     sol = net.solve([job(1, 0.0), job(2, 0.0, 10 * BYTES)], CAP)
-    t1 = (A_S + (sol.iter_s[1] - tail_s(net, BYTES, 2.0) - A_S) / (1.0 + p.stretch)) / slower(net)
-    t2 = (10 * A_S + (sol.iter_s[2] - tail_s(net, 10 * BYTES, 2.0) - 10 * A_S) / (1.0 + p.stretch)) / slower(net)
+    # iter = a + (1 + k)(t - a) + tail + g t (module doc), so t = (iter - tail + k a) / (1 + k + g)
+    g1, g2 = cut_frac(net, BYTES, 2.0), cut_frac(net, 10 * BYTES, 2.0)
+    t1 = (sol.iter_s[1] - tail_s(net, BYTES, 2.0) + p.stretch * A_S) / (1.0 + p.stretch + g1) / slower(net)
+    t2 = (sol.iter_s[2] - tail_s(net, 10 * BYTES, 2.0) + p.stretch * 10 * A_S) / (1.0 + p.stretch + g2) / slower(net)
     assert A_S / t1 + 10 * A_S / t2 == pytest.approx(1.0, rel=2e-3)
     w = 10.0 ** p.alpha
     if p.lead == 0.0:
