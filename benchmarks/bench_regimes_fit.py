@@ -83,6 +83,11 @@ RTO_TRANSPORTS = {"reno-shallow": 100.0}
 CUT_TRANSPORTS = ("dctcp",)
 CUTS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 TARGET = dict(median_ape=0.05, p90_ape=0.15, heavy_median_signed=0.05)
+#: ``--model-checks``: the registered regime models (``{}``) and one-parameter departures from them, scored through
+#: the models' own solves (the fit's grid adds its tails and cuts after solves at other points)
+MODEL_CHECKS = {"dcqcn": [{}, {"goodput_k": 0.1}, {"goodput_k": 0.15}, {"stretch": 0.1}, {"alpha": 0.0}],
+                "dctcp": [{}, {"lead": 1.0, "goodput_k": 0.0}, {"cut_k": 0.0, "stretch": 0.2}],
+                "reno-shallow": [{}, {"rto_k": 0.0, "alpha": -0.25, "stretch": 0.3, "goodput_k": 0.0}]}
 
 
 def objective(s: dict) -> float:
@@ -284,15 +289,51 @@ def testbed_check(runs_path: Path, candidates: dict[str, dict]) -> dict:
     return out
 
 
+def model_checks(store: RunStore, per_family: int) -> dict:
+    """Per regime of :data:`MODEL_CHECKS`: each variant of its registered model (name -> kwargs) scored on the
+    calibration half as the fit scores (contended jobs, :func:`objective`)."""
+    from netlab.network.regimes import regime
+
+    out = {}
+    for name, variants in MODEL_CHECKS.items():
+        r = regime(name)
+        scenarios = calibration_scenarios(store, r.referee, per_family)
+        specs = {",".join(f"{k}={v:g}" for k, v in kw.items()) or r.network: (r.network, kw, "solve")
+                 for kw in variants}
+        frames = []
+        for sc, rec in scenarios:
+            ref_iter, ref_alone = record_times(rec)
+            rows = compare_jobs(sc, ref_iter, ref_alone, predict_all(sc, specs))
+            rows["family"] = sc.meta["family"]
+            frames.append(rows)
+        summ = error_summary(pd.concat(frames, ignore_index=True))
+        out[name] = dict(network=r.network, scenarios=len(scenarios),
+                         variants={k: dict(kwargs=kw, median_ape=summ[k]["median_ape"], p90_ape=summ[k]["p90_ape"],
+                                           heavy_median_signed=summ[k]["heavy_median_signed"],
+                                           objective=objective(summ[k]))
+                                   for k, kw in zip(specs, variants)})
+        print(name, {k: (round(v["median_ape"], 4), round(v["p90_ape"], 4), v["heavy_median_signed"],
+                         round(v["objective"], 3)) for k, v in out[name]["variants"].items()}, flush=True)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs-dir", default=str(RESULTS / "referee_runs"))
     ap.add_argument("--per-family", type=int, default=20, help="calibration seeds per family looked for")
     ap.add_argument("--out", default=str(RESULTS / "regimes_fit.json"))
     ap.add_argument("--regimes", nargs="*", help="fit only these regimes; the others' entries are kept from --out")
+    ap.add_argument("--model-checks", action="store_true",
+                    help="only score the registered models and MODEL_CHECKS' variants; add them to --out")
     args = ap.parse_args(argv)
     t0 = time.time()
     store = RunStore(args.runs_dir)
+    if args.model_checks:
+        doc = json.loads(Path(args.out).read_text())
+        doc["model_checks"] = model_checks(store, args.per_family)
+        write_json(args.out, doc)
+        print(f"wrote {args.out} ({time.time() - t0:.0f} s)")
+        return 0
     grid = [dict(alpha=a, lead=ld) for a, ld in itertools.product(ALPHAS, LEADS)]
     out = {}
     if args.regimes and Path(args.out).exists():  # the regimes not fitted now keep their last fit
