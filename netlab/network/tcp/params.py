@@ -130,10 +130,11 @@ TRANSPORT_PARAMS: dict[str, tuple[str, dict]] = {
     # tail (:mod:`~.rto`, flows counted at their shares of the iteration as solved) at rto_k 0.169, set from the
     # referee's timeout counts (85 measured on the 13 calibration scenarios, 504 predicted at 1), in place of the
     # stretch (0): calibration 3.2% / 15.2% / -3.1% median / p90 / heavy bias through the model's own solve (without
-    # the tail the best point, alpha -0.25 stretch 0.3, 2.0% / 17.9% / -5.2%; regimes_fit.json, model_checks). Per contended job the predicted timeout rate goes with the
-    # measured one (Spearman 0.50; 0.39 with duty cycles alone, 0.11 for the rank count, 0.23 for the ring step's
-    # bytes). The testbed's byte-limited queue disagrees: 14.7% median APE, +13.8% mean signed on its 16 contended
-    # jobs (the last fit's point: 6.2%, -6.2%): there the tail over-predicts (regimes_fit.json)
+    # the tail the best point, alpha -0.25 stretch 0.3, 2.0% / 17.9% / -5.2%; regimes_fit.json, model_checks). Per
+    # contended job the predicted timeout rate goes with the measured one (Spearman 0.50; 0.39 with duty cycles
+    # alone, 0.11 for the rank count, 0.23 for the ring step's bytes). The testbed's byte-limited queue disagrees:
+    # 14.7% median APE, +13.8% mean signed on its 16 contended jobs (the last fit's point: 6.2%, -6.2%): there the
+    # tail over-predicts (regimes_fit.json)
     "tcp-shallow": ("TCP over shallow-buffer drop-tail queues (losses, retransmission timeouts)",
                     {"alpha": 0.0, "lead": 0.0, "stretch": 0.0, "goodput_k": 0.3, "buffer_packets": 100.0,
                      "rto_k": 0.169, "core_alpha": None}),
