@@ -184,7 +184,8 @@ def busy_run(jobs: int, fabric: str, seed: int = 0, network: str | None = None, 
                 peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
-def busy_part(sizes: list[int], big_jobs: int, previous: dict | None, save, cpu_limit_s: float | None = None) -> dict:
+def busy_part(sizes: list[int], big_jobs: int, previous: dict | None, save, cpu_limit_s: float | None = None,
+              fabrics_131k: tuple = FABRICS_131K) -> dict:
     """The busy-cluster runs, each merged into ``previous`` (its runs of other sizes kept if it ran this mix, compared
     as JSON reads it back) and saved as it finishes."""
     out = {"fabric": CLOS_16K, "mix": MIX, "policy": "tiresias + consolidated", "network": "default (tcp)",
@@ -198,7 +199,7 @@ def busy_part(sizes: list[int], big_jobs: int, previous: dict | None, save, cpu_
         out["runs"][str(n)] = row
         _say(f"busy {n:>9,} jobs on {CLOS_16K}", row)
         save(_cost_ratios(out))
-    for fabric in FABRICS_131K if big_jobs else ():
+    for fabric in fabrics_131k if big_jobs else ():
         row = _child(["--part", "busy", "--jobs", str(big_jobs), "--fabric", fabric], cpu_limit_s)
         out["fabrics_131k"][fabric] = row
         _say(f"busy {big_jobs:>9,} jobs on {fabric}", row)
@@ -436,6 +437,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fabric", default=CLOS_16K)
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--big-jobs", type=int, default=100_000, help="jobs on the 131,072-GPU fabrics (0: skip)")
+    ap.add_argument("--fabrics-131k", default="rail,clos3",
+                    help="which 131,072-GPU fabrics the busy part runs (comma-separated: rail, clos3)")
     ap.add_argument("--idle-sizes", default="10000,100000,1000000")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--decisions", type=int, default=50)
@@ -467,8 +470,13 @@ def main(argv=None) -> int:
                 results["busy"] = busy
                 write_json(out, results)
 
+            kinds = [k for k in args.fabrics_131k.split(",") if k]
+            unknown = [k for k in kinds if k not in ("rail", "clos3")]
+            if unknown:
+                ap.error(f"--fabrics-131k: unknown {unknown}; allowed: rail, clos3")
+            big = tuple(f for f in FABRICS_131K if f.split(",")[0] in kinds)
             results["busy"] = busy_part([int(s) for s in args.sizes.split(",") if s], args.big_jobs,
-                                        results.get("busy"), save, args.cpu_limit_s)
+                                        results.get("busy"), save, args.cpu_limit_s, big)
         elif part == "route":
             results["route"] = [_child(["--part", "route", "--fabric", f, "--placements", str(args.placements)])
                                 for f in FABRICS_131K]

@@ -8,6 +8,13 @@ the view they were given while the run goes on, so it is copied on write:
 the borrower has let it go by then (no reference left but this object's: a
 scheduling pass's view usually dies before the re-solve that follows the
 pass, and on a 131,072-GPU fabric each copy is ~400,000 links).
+
+Which links a write changes: a writer may name them (:meth:`LinkState.write`'s
+``changed``, :meth:`LinkState.mark`), and a reader that keeps per-link state
+(the aggregated history) then updates those links only
+(:meth:`LinkState.take_changed`); a writer that names none may have changed
+any link. On a 131,072-GPU fabric a change reaches a few hundred links of
+~400,000.
 """
 
 from __future__ import annotations
@@ -32,9 +39,11 @@ class LinkArrays(NamedTuple):
 class LinkState:
     """Per directed link: capacity, running jobs on it, and what the history records (see the module doc)."""
 
-    __slots__ = ("capacity_gbps", "jobs", "load_gbps", "overload_gbps", "queue_frac", "version", "_lent")
+    __slots__ = ("capacity_gbps", "jobs", "load_gbps", "overload_gbps", "queue_frac", "version", "_lent", "_track",
+                 "_changed", "_any")
 
-    def __init__(self, capacity_gbps: np.ndarray):
+    def __init__(self, capacity_gbps: np.ndarray, track_changes: bool = False):
+        """``track_changes``: keep the links each write changes for :meth:`take_changed` (a reader asks)."""
         n = len(capacity_gbps)
         self.capacity_gbps = np.ascontiguousarray(capacity_gbps, dtype=np.float64)
         self.jobs = np.zeros(n, dtype=np.int64)
@@ -43,19 +52,44 @@ class LinkState:
         self.queue_frac = np.zeros(n)
         self.version = 0  # counts writes: the fabric records the loads after a change
         self._lent = False
+        self._track = track_changes
+        self._changed: list[np.ndarray] = []  # link ids written since take_changed (with repeats)
+        self._any = False  # a write that named no links: any may have changed
 
     def lend_load(self) -> np.ndarray:
         """The load array for a reader that keeps it (a policy's view): it will not change."""
         self._lent = True
         return self.load_gbps
 
-    def write(self) -> None:
-        """Call before writing the loads: a lent load array is replaced by a copy first."""
+    def write(self, changed: np.ndarray | None = None) -> None:
+        """Call before writing the loads: a lent load array is replaced by a copy first. ``changed``: the ids of
+        the links the write changes (load, overload or queue; the writer may name more with :meth:`mark`);
+        None: any link."""
         if self._lent:
             if self._load_refs() > _OWN_REFS:  # still held by a borrower: it must not change
                 self.load_gbps = self.load_gbps.copy()
             self._lent = False
         self.version += 1
+        if self._track:
+            if changed is None:
+                self._any = True
+            elif not self._any:
+                self._changed.append(changed)
+
+    def mark(self, changed: np.ndarray) -> None:
+        """A write (after :meth:`write`) also changed these links."""
+        if self._track and not self._any:
+            self._changed.append(changed)
+
+    def take_changed(self) -> np.ndarray | None:
+        """The ids of the links changed since the last call (repeats possible; None: any link may have), and
+        start counting again. Tracked only if the state was made with ``track_changes``: otherwise None."""
+        if not self._track or self._any:
+            self._any, self._changed = False, []
+            return None
+        changed = np.concatenate(self._changed) if self._changed else np.zeros(0, dtype=np.int64)
+        self._changed = []
+        return changed
 
     def _load_refs(self) -> int:
         return sys.getrefcount(self.load_gbps)

@@ -5,7 +5,9 @@ exceed the capacity) couple jobs, so a change re-solves the jobs on the links
 it touched and those joined to them through binding links; everyone else keeps
 their times and phase state, so their relative phases persist. Whether a link
 can bind follows from ``offered``, per link the sum of its jobs' isolated
-rates, kept up to date as jobs join and leave.
+rates, kept up to date as jobs join and leave, and so does the mask of the
+links that can bind (:func:`update_binding`, on the links a change moves):
+a re-solve reads the mask instead of testing every link of the fabric.
 
 A job's time-averaged load on each of its links is its bytes per iteration
 over its period, whatever the sharing, so loads are kept per row
@@ -26,30 +28,38 @@ from .solve import SolveCode, solve_unless_exact
 
 
 @njit(**JIT)
-def binding_component(touched, t: Rows, links: LinkArrays, offered) -> Component:
+def binding_component(touched, t: Rows, binding) -> Component:
     """The joined rows on the ``touched`` links and those joined to them through links that can bind
-    (``touched`` widened in place)."""
-    return component(touched, t, offered > links.capacity_gbps * (1 + 1e-9))
+    (``binding``, per link; ``touched`` widened in place)."""
+    return component(touched, t, binding)
 
 
 @njit(**JIT)
-def resolve_touched(now_s, touched, t: Rows, links: LinkArrays, offered, max_exact, alpha, rtol,
+def update_binding(binding, links, offered, capacity):
+    """Whether each of ``links`` can bind now (``offered`` above its capacity), into the ``binding`` mask."""
+    for g in links:
+        binding[g] = offered[g] > capacity[g] * (1 + 1e-9)
+
+
+@njit(**JIT)
+def resolve_touched(now_s, touched, t: Rows, links: LinkArrays, binding, max_exact, alpha, rtol,
                     counts: MeanFieldCounts):
-    """The component of the ``touched`` links (widened in place) solved and written back, when no part of it
-    is for the exact simulation: (code, job ids, iteration s, comm s of the jobs whose time moved), the code
-    a :class:`SolveCode` value. ``EXACT_NEEDED``: nothing written; the caller solves the component
-    (:func:`binding_component` again) and calls :func:`write_back`. Named tuples or plain ones (``jit.py``)."""
+    """The component of the ``touched`` links (widened in place; ``binding``: the links that can bind) solved
+    and written back, when no part of it is for the exact simulation: (code, job ids, iteration s, comm s of
+    the jobs whose time moved, the component's links), the code a :class:`SolveCode` value. ``EXACT_NEEDED``:
+    nothing written; the caller solves the component (:func:`binding_component` again) and calls
+    :func:`write_back`. Named tuples or plain ones (``jit.py``)."""
     t, links, counts = Rows(*t), LinkArrays(*links), MeanFieldCounts(*counts)
-    comp = binding_component(touched, t, links, offered)
+    comp = binding_component(touched, t, binding)
     none_i, none_f = np.empty(0, np.int64), np.empty(0)
     if comp.rows.shape[0] == 0:
-        return SolveCode.NOTHING.value, none_i, none_f, none_f
+        return SolveCode.NOTHING.value, none_i, none_f, none_f, comp.links
     code, out = solve_unless_exact(now_s, comp.entries, links.capacity_gbps[comp.links], jobs_at(t, comp.rows), t,
                                    comp.rows, max_exact, alpha, counts)
     if code == SolveCode.EXACT_NEEDED:
-        return code.value, none_i, none_f, none_f
+        return code.value, none_i, none_f, none_f, comp.links
     ids, it, comm = write_back(touched, comp, out, rtol, t, links)
-    return code.value, ids, it, comm
+    return code.value, ids, it, comm, comp.links
 
 
 @njit(**JIT)

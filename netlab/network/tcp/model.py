@@ -11,7 +11,8 @@ from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of
 from .components import Solved
 from .cores import CoreCache
 from .goodput import effective_capacity, link_flows_offered
-from .incremental import adds_nonbinding, binding_component, clear_row_load, resolve_touched, row_loads, write_back
+from .incremental import (adds_nonbinding, binding_component, clear_row_load, resolve_touched, row_loads,
+                          update_binding, write_back)
 from .mean_field import mean_field_counts
 from .params import (ALPHA, BUFFER_PACKETS, BUFFER_US, CORE_ALPHA, CUT_K, DRAWS, ECN_THRESHOLD_US, GOODPUT_K,
                      HORIZON, JITTER, LEAD, MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES, REPORT_RTOL, RTO_K,
@@ -153,6 +154,8 @@ class TcpNetwork(NetworkModel):
         self._core_cache = CoreCache()
         self._demands: dict[int, CommDemand] = {}
         self._offered = np.zeros(n)  # per link: every job on it at its isolated rate at once
+        self._binding = np.zeros(n, dtype=bool)  # per link: it can bind (offered above capacity)
+        self._touched_links: list[np.ndarray] = []  # the links set in _touched, by change
         self._flows = np.zeros(n)  # per link: flows on it (the goodput term's count)
         self._active = np.zeros(n)  # per link: flows on it x their jobs' shares of the iteration (rto.py) ...
         self._share: dict[int, float] = {}  # ... each job's: alone until solved, then as last solved
@@ -170,14 +173,19 @@ class TcpNetwork(NetworkModel):
         self._flows[demand.links] += demand.weights
         self._share[job_id] = demand_duty(demand)
         self._active[demand.links] += demand.weights * self._share[job_id]
+        update_binding(self._binding, demand.links, self._offered, links.capacity_gbps)
         if alone:  # it binds no link: it runs at its isolated rate and nobody else changes
             t = self._slots.rows
             t.rate_gbps[row], t.iter_s[row] = rate, demand.iter_s(rate)
-            links.write()
+            links.write(demand.links)
             row_loads(np.array([row]), tuple(t), links.load_gbps)
             return rate
         self._await_resolve(demand, job_id)
         return None
+
+    def _await_resolve(self, demand: CommDemand, new_job: int | None = None) -> None:
+        super()._await_resolve(demand, new_job)
+        self._touched_links.append(demand.links)
 
     def leave(self, job_id, now_s):
         demand = self._demands.pop(job_id)
@@ -186,11 +194,12 @@ class TcpNetwork(NetworkModel):
         self._offered[demand.links] -= demand.weights * demand.alone_rate_gbps
         self._flows[demand.links] -= demand.weights
         self._active[demand.links] -= demand.weights * self._share.pop(job_id)
-        links.write()
+        links.write(demand.links)
         clear_row_load(self._slots.row(job_id), tuple(self._slots.rows), tuple(links.arrays()))
         self._slots.remove(job_id)
         empty = demand.links[links.jobs[demand.links] == 0]
         self._offered[empty] = self._flows[empty] = self._active[empty] = 0.0  # no rounding residue on an empty link
+        update_binding(self._binding, demand.links, self._offered, links.capacity_gbps)
         if bound or job_id in self._new:
             self._await_resolve(demand)
         self._new.discard(job_id)
@@ -204,6 +213,7 @@ class TcpNetwork(NetworkModel):
                 self._offered[demand.links] -= demand.weights * demand.alone_rate_gbps
                 demand.allocation = allocation
                 self._offered[demand.links] += demand.weights * demand.alone_rate_gbps
+                update_binding(self._binding, demand.links, self._offered, self._links.capacity_gbps)
                 self._slots.rewrite(job_id, demand)
                 self._await_resolve(demand)
             demand.allocation = allocation
@@ -217,19 +227,21 @@ class TcpNetwork(NetworkModel):
     def resolve(self, now_s):
         self.pending = False
         links, t, p = self._links, self._slots.rows, self.params
-        links.write()
+        links.write(np.zeros(0, dtype=np.int64))  # the links written are named below
         arrays = links.arrays()  # a lossy binding link delivers less (goodput.py); the same arrays when not
         arrays = arrays._replace(capacity_gbps=effective_capacity(arrays.capacity_gbps, self._flows, self._offered,
                                                                   p.goodput_k, p.buffer_packets))
         if p.phase_cores:  # every solve in Python, where the cores are simulated after the mean field
-            comp = binding_component(self._touched, t, arrays, self._offered)
+            comp = binding_component(self._touched, t, self._binding)
             code = SolveCode.EXACT_NEEDED if len(comp.rows) else SolveCode.NOTHING
             ids = it = comm = np.empty(0)
+            comp_links = comp.links
         else:
-            code, ids, it, comm = resolve_touched(now_s, self._touched, tuple(t), tuple(arrays), self._offered,
-                                                  p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts))
+            code, ids, it, comm, comp_links = resolve_touched(now_s, self._touched, tuple(t), tuple(arrays),
+                                                              self._binding, p.max_exact_jobs, p.alpha, REPORT_RTOL,
+                                                              tuple(self.counts))
         if code == SolveCode.EXACT_NEEDED:
-            comp = binding_component(self._touched, t, arrays, self._offered)
+            comp = binding_component(self._touched, t, self._binding)
             blind = np.zeros(len(comp.rows), dtype=bool)
             out, exact, mean_field = solve_component(now_s, comp.entries, arrays.capacity_gbps[comp.links],
                                                      jobs_at(t, comp.rows), t, comp.rows, p, self.counts, blind,
@@ -242,7 +254,11 @@ class TcpNetwork(NetworkModel):
             self.mean_field_solves += code == SolveCode.MEAN_FIELD
             phase_blind = bool(code == SolveCode.MEAN_FIELD)  # the whole component by the mean field
         self._new.clear()
-        self._touched[:] = False
+        # what was written: the links the changes touched and the component's (the touched ones widened to)
+        written = np.concatenate([*self._touched_links, comp_links])
+        self._touched_links.clear()
+        links.mark(written)
+        self._touched[written] = False
         ids = ids.tolist()
         moved = [self._demands[j] for j in ids]
         tails = None
