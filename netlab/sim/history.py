@@ -126,39 +126,42 @@ def _integrate_to(seg_load, seg_over, since, gbit, over, t):  # pragma: no cover
 
 
 @njit(**JIT)
-def _change(g, now, load, overload, seg_load, seg_over, since, gbit, over):  # pragma: no cover (compiled)
-    """Link ``g``'s load may change at ``now``: integrate its old load since its last change, take the new one;
-    the change in the number of busy links (load not 0)."""
-    d = 0
-    if seg_load[g] != 0.0:
-        dt = now - since[g]
-        gbit[g] += seg_load[g] * dt
-        over[g] += seg_over[g] * dt
-        d -= 1
-    if load[g] != 0.0:
-        seg_load[g], seg_over[g] = load[g], overload[g]
-        d += 1
-    else:
-        seg_load[g] = seg_over[g] = 0.0
-    since[g] = now
-    return d
-
-
-@njit(**JIT)
 def _change_links(changed, now, load, overload, seg_load, seg_over, since, gbit, over):  # pragma: no cover
-    """:func:`_change` for the ``changed`` links (repeats harmless); the change in busy links."""
+    """The ``changed`` links' loads may change at ``now`` (repeats harmless): each one's old load integrated since
+    its last change, the new one taken; the change in the number of busy links (load not 0). The body is
+    written out here and in :func:`_change_all` (a kernel called per link would cost more than the work)."""
     d = 0
     for g in changed:
-        d += _change(g, now, load, overload, seg_load, seg_over, since, gbit, over)
+        if seg_load[g] != 0.0:
+            dt = now - since[g]
+            gbit[g] += seg_load[g] * dt
+            over[g] += seg_over[g] * dt
+            d -= 1
+        if load[g] != 0.0:
+            seg_load[g], seg_over[g] = load[g], overload[g]
+            d += 1
+        else:
+            seg_load[g] = seg_over[g] = 0.0
+        since[g] = now
     return d
 
 
 @njit(**JIT)
 def _change_all(now, load, overload, seg_load, seg_over, since, gbit, over):  # pragma: no cover (compiled)
-    """:func:`_change` for every link; the change in busy links."""
+    """:func:`_change_links` for every link."""
     d = 0
     for g in range(load.shape[0]):
-        d += _change(g, now, load, overload, seg_load, seg_over, since, gbit, over)
+        if seg_load[g] != 0.0:
+            dt = now - since[g]
+            gbit[g] += seg_load[g] * dt
+            over[g] += seg_over[g] * dt
+            d -= 1
+        if load[g] != 0.0:
+            seg_load[g], seg_over[g] = load[g], overload[g]
+            d += 1
+        else:
+            seg_load[g] = seg_over[g] = 0.0
+        since[g] = now
     return d
 
 
@@ -226,7 +229,8 @@ class AggregateHistory(LinkHistory):
             changed = None
         self._roll(now)
         args = (now, load, overload, self._seg_load, self._seg_over, self._since, self._gbit, self._over)
-        self._busy += _change_all(*args) if changed is None else _change_links(changed, *args)
+        every = changed is None or len(changed) >= len(load) // 4  # (with repeats) about as long as a pass
+        self._busy += _change_all(*args) if every else _change_links(changed, *args)
         self.last_s = now
 
     def close(self, now):
