@@ -42,9 +42,10 @@ def update_binding(binding, links, offered, capacity):
 
 
 @njit(**JIT)
-def resolve_touched(now_s, touched, t: Rows, links: LinkArrays, binding, max_exact, alpha, rtol,
+def resolve_touched(now_s, touched, seeds, t: Rows, links: LinkArrays, binding, max_exact, alpha, rtol,
                     counts: MeanFieldCounts):
-    """The component of the ``touched`` links (widened in place; ``binding``: the links that can bind) solved
+    """The component of the ``touched`` links (``seeds``: their ids, with repeats; ``touched`` widened in place;
+    ``binding``: the links that can bind) solved
     and written back, when no part of it is for the exact simulation: (code, job ids, iteration s, comm s of
     the jobs whose time moved, the component's links), the code a :class:`SolveCode` value. ``EXACT_NEEDED``:
     nothing written; the caller solves the component (:func:`binding_component` again) and calls
@@ -58,20 +59,25 @@ def resolve_touched(now_s, touched, t: Rows, links: LinkArrays, binding, max_exa
                                    comp.rows, max_exact, alpha, counts)
     if code == SolveCode.EXACT_NEEDED:
         return code.value, none_i, none_f, none_f, comp.links
-    ids, it, comm = write_back(touched, comp, out, rtol, t, links)
+    ids, it, comm = write_back(touched, seeds, comp, out, rtol, t, links)
     return code.value, ids, it, comm, comp.links
 
 
 @njit(**JIT)
-def write_back(touched, comp: Component, out: Solved, rtol, t: Rows, links: LinkArrays):
+def write_back(touched, seeds, comp: Component, out: Solved, rtol, t: Rows, links: LinkArrays):
     """A component's solve into the links and rows, in place: the links' overload and queue (touched links
     cleared first), and the rows whose iteration time moved (their time and loads); those rows' (job id,
     iteration s, comm s).
 
+    The touched links are the ``seeds`` (the links the changes touched) and those the component widened them
+    to, all among its links: they are cleared by id, not by a pass over every link of the fabric.
+
     A fixed point converges to a tolerance, so unaffected jobs' times wobble by about that much: only a
     change beyond ``rtol`` moves a job (and its completion); the others keep their time.
     """
-    for g in range(touched.shape[0]):
+    for g in seeds:
+        links.overload_gbps[g] = links.queue_frac[g] = 0.0
+    for g in comp.links:
         if touched[g]:
             links.overload_gbps[g] = links.queue_frac[g] = 0.0
     for b in range(comp.links.shape[0]):

@@ -155,6 +155,8 @@ class TcpNetwork(NetworkModel):
         self._demands: dict[int, CommDemand] = {}
         self._offered = np.zeros(n)  # per link: every job on it at its isolated rate at once
         self._binding = np.zeros(n, dtype=bool)  # per link: it can bind (offered above capacity)
+        # per link: what a binding link delivers (goodput.py), kept where offered and flows change
+        self._capacity_eff = links.capacity_gbps.copy()
         self._touched_links: list[np.ndarray] = []  # the links set in _touched, by change
         self._flows = np.zeros(n)  # per link: flows on it (the goodput term's count)
         self._active = np.zeros(n)  # per link: flows on it x their jobs' shares of the iteration (rto.py) ...
@@ -173,7 +175,7 @@ class TcpNetwork(NetworkModel):
         self._flows[demand.links] += demand.weights
         self._share[job_id] = demand_duty(demand)
         self._active[demand.links] += demand.weights * self._share[job_id]
-        update_binding(self._binding, demand.links, self._offered, links.capacity_gbps)
+        self._moved(demand.links)
         if alone:  # it binds no link: it runs at its isolated rate and nobody else changes
             t = self._slots.rows
             t.rate_gbps[row], t.iter_s[row] = rate, demand.iter_s(rate)
@@ -182,6 +184,14 @@ class TcpNetwork(NetworkModel):
             return rate
         self._await_resolve(demand, job_id)
         return None
+
+    def _moved(self, ids: np.ndarray) -> None:
+        """The offered load (and flows) on links ``ids`` moved: whether they can bind, and what they deliver."""
+        cap, p = self._links.capacity_gbps, self.params
+        update_binding(self._binding, ids, self._offered, cap)
+        if p.goodput_k:
+            self._capacity_eff[ids] = effective_capacity(cap[ids], self._flows[ids], self._offered[ids], p.goodput_k,
+                                                         p.buffer_packets)
 
     def _await_resolve(self, demand: CommDemand, new_job: int | None = None) -> None:
         super()._await_resolve(demand, new_job)
@@ -199,7 +209,7 @@ class TcpNetwork(NetworkModel):
         self._slots.remove(job_id)
         empty = demand.links[links.jobs[demand.links] == 0]
         self._offered[empty] = self._flows[empty] = self._active[empty] = 0.0  # no rounding residue on an empty link
-        update_binding(self._binding, demand.links, self._offered, links.capacity_gbps)
+        self._moved(demand.links)
         if bound or job_id in self._new:
             self._await_resolve(demand)
         self._new.discard(job_id)
@@ -213,7 +223,7 @@ class TcpNetwork(NetworkModel):
                 self._offered[demand.links] -= demand.weights * demand.alone_rate_gbps
                 demand.allocation = allocation
                 self._offered[demand.links] += demand.weights * demand.alone_rate_gbps
-                update_binding(self._binding, demand.links, self._offered, self._links.capacity_gbps)
+                self._moved(demand.links)
                 self._slots.rewrite(job_id, demand)
                 self._await_resolve(demand)
             demand.allocation = allocation
@@ -228,16 +238,17 @@ class TcpNetwork(NetworkModel):
         self.pending = False
         links, t, p = self._links, self._slots.rows, self.params
         links.write(np.zeros(0, dtype=np.int64))  # the links written are named below
-        arrays = links.arrays()  # a lossy binding link delivers less (goodput.py); the same arrays when not
-        arrays = arrays._replace(capacity_gbps=effective_capacity(arrays.capacity_gbps, self._flows, self._offered,
-                                                                  p.goodput_k, p.buffer_packets))
+        # a lossy binding link delivers less (goodput.py): kept per link as changes come (_moved)
+        arrays = links.arrays()._replace(capacity_gbps=self._capacity_eff)
+        seeds = np.concatenate(self._touched_links) if self._touched_links else np.zeros(0, dtype=np.int64)
+        self._touched_links.clear()
         if p.phase_cores:  # every solve in Python, where the cores are simulated after the mean field
             comp = binding_component(self._touched, t, self._binding)
             code = SolveCode.EXACT_NEEDED if len(comp.rows) else SolveCode.NOTHING
             ids = it = comm = np.empty(0)
             comp_links = comp.links
         else:
-            code, ids, it, comm, comp_links = resolve_touched(now_s, self._touched, tuple(t), tuple(arrays),
+            code, ids, it, comm, comp_links = resolve_touched(now_s, self._touched, seeds, tuple(t), tuple(arrays),
                                                               self._binding, p.max_exact_jobs, p.alpha, REPORT_RTOL,
                                                               tuple(self.counts))
         if code == SolveCode.EXACT_NEEDED:
@@ -248,15 +259,14 @@ class TcpNetwork(NetworkModel):
                                                      self._core_cache)
             self.exact_solves += exact
             self.mean_field_solves += mean_field
-            ids, it, comm = write_back(self._touched, comp, out, REPORT_RTOL, t, links.arrays())
+            ids, it, comm = write_back(self._touched, seeds, comp, out, REPORT_RTOL, t, links.arrays())
             phase_blind = None  # per job, below
         else:
             self.mean_field_solves += code == SolveCode.MEAN_FIELD
             phase_blind = bool(code == SolveCode.MEAN_FIELD)  # the whole component by the mean field
         self._new.clear()
         # what was written: the links the changes touched and the component's (the touched ones widened to)
-        written = np.concatenate([*self._touched_links, comp_links])
-        self._touched_links.clear()
+        written = np.concatenate([seeds, comp_links])
         links.mark(written)
         self._touched[written] = False
         ids = ids.tolist()
