@@ -40,7 +40,7 @@ from ..slots import Entries, Jobs, Rows
 from .components import Alone, Components, share_weights
 from .mean_field import MeanFieldJobs, limiting_entries
 from .params import TcpParams
-from .state import keep_position
+from .state import keep_positions
 
 CACHE_RTOL = 0.05  # a core's kept periods are reused while the capacity its links leave it moves by less
 CORE_HORIZON, CORE_WARMUP = 24, 12  # iterations a core is simulated for, and left out of its mean period
@@ -176,8 +176,7 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
         key = CoreCache.key(members, jobs, phi, flows, left) if cache is not None else None
         period = cache.get(key) if cache is not None else None
         if period is not None:  # the same core on the same capacity: each job keeps its position
-            for a, i in enumerate(members):
-                keep_position(now_s, rows[i], period[a], jobs.phase[i], t)
+            keep_positions(now_s, rows[members], period, jobs.phase[members], t)
             it[members] = period
             done.append(members)
             continue

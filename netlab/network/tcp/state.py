@@ -34,6 +34,14 @@ def keep_position(now_s, row, period, phase, t: Rows):
     t.period_s[row], t.anchor_phase[row] = period, phase
 
 
+@njit(**JIT)
+def keep_positions(now_s, rows, period, phase, t: Rows):
+    """:func:`keep_position` for each of ``rows`` (``period`` and ``phase`` per row) in one compiled call: a
+    phase core found in its cache re-anchors all its jobs at once, not one Python-to-numba call per job."""
+    for a in range(rows.shape[0]):
+        keep_position(now_s, rows[a], period[a], phase[a], t)
+
+
 def position(now_s: float, anchor_s: float, period_s: float, pre_s: float, net_s: float):
     """(stage, rem, until, it_start) of a job whose iterations start at ``anchor + k period``, at ``now``.
 
