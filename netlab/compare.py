@@ -39,8 +39,10 @@ from .sweep.grid import DEFAULTS, OPTIONAL
 METRICS = {"avg_jct_s": "avg JCT", "p99_jct_s": "p99 JCT", "makespan_s": "makespan",
            "avg_wait_s": "total wait"}
 DEFAULT_BASELINE = "tiresias+consolidated"
-#: parameters that make a policy arm (its label says which); the seed pairs; the rest is the setting
-ARM_PARAMS = ("policy", "placement", "preemption", "backfill")
+#: parameters that make a policy arm (its label says which); the seed pairs; the rest is the setting. The network
+#: policy, migration and compression are named in a cell's label (``tiresias+consolidated+crux``): arms, compared
+#: with the baseline in the same setting, not settings of their own (where no baseline ran)
+ARM_PARAMS = ("policy", "placement", "preemption", "backfill", "netpolicy", "migration", "compression")
 #: networks that are bounds, not settings a scheduler runs in: left out of comparisons by default
 BOUNDS = tuple(ideal_networks())
 COLUMNS = ["label", "baseline", "metric", "seeds", "baseline_mean", "mean", "diff_mean", "change", "ci_low",

@@ -106,3 +106,14 @@ def test_bad_baseline_and_ambiguous_arms_are_refused():
     dup["preemption"] = dup.preemption.fillna("none")
     with pytest.raises(ValueError, match=r"\['preemption'\] varies without changing the label"):
         paired_differences(dup, BASE)
+
+
+def test_a_network_policy_is_an_arm_compared_with_the_baseline_of_its_setting():
+    """A sweep labels ``netpolicy=crux`` cells ``...+crux``: they pair with the baseline (netpolicy none) of the
+    same oversubscription and seed; as a setting of their own they would have had no baseline and been dropped."""
+    s = summary(arm(BASE, [100, 200]) + arm(f"{BASE}+crux", [80, 190]))
+    s["netpolicy"] = np.where(s.label.str.endswith("+crux"), "crux", "none")
+    d = paired_differences(s, BASE, metrics={"avg_jct_s": "avg JCT"}).sort_values("seed")
+    assert set(d.label) == {f"{BASE}+crux"} and list(d["diff"]) == [-20, -10]
+    c = compare_policies(s, BASE, metrics={"avg_jct_s": "avg JCT"}).set_index("metric").loc["avg_jct_s"]
+    assert c.change == pytest.approx(270 / 300 - 1)

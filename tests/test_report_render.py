@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 
 import browser  # noqa: E402
 from netlab.demo import demo_report  # noqa: E402
-from netlab.sweep.grid import DEMO_REGIMES  # noqa: E402
+from netlab.sweep.grid import DEMO_REGIMES, DEMO_SCHEDULERS  # noqa: E402
 
 pytestmark = pytest.mark.skipif(browser.CHROMIUM is None, reason=browser.MISSING)
 
@@ -29,11 +29,13 @@ def test_the_rendered_report_answers_first_then_the_verdict_table_then_the_headl
     answer = re.search(r'<p class="answer" id="answer">([^<]+)</p>', dom).group(1)
     assert "tiresias+consolidated" in answer and answer.endswith(".")
     table = dom[dom.index('id="verdicts"'):dom.index("</table>", dom.index('id="verdicts"'))]
-    # 6 policies against tiresias+consolidated, one column each for 2:1 and 8:1 in each of the demo's regimes
+    # every other scheduler (crux's network policy too) against tiresias+consolidated, one column each for 2:1 and
+    # 8:1 in each of the demo's regimes
+    others = len(DEMO_SCHEDULERS) - 1
     assert re.findall(r"<th>([^<]+)</th>", table) == [f"{o}, {r}" for o in ("2:1", "8:1") for r in sorted(DEMO_REGIMES)]
-    assert len(re.findall(r'<tr><th class="policy">', table)) == 6
+    assert len(re.findall(r'<tr><th class="policy">', table)) == others
     cells = re.findall(r'<td class="(better|worse|no-clear-difference)" title="[^"]+">([^<]+)</td>', table)
-    assert len(cells) == 6 * 2 * len(DEMO_REGIMES), cells
+    assert len(cells) == others * 2 * len(DEMO_REGIMES), cells
     assert all(re.search(r"· lower in [012]/2$", t) for _, t in cells), cells
     head = re.search(r'<figure id="comparison"><img alt="Change against tiresias\+consolidated[^"]*" '
                      r'src="data:image/png;base64,([^"]{1000,})"', dom)
