@@ -19,9 +19,9 @@ time per iteration, from the standard Reno analysis:
   every job's all-reduce, so the flows of a contended link overlap more than
   their duty cycles alone say: on the referee's shallow-Reno calibration half
   the timeouts per iteration of contended jobs go with this count's timeout
-  rate (Spearman 0.52) far better than with the duty cycles alone (0.37), the
-  job's rank count (0.11) or its ring step's bytes (0.23)
-  (``benchmarks/results/regimes_fit.json``, ``timeout_scale.per_job``);
+  rate better than with the duty cycles alone, the job's rank count or its
+  ring step's bytes (the rank correlations of every candidate are in
+  ``benchmarks/results/regimes_fit.json``, ``timeout_scale.per_job_candidates``);
 * each holds a window of ``w = (BDP + B) / a`` packets: its share of what
   the path holds, the link's bandwidth-delay product (its capacity x
   ``rtt_us``, in ``segment_bytes`` packets; under one packet at the referee's
