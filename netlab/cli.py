@@ -149,8 +149,9 @@ def demo(
                                           "to ideal)."),
 ):
     """The main job: classic schedulers (fifo, fjf, tiresias, themis on consolidated placement) against
-    network-aware ones (Dally, Tiresias with CASSINI, topology-aware best fit) on the bundled trace, on a
-    leaf-spine at 2:1 and 8:1 (tcp network) and on the ideal network, 10 seeds; prints the summary table and
+    network-aware ones (Dally, Tiresias with CASSINI, topology-aware best fit, Tiresias with Crux's network
+    policy) on the bundled trace, on a leaf-spine at 2:1 and 8:1 in two transport regimes (reno-deep, the default
+    tcp network; dcqcn: see `netlab regimes`) and on the ideal network, 10 seeds; prints the summary table and
     one verdict per policy against tiresias+consolidated (paired by seed, 95% bootstrap intervals); writes
     an HTML report with the headline comparison first."""
     from .demo import demo_report
