@@ -108,3 +108,25 @@ def test_a_ring_plan_counts_its_steps_and_the_demand_keeps_them():
     topo = load_topology(Path(__file__).resolve().parents[1] / "testbed" / "topologies" / "leafspine-2rack.yaml")
     d, _ = build_demand(topo, JobModel("m", 0.1, 1e6), "ring", 7, [0, topo.n_hosts - 1], [2, 2])
     assert d.steps == 6 and pickle.loads(pickle.dumps(d)).steps == 6
+
+
+def test_a_job_whose_communication_is_half_hidden_pays_half_the_cut():
+    """Four jobs in step as above, each with 20 ms of compute of which its all-reduce may overlap half (overlap
+    0.5). Alone a job iterates in 20 + 1.2 - 0.6 = 20.6 ms; in step each sends 4 a = 4.8 ms at a quarter of the
+    link, an iteration of 20 + 4.8 - 0.5 x 4.8 = 22.4 ms, 4.8 / 22.4 = 3 / 14 of it sending. Flows at once
+    4 x 3 / 14 = 6 / 7, counted as at least one: w = 20 packets, alpha_m = sqrt(2 / 20) = 0.31623, 1 - w / 100 =
+    0.8: cut_s = 2 x 0.31623 / 4 x 0.8 x 4.8 ms = 0.60716 ms of communication. 15.2 ms of the compute is left to
+    hide it under, half of which the overlap covers: the iteration grows by half the cut, 0.30358 ms."""
+    cut = 2 * np.sqrt(0.1) / 4 * 0.8 * 4 * A_S
+    assert cut == pytest.approx(0.6071573e-3, rel=1e-6)
+    hidden = [CommDemand(i, np.array([0]), np.array([1.0]), BYTES, 20e-3, overlap=0.5, iso_rate_gbps=CAP_GBPS,
+                         iso_iter_s=20.6e-3, steps=10) for i in range(1, 5)]
+    base = plain().solve(hidden, CAP)
+    sol = NETWORKS.create("tcp", **KW).solve(hidden, CAP)
+    for i in range(1, 5):
+        assert base.iter_s[i] == pytest.approx(22.4e-3, rel=1e-9)
+        assert sol.comm_s[i] == pytest.approx(base.comm_s[i] + cut, rel=1e-6)  # the communication pays it all ...
+        assert sol.iter_s[i] == pytest.approx(base.iter_s[i] + cut / 2, rel=1e-6)  # ... the iteration half
+    added = run_added_s(plain(), NETWORKS.create("tcp", **KW), CAP, hidden)  # the scenario run alike
+    for i in added:
+        assert added[i] == pytest.approx(cut / 2, rel=1e-6)

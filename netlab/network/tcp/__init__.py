@@ -71,7 +71,8 @@ component its way), :mod:`~.incremental` (the simulator's re-solves),
 :mod:`~.goodput` (what a lossy binding link delivers: the transport variants'
 loss term, which every solver reads as the link's capacity), :mod:`~.rto` (the expected
 retransmission-timeout tail of a shallow drop-tail link, added to every answer after the solve), :mod:`~.ratecut`
-(what DCTCP's window cuts cost a long ring step on a marking link, added likewise), :mod:`~.params`,
+(what DCTCP's window cuts cost a long ring step on a marking link, added likewise), :mod:`~.exposed` (what
+such added communication costs the iteration: the part the overlapped compute cannot hide), :mod:`~.params`,
 and :mod:`~.reference` (a plain-numpy restatement of the fluid for two or three
 jobs, the referee the tests hold the compiled model to).
 """

@@ -10,6 +10,7 @@ from ..model import (ALLOCATION_KINDS, NETWORKS, Capabilities, CommDemand, Moved
 from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of
 from .components import Solved
 from .cores import CoreCache
+from .exposed import exposed_s
 from .goodput import effective_capacity, link_flows_offered
 from .incremental import (adds_nonbinding, binding_component, clear_row_load, resolve_touched, row_loads,
                           update_binding, write_back)
@@ -118,15 +119,16 @@ class TcpNetwork(NetworkModel):
 
     def _stretched(self, demands, iter_s: list, comm_s: list, tails: list | None = None) -> tuple[list, list]:
         """Each job's delay beyond its time alone stretched by ``1 + stretch`` (``params.STRETCH``) plus its
-        expected timeout tail (``tails``, :mod:`~.rto`), the extra time counted as communication; unchanged (the
-        same lists) when ``stretch`` is 0 and there is no tail."""
+        expected timeout tail and rate cut (``tails``, :mod:`~.rto`, :mod:`~.ratecut`), the extra time counted as
+        communication, its iteration lengthened by what its overlapped compute cannot hide (:mod:`~.exposed`);
+        unchanged (the same lists) when ``stretch`` is 0 and there is no tail."""
         k = self.params.stretch
         if k == 0.0 and tails is None:
             return iter_s, comm_s
         it, comm = [], []
         for n, (d, t, c) in enumerate(zip(demands, iter_s, comm_s)):
             extra = k * max(t - d.iter_s(d.alone_rate_gbps), 0.0) + (tails[n] if tails is not None else 0.0)
-            it.append(t + extra)
+            it.append(t + exposed_s(d.compute_s, c, d.overlap, extra))  # what the overlap cannot hide (exposed.py)
             comm.append(c + extra)
         return it, comm
 

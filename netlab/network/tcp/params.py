@@ -124,20 +124,23 @@ class TcpParams(NamedTuple):
 #: the model's residual grows with a job's bytes per ring step (Spearman +0.39 and +0.31): the referee slows long
 #: transfers more than per-flow sharing does.
 TRANSPORT_PARAMS: dict[str, tuple[str, dict]] = {
-    # shallow-buffer drop-tail TCP: per-connection sharing (alpha 0), no leader advantage (losses cut the window a
-    # transfer in flight has grown; the testbed's byte-limited queue measures lead 0), a binding link loses goodput
-    # to its flows' losses (goodput_k 0.3 per flow per 100 packets of buffer), and the expected retransmission-timeout
-    # tail (:mod:`~.rto`, flows counted at their shares of the iteration as solved) at rto_k 0.169, set from the
-    # referee's timeout counts (85 measured on the 13 calibration scenarios, 504 predicted at 1), in place of the
-    # stretch (0): calibration 3.2% / 15.2% / -3.1% median / p90 / heavy bias through the model's own solve (without
-    # the tail the best point, alpha -0.25 stretch 0.3, 2.0% / 17.9% / -5.2%; regimes_fit.json, model_checks). Per
-    # contended job the predicted timeout rate goes with the measured one (Spearman 0.50; 0.39 with duty cycles
-    # alone, 0.11 for the rank count, 0.23 for the ring step's bytes). The testbed's byte-limited queue disagrees:
-    # 14.7% median APE, +13.8% mean signed on its 16 contended jobs (the last fit's point: 6.2%, -6.2%): there the
-    # tail over-predicts (regimes_fit.json)
+    # shallow-buffer drop-tail TCP, judged on the referee and on the testbed's byte-limited queue at once (the worst
+    # of both objectives, bench_regimes_fit.py): short transfers slightly favoured (alpha -0.25), no leader advantage
+    # (losses cut the window a transfer in flight has grown; the testbed's byte-limited queue measures lead 0), a
+    # binding link loses goodput to its flows' losses (goodput_k 0.75 per flow per 100 packets of buffer) and a
+    # contended job's delay is stretched by 0.2 (loss recovery beyond the fluid's shares). No timeout tail: the
+    # expected tail (:mod:`~.rto`, rto_k 0.166 from the referee's timeout counts) scores the referee's calibration
+    # half 3.1% / 15.2% / -4.7% median / p90 / heavy bias but over-predicts the testbed's queue (14.2% / 26.5%
+    # median / p90 APE, +13.2% mean signed on its 16 contended jobs); this point scores 2.1% / 17.3% / -4.8% on the
+    # referee and 6.3% / 22.7% / -5.9% on the testbed (regimes_fit.json, reno-shallow's tie_break and goodput_grid).
+    # The heavy jobs' misses are the timeouts each run happened to draw, which no expected tail can place: on the
+    # calibration half this point against the referee less each job's measured timeout seconds per iteration is
+    # 1.4% / 15.0% median / p90, its 3 heavy jobs (all with timeouts) +36% instead of -56%; a per-job "lumpy" tail
+    # (a whole timeout with the probability of at least one) is the expected one within 1% here, every job expecting
+    # under 0.08 timeouts per iteration (regimes_fit.json, reno-shallow's lumpy_tail)
     "tcp-shallow": ("TCP over shallow-buffer drop-tail queues (losses, retransmission timeouts)",
-                    {"alpha": 0.0, "lead": 0.0, "stretch": 0.0, "goodput_k": 0.3, "buffer_packets": 100.0,
-                     "rto_k": 0.169, "core_alpha": None}),
+                    {"alpha": -0.25, "lead": 0.0, "stretch": 0.2, "goodput_k": 0.75, "buffer_packets": 100.0,
+                     "rto_k": 0.0, "core_alpha": None}),
     # DCTCP with step ECN marking: weakly byte-weighted (alpha 0.5), no leader advantage (lead 0), a binding link
     # held at the marking threshold loses goodput to window cuts (goodput_k 0.1 per flow per 20 packets), and a
     # long ring step is cut below its share (:mod:`~.ratecut`, cut_k 2) in place of the stretch (0): on the 13

@@ -21,7 +21,8 @@ slows long steps more). Per iteration, on the job's tightest binding link
 
     cut_s = cut_k x alpha_m / 4 x max(0, 1 - w / c) x its network seconds as solved
 
-added to its iteration (and its communication) after the solve, where the
+added to its communication after the solve, and to its iteration as far as its
+overlapped compute cannot hide it (:mod:`~.exposed`), where the
 timeout tail is (:mod:`~.rto`), by the batch solve, the incremental
 ``resolve`` and :func:`~.scenarios.simulate_starts` alike, so the mean
 field's and the fluid's answers carry the same term. ``c`` is the job's

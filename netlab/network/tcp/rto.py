@@ -38,7 +38,8 @@ so a job sending ``packets`` per flow and iteration expects, per iteration,
     timeouts = rto_k x sum over its flows' binding links of flows x packets x p(w) x Q(w)
     tail_s   = timeouts x rto_min_s
 
-added to its iteration (and its communication) after the solve, by the model
+added to its communication after the solve, and to its iteration as far as its
+overlapped compute cannot hide it (:mod:`~.exposed`), by the model
 (:meth:`~.model.TcpNetwork.solve`, its incremental ``resolve``: each job's
 share as last solved) and by :func:`~.scenarios.simulate_starts` (its mean
 simulated period less its exposed compute), so the mean field's and the

@@ -9,6 +9,7 @@ from ..slots import Entries, jobs_of
 from .components import share_weights
 from .fluid import (NOISE, WAIT, FluidJobs, FluidLinks, FluidRun, FluidState, Starts, lead_per_job, link_stats,
                     simulate)
+from .exposed import comm_of_period, exposed_s
 from .goodput import effective_capacity, link_flows_offered
 from .ratecut import cut_s
 from .rto import demand_duty, solved_share, tail_s
@@ -59,27 +60,34 @@ def simulate_starts(model, demands, capacity_gbps, start_s: dict, iterations: di
     return stretch_starts(out, demands, p.stretch, tails)
 
 
+def _simulated_comm_s(period_s: float, d) -> float:
+    """A job's communication seconds per iteration (intra-host phase included) in a fluid run of mean period
+    ``period_s`` (:func:`~.exposed.comm_of_period`, at least its communication alone)."""
+    return comm_of_period(d.compute_s, d.overlap, period_s, d.net_s(d.alone_rate_gbps) + d.serial_intra_s)
+
+
 def _simulated_net_s(starts: np.ndarray, d) -> float:
-    """A job's network seconds per iteration in the fluid run: its mean period less its exposed compute and its
-    serial intra-host phase (0 if it has no whole iteration)."""
+    """A job's network seconds per iteration in the fluid run: its communication less its serial intra-host phase
+    (0 if it has no whole iteration)."""
     if len(starts) < 2:
         return 0.0
-    return max(float(np.mean(np.diff(starts))) - (1.0 - d.overlap) * d.compute_s - d.serial_intra_s, 0.0)
+    return max(_simulated_comm_s(float(np.mean(np.diff(starts))), d) - d.serial_intra_s, 0.0)
 
 
 def _simulated_share(starts: np.ndarray, d) -> float:
-    """A job's communicating share of its iteration in the fluid run: its mean period less its exposed compute,
-    over its period (:func:`~.rto.solved_share`); its share alone if it has no whole iteration."""
+    """A job's communicating share of its iteration in the fluid run: its communication over its period
+    (:func:`~.rto.solved_share`); its share alone if it has no whole iteration."""
     if len(starts) < 2:
         return demand_duty(d)
     period = float(np.mean(np.diff(starts)))
-    return solved_share(period, period - (1.0 - d.overlap) * d.compute_s)
+    return solved_share(period, _simulated_comm_s(period, d))
 
 
 def stretch_starts(starts: dict, demands, stretch: float, tails: list | None = None) -> dict:
     """Each job's mean delay per iteration beyond its time alone, ``stretch`` times, plus its expected timeout
-    tail (``tails``, :mod:`~.rto`), added to every iteration (the model's ``stretch`` and tail, as its solve
-    applies them to the mean; unchanged when 0 and None)."""
+    tail (``tails``, :mod:`~.rto`), added to every iteration as far as the overlapped compute cannot hide it
+    (:mod:`~.exposed`; the model's ``stretch`` and tail, as its solve applies them to the mean; unchanged when 0
+    and None)."""
     if stretch == 0.0 and tails is None:
         return starts
     out = {}
@@ -88,7 +96,8 @@ def stretch_starts(starts: dict, demands, stretch: float, tails: list | None = N
         if len(s) < 2:
             out[d.job_id] = s
             continue
-        extra = stretch * max(float(np.mean(np.diff(s))) - d.iter_s(d.alone_rate_gbps), 0.0)
+        period = float(np.mean(np.diff(s)))
+        extra = stretch * max(period - d.iter_s(d.alone_rate_gbps), 0.0)
         extra += tails[n] if tails is not None else 0.0
-        out[d.job_id] = s + extra * np.arange(len(s))
+        out[d.job_id] = s + exposed_s(d.compute_s, _simulated_comm_s(period, d), d.overlap, extra) * np.arange(len(s))
     return out
