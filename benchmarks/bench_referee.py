@@ -60,7 +60,7 @@ from netlab.sim.metrics import write_json
 from netlab.validate import sanity
 from netlab.validate.compare import compare_jobs, error_summary, scenario_speed
 from netlab.validate.coverage import coverage_table, scenario_coverage, stored_family_runs
-from netlab.validate.families import FAMILIES, family_seeds, generate, half
+from netlab.validate.families import FAMILIES, family_seeds, generate, half, scoring_seeds
 from netlab.validate.loss import job_loss_rows, loss_summary
 from netlab.validate.predict import model_specs, predict_all
 from netlab.validate.referee import RefereeError, build_referee, referee_unavailable
@@ -291,7 +291,7 @@ def main(argv=None) -> int:
     ap.add_argument("--per-family", type=int, default=2, help="scenarios per family and half run in ns-3")
     ap.add_argument("--score-per-family", type=int, default=None,
                     help="score the first this many seeds of each family's scoring half that have a cached run "
-                         "(default: --per-family)")
+                         "(default: --per-family), and the family's EXTRA_SCORING_SEEDS (families.py) that have one")
     ap.add_argument("--halves", choices=("scoring", "calibration", "all"), default="scoring",
                     help="which seeds to run (scores always come from the scoring half)")
     ap.add_argument("--seeds", nargs="*", type=int, default=None,
@@ -395,7 +395,7 @@ def main(argv=None) -> int:
         loss_cells[(regime, sc.meta["half"])] = (cell[0] + [lr], cell[1]) if lr is not None else (cell[0], cell[1] + 1)
 
     for f, s, r in [(f, s, r) for r in args.regimes for f in args.families
-                    for s in family_seeds(f, n_score, "scoring")]:
+                    for s in scoring_seeds(f, n_score)]:
         sc = generate(f, s, REGIMES[r])
         record.used.add(sc.key())
         rec = store.get(sc)

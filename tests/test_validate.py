@@ -183,6 +183,18 @@ def test_families_are_deterministic_and_split_by_seed():
     assert a.meta["half"] == "scoring" and generate("2tier", 4).meta["half"] == "calibration"
 
 
+def test_extra_scoring_seed_draws_a_64_rank_job():
+    """3tier's extra scoring seed is in the scoring half, draws the family's largest job (64 ranks) and comes after
+    the first seeds; a family without extras scores its first seeds only."""
+    from netlab.validate.families import EXTRA_SCORING_SEEDS, scoring_seeds
+
+    assert scoring_seeds("3tier", 4) == [1, 3, 5, 7, 207] and scoring_seeds("2tier", 2) == [1, 3]
+    for family, seeds in EXTRA_SCORING_SEEDS.items():
+        for s in seeds:
+            assert half(s) == "scoring"
+    assert max(sum(j.gpus) for j in generate("3tier", 207).jobs) == FAMILIES["3tier"].ranks[1] == 64
+
+
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_family_scenarios_have_their_shape(name):
     fam = FAMILIES[name]

@@ -185,6 +185,19 @@ def _timed(sc: RefereeScenario, frac, offsets01, fam: Family) -> RefereeScenario
     return replace(sc, jobs=jobs)
 
 
+#: scoring-half seeds scored beside each family's first ones (:func:`scoring_seeds`), each chosen for what it
+#: draws, never for a result: 3tier's first odd seeds' largest jobs have 56-57 ranks, and 207 is the cheapest odd
+#: seed below 600 (by estimated link packets, about 0.5 M, 11 jobs) that draws a 64-rank job, the family's top.
+EXTRA_SCORING_SEEDS: dict[str, tuple[int, ...]] = {"3tier": (207,)}
+
+
+def scoring_seeds(family: Family | str, count: int) -> list[int]:
+    """The scoring half's first ``count`` seeds, then the family's :data:`EXTRA_SCORING_SEEDS`."""
+    name = family if isinstance(family, str) else family.name
+    first = family_seeds(name, count, "scoring")
+    return first + [s for s in EXTRA_SCORING_SEEDS.get(name, ()) if half(s) == "scoring" and s not in first]
+
+
 def family_seeds(family: Family | str, count: int, which: str = "scoring") -> list[int]:
     """The first ``count`` seeds of one half (``calibration``, ``scoring``) or of both (``all``)."""
     if which == "all":
