@@ -27,7 +27,9 @@ link, integrated between network re-solves; a model without a queue records 0); 
 above capacity, time-integrated) is the older proxy, kept beside it.
 
 Where CASSINI loses to its host, the per-job measures of each run (:data:`CAUSES`: waiting and running
-time, the network-added time, the shares of contended and cross-rack jobs) say why (:func:`loss_cause`).
+time, the network-added time, the shares of contended and cross-rack jobs) say why (:func:`loss_cause`);
+whether it is CASSINI's doing or the host's schedule moving on its own is measured by
+:mod:`netlab.repro.cassini_cause` (``benchmarks/bench_cassini_cause.py``).
 """
 
 from __future__ import annotations
@@ -79,19 +81,27 @@ class _EcnSimulator(Simulator):
         super()._recompute_network(now)
 
 
-def run_one(cell: dict) -> dict:
-    """One simulation: ``cell`` has setup, oversub, host, placement, network, seed, jobs, load (and ``regime``,
-    the regime its network stands for)."""
+def simulate(cell: dict, placement=None, capacity_scale: float = 1.0):
+    """(simulator, result) of one cell (see :func:`run_one`); ``placement``: a placement policy object to run
+    instead of the cell's by name; ``capacity_scale``: every link's capacity times it (a nudge)."""
     from ..topology import load_topology
     from ..traces import load_trace
     from ..workload.job import jobs_from_frame
 
     topo = load_topology(f"{CASSINI_TOPOLOGY},oversub={cell['oversub']}")
+    if capacity_scale != 1.0:
+        topo.link_capacity_gbps = topo.link_capacity_gbps * capacity_scale
     jobs = jobs_from_frame(load_trace(cassini_trace(cell["setup"], cell["jobs"], cell["load"]), seed=cell["seed"]),
                            topo)
-    sim = _EcnSimulator(topo, jobs, cell["host"], cell["placement"],
+    sim = _EcnSimulator(topo, jobs, cell["host"], placement or cell["placement"],
                         config=SimConfig(network=cell["network"], seed=cell["seed"]))
-    res = sim.run()
+    return sim, sim.run()
+
+
+def run_one(cell: dict) -> dict:
+    """One simulation: ``cell`` has setup, oversub, host, placement, network, seed, jobs, load (and ``regime``,
+    the regime its network stands for)."""
+    sim, res = simulate(cell)
     s = res.summary
     return dict(cell, avg_jct_s=s["avg_jct_s"], p99_jct_s=s["p99_jct_s"], makespan_s=s["makespan_s"],
                 avg_slowdown=s["avg_slowdown"], overload_gbit=s["overload_gbit"], ecn_s=sim.ecn_s,
