@@ -194,3 +194,39 @@ def test_a_job_started_between_redecisions_is_fitted_in_and_the_running_one_keep
         assert both[0].priority == both[1].priority == 0
     with pytest.raises(ValueError, match="redecide_s must be a number of seconds >= 0"):
         NETWORK_POLICIES.create("crux", redecide_s=-1)
+
+
+def test_a_starting_job_joins_the_network_once_on_the_path_and_class_crux_gives_it():
+    # The two jobs of test_path_selection...: job 1 (the more intensive) takes path 0 for both its flows, job 0
+    # path 1. Each starts, is decided in the same pass and joins the network model once, on those links (never
+    # first on the fabric's hash and then moved); each leaves once, when it ends. Then the one-spine pair of
+    # test_jobs_that_must_share...: job 0 joins in class 1 at once (no later change of class).
+    from netlab.network.model import make_network
+
+    def counted(topo, netpolicy, compute_s):
+        model = make_network(None, "fair", {})
+        calls = []
+        join, leave, change = model.join, model.leave, model.change
+        model.join = lambda jid, d, now: calls.append(("join", jid, now, set(d.links.tolist()), d.priority)) \
+            or join(jid, d, now)
+        model.leave = lambda jid, now: calls.append(("leave", jid, now)) or leave(jid, now)
+        model.change = lambda jid, now, **kw: calls.append(("change", jid, now)) or change(jid, now, **kw)
+        zoo = ModelZoo({f"m{j}": JobModel(f"m{j}", c, 6.25e9) for j, c in compute_s.items()})
+        jobs = [Job(j, 0.0, 2, f"m{j}", 10.0) for j in compute_s]
+        res = Simulator(topo, jobs, "fifo", Fixed(), None, SimConfig(network="fair"), zoo=zoo, network=model,
+                        netpolicy=netpolicy).run()
+        return res, calls
+
+    res, calls = counted(TOPO, "crux-paths", {0: 1.0, 1: 2.0})
+    on_path = {j: {lk for s, d in ((HOSTS[j][0], HOSTS[j][1]), (HOSTS[j][1], HOSTS[j][0]))
+                   for lk in TOPO.paths(s, d)[p]} for j, p in ((0, 1), (1, 0))}
+    joins = {c[1]: c for c in calls if c[0] == "join"}
+    assert sorted(c[:3] for c in calls) == [("join", 0, 0.0), ("join", 1, 0.0), ("leave", 0, 20.0), ("leave", 1, 30.0)]
+    assert joins[0][3] == on_path[0] and joins[1][3] == on_path[1]
+    assert res.jobs.sort_values("job_id").jct_s.tolist() == pytest.approx([20.0, 30.0], rel=1e-9)
+
+    one_spine = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=1,oversub=2,spines=1,ecmp=hash")
+    res, calls = counted(one_spine, "crux", {0: 1.0, 1: 2.0})
+    assert sorted(c[:3] for c in calls if c[0] != "leave") == [("join", 0, 0.0), ("join", 1, 0.0)]
+    assert {c[1]: c[4] for c in calls if c[0] == "join"} == {0: 1, 1: 0}
+    assert res.jobs.sort_values("job_id").jct_s.tolist() == pytest.approx([16.25, 25.0], rel=1e-9)

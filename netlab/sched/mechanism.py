@@ -60,7 +60,8 @@ class Mechanism:
         raise PolicyError(f"{type(self).__name__} cannot migrate job {job.job_id}")
 
     def allocate(self, allocations: Mapping[int, NetAllocation], now: float) -> None:
-        """Give every running job (by id) its network allocation; the default one changes nothing.
+        """Give running jobs (by id) their network allocations (the scheduler hands over the policy's decisions
+        and the jobs it left out that go back to the default; the others keep theirs).
 
         A mechanism that cannot enforce an allocation refuses it, naming itself, the job and the kind. This
         one enforces none (its network is not shaped per job).

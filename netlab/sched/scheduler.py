@@ -193,7 +193,8 @@ class Scheduler:
 
         Called by the mechanism after a pass (the event loop does it when the
         running set changed, :attr:`net_dirty`). Every running job the policy
-        leaves out gets the default allocation. With a ``period_s`` the policy
+        leaves out gets the default allocation (the mechanism is handed only those whose allocation that
+        changes, beside the decisions). With a ``period_s`` the policy
         is asked again that often while jobs run.
         """
         self.net_dirty = False
@@ -208,7 +209,11 @@ class Scheduler:
             if not isinstance(alloc, NetAllocation):
                 raise PolicyError(f"{policy.name}: allocation for job {jid} is a {type(alloc).__name__}, "
                                   f"not a NetAllocation")
-        mech.allocate({jid: decisions.get(jid, DEFAULT_ALLOCATION) for jid in running}, now)
+        # the mechanism is handed the decisions and the jobs left out that must go back to the default (the
+        # others left out have it already): a pass runs hundreds of one-host jobs the policy has nothing for
+        back = {jid: DEFAULT_ALLOCATION for jid, js in running.items()
+                if js.allocation is not DEFAULT_ALLOCATION and jid not in decisions}
+        mech.allocate({**decisions, **back} if back else decisions, now)
         period = policy.period_s
         if period is not None and running and not self._net_tick_armed:
             self._net_tick_armed = True

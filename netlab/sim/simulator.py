@@ -107,6 +107,9 @@ class Simulator(KernelLoop):
         self._net_version = 0
         self._net_armed = math.inf
         self._intra_memo: dict = {}
+        # starting jobs whose flows wait for the network policy's decision of this pass before they join the fabric
+        self._unrouted: dict[int, JobState] = {}
+        self._route_at_start = self.netpolicy.allocates
         self._bar = None
         if self.config.progress is not False and len(self.jobs) > 0:
             from ..progress import tqdm
@@ -147,6 +150,8 @@ class Simulator(KernelLoop):
 
     # ---------------------------------------------------------- scheduling
     def _after_pass(self, now: float) -> None:
+        if self._unrouted:
+            self._join_unrouted(now)
         if self.fabric.dirty:
             self._recompute_network(now)
 
@@ -183,7 +188,12 @@ class Simulator(KernelLoop):
         js.phase = phase
         demand, intra_s = self._demand(model, js, p.hosts, p.gpus, phase)
         contention = self.network.capabilities.contention
-        if demand is not None and contention:
+        if demand is not None and contention and self._route_at_start:
+            # the network policy decides after this pass (Scheduler.allocate): the flows join once, on the paths
+            # and in the class it gives, instead of joining on the fabric's ECMP and being re-routed at once
+            self._unrouted[js.job_id] = js
+            self._joined(js, demand, None)
+        elif demand is not None and contention:
             self._join(js, demand, now)
         else:  # comm_s is all of the job's communication, overlapped or not, as the network models report it
             js.demand = None
@@ -221,6 +231,9 @@ class Simulator(KernelLoop):
         contended = self.network.capabilities.contention
         for jid, alloc in allocations.items():
             js = self.running[jid]
+            if self._unrouted.pop(jid, None) is not None:  # started this pass: it joins with its allocation
+                self._join_allocated(js, alloc, now)
+                continue
             if alloc is js.allocation or alloc == js.allocation:  # identity first: most are unchanged
                 continue
             if contended and js.demand is not None:
@@ -233,6 +246,25 @@ class Simulator(KernelLoop):
                 else:
                     self.fabric.reallocate(jid, alloc, now)
             js.allocation = alloc
+
+    def _join_allocated(self, js: JobState, alloc: NetAllocation, now: float) -> None:
+        """A job started this pass joins the fabric once, with its network allocation (re-built on its paths if
+        it has a choice of its own, else its start's demand on the fabric's ECMP, given the allocation)."""
+        demand = js.demand
+        if alloc is not js.allocation and alloc != js.allocation:
+            check_allocation(self.network, js.job_id, alloc)
+            if alloc.paths is not None:
+                demand = rerouted(self.topology, self.zoo, js, alloc)
+            else:
+                demand.allocation = alloc
+        js.allocation = alloc
+        self._join(js, demand, now)
+
+    def _join_unrouted(self, now: float) -> None:
+        """Jobs started without a network decision since (none was asked this pass) join on their own demand."""
+        for js in list(self._unrouted.values()):
+            self._join_allocated(js, js.allocation, now)
+        self._unrouted.clear()
 
     def _demand(self, model, js: JobState, hosts: tuple, gpus: tuple, phase: float):
         """``build_demand`` for a start. One-host starts (most of them) have no network demand and the
@@ -249,7 +281,9 @@ class Simulator(KernelLoop):
         """Let a policy shift a running job's communication phase (fraction of its iteration)."""
         js = self.running[job_id]
         js.phase = phase % 1.0
-        if js.demand is not None:
+        if job_id in self._unrouted:  # not in the fabric yet: it joins at this phase
+            js.demand.phase = js.phase
+        elif js.demand is not None:
             self.fabric.rephase(job_id, js.phase, self.kernel.now)
             self._want_pass()
 
@@ -266,6 +300,7 @@ class Simulator(KernelLoop):
         self.free_total += js.gpus
         del self.running[js.job_id]
         js.version += 1
+        self._unrouted.pop(js.job_id, None)
         if self.fabric.leave(js.job_id, self.kernel.now):
             self.net_done.pop(js.job_id, None)
 
