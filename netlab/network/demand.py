@@ -21,6 +21,19 @@ from ..workload.patterns import PATTERNS
 from .model import CommDemand, iteration_time
 
 
+class _Routed:
+    """One of a :class:`RoutedDemand`'s route fields: routes the demand when first read. A non-data descriptor,
+    so once routed the instance's own attribute answers every later read without a call."""
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __get__(self, demand, owner=None):
+        if demand is None:
+            return self
+        return demand._routed()[self.index]
+
+
 class RoutedDemand(CommDemand):
     """A :class:`CommDemand` whose route (``links``, ``weights``, ``iso_rate_gbps``) is found when first read.
 
@@ -48,19 +61,13 @@ class RoutedDemand(CommDemand):
             links, weights = topology.route(pairs, key=key, flow_weights=flow_weights, paths=paths)
             iso = min(float(np.min(topology.link_capacity_gbps[links] / weights)), self.rate_cap_gbps)
             self._route, self._pending = (links, weights, iso), None
+            # plain attributes from now on: the network model reads them per join, leave and re-solve
+            self.__dict__.update(links=links, weights=weights, iso_rate_gbps=iso)
         return self._route
 
-    @property
-    def links(self) -> np.ndarray:
-        return self._routed()[0]
-
-    @property
-    def weights(self) -> np.ndarray:
-        return self._routed()[1]
-
-    @property
-    def iso_rate_gbps(self) -> float:
-        return self._routed()[2]
+    links = _Routed(0)
+    weights = _Routed(1)
+    iso_rate_gbps = _Routed(2)
 
     def __reduce__(self):
         return CommDemand, tuple(getattr(self, f.name) for f in dataclasses.fields(CommDemand))

@@ -86,6 +86,11 @@ def check_placement(policy_name: str, job: JobState, p: Placement, free_gpus: np
 
     The :class:`PolicyError` names the placement policy: the policy is wrong, not the mechanism.
     """
+    hosts, gpus = p.hosts, p.gpus
+    if len(hosts) == 1 and len(gpus) == 1:  # most starts: one host, checked without building a set
+        h, g = hosts[0], gpus[0]
+        if g == job.gpus and 0 <= h < len(free_gpus) and 0 < g <= free_gpus[h]:
+            return  # otherwise the checks below name what is wrong
     if p.n_gpus != job.gpus or len(p.hosts) != len(p.gpus) or len(set(p.hosts)) != len(p.hosts):
         raise PolicyError(f"{policy_name}: placement {p} for job {job.job_id} does not give exactly "
                           f"{job.gpus} GPUs on distinct hosts")

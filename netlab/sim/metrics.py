@@ -145,7 +145,7 @@ def job_table(states, topo) -> pd.DataFrame:
         wait[i] = jct - js.run_s if end is not None else np.nan
         run[i] = js.run_s
         n_hosts[i] = len(hosts)
-        racks[i] = len(set(host_rack[hosts].tolist())) if hosts else 0
+        racks[i] = (1 if len(hosts) == 1 else len(set(host_rack[hosts].tolist()))) if hosts else 0
         placement[i] = where = ",".join(f"{host_names[h].name}:{g}" for h, g in zip(p.hosts, p.gpus)) if p else ""
         runs[i] = _runs(js, where, host_names) if js.runs else ""
         preemptions[i] = js.preemptions

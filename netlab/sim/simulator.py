@@ -110,6 +110,8 @@ class Simulator(KernelLoop):
         # starting jobs whose flows wait for the network policy's decision of this pass before they join the fabric
         self._unrouted: dict[int, JobState] = {}
         self._route_at_start = self.netpolicy.allocates
+        self._host_intra = self.topology.host_intra_gbps.tolist()  # the memo's key reads it per one-host start
+        self._restart_memo: dict[str, float] = {}  # restart seconds by model name (fixed for the run)
         self._bar = None
         if self.config.progress is not False and len(self.jobs) > 0:
             from ..progress import tqdm
@@ -166,7 +168,14 @@ class Simulator(KernelLoop):
 
     def _restart_s(self, js: JobState) -> float:
         """What stopping and restarting ``js`` costs it here (its model's checkpoint and restore)."""
-        return self.config.restart_s(self.zoo[js.job.model])
+        return self._model_restart_s(self.zoo[js.job.model])
+
+    def _model_restart_s(self, model) -> float:
+        """``SimConfig.restart_s`` of a zoo model, computed once per model a run restarts."""
+        t = self._restart_memo.get(model.name)
+        if t is None:
+            t = self._restart_memo[model.name] = self.config.restart_s(model)
+        return t
 
     # ------------------------------------------------------------ mechanism
     def start(self, js: JobState, p: Placement, now: float) -> None:
@@ -179,7 +188,7 @@ class Simulator(KernelLoop):
         js.placement = p
         js.last_update_s = now
         model = self.zoo[js.job.model]
-        js.progress_from_s = now + (self.config.restart_s(model) if restarted else 0.0)
+        js.progress_from_s = now + (self._model_restart_s(model) if restarted else 0.0)
         js.phase_blind = False
         self.running[js.job_id] = js
         phase = p.phase
@@ -271,7 +280,7 @@ class Simulator(KernelLoop):
         same intra-host time for every such start: memoised. Multi-host routes are memoised by the topology."""
         if len(hosts) > 1:
             return build_demand(self.topology, model, js.job.pattern, js.job_id, hosts, gpus, js.iso_iter_s, phase)
-        key = (model.name, js.job.pattern, gpus, self.topology.host_intra_gbps[hosts[0]])
+        key = (model.name, js.job.pattern, gpus, self._host_intra[hosts[0]])
         hit = self._intra_memo.get(key)
         if hit is None:
             hit = self._intra_memo[key] = build_demand(self.topology, model, js.job.pattern, 0, hosts, gpus)
