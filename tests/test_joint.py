@@ -138,3 +138,17 @@ def test_the_one_link_program_matches_the_lp_solver():
         ref = linprog(-util, A_ub=a[None, :], b_ub=[1.0], bounds=[(floor, 1.0)] * n, method="highs")
         assert a @ z <= 1 + 1e-9 and z.min() >= floor - 1e-12 and z.max() <= 1 + 1e-12
         assert util @ z == pytest.approx(-ref.fun, rel=1e-9)
+
+
+def test_jobs_are_grouped_by_the_binding_links_that_connect_them():
+    # Links (rows) x jobs (columns). Link 0 carries jobs 0 and 3, link 1 jobs 3 and 4 (so 0, 3, 4 are one
+    # program through job 3), link 2 jobs 1 and 2, link 3 job 5 alone. Groups in the order of their first job,
+    # each ascending: [0, 3, 4], [1, 2], [5].
+    from netlab.policies.joint.program import _components
+
+    a = np.zeros((4, 6))
+    a[0, [0, 3]] = 0.7
+    a[1, [3, 4]] = 0.6
+    a[2, [1, 2]] = 0.9
+    a[3, 5] = 1.2
+    assert [g.tolist() for g in _components(a)] == [[0, 3, 4], [1, 2], [5]]
