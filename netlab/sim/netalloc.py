@@ -7,7 +7,9 @@ kind, before anything changes; a model without contention (``ideal``)
 ignores them. A new class, weight or cap is changed in place
 (``Fabric.reallocate``); a new path choice changes which links the job's
 flows load, so its demand is built again with the allocation
-(``build_demand(..., allocation=...)``) and re-joins the fabric.
+(``build_demand(..., allocation=...)``) and re-joins the fabric. A job that
+starts in a pass joins the fabric only after the policy has decided in that
+pass, once, with its allocation (never first on the fabric's ECMP).
 """
 
 from __future__ import annotations
