@@ -64,7 +64,7 @@ demand-above-capacity ``overload_gbps`` is reported beside it.
 Modules, one idea each: :mod:`~.fluid` (the fluid simulation), :mod:`~.mean_field`
 (the large-component solver), :mod:`~.cores` (opt-in, ``phase_cores``: the jobs one link limits inside a
 large component, up to ``max_core_jobs``, simulated with phase after it, their periods kept while their inputs
-stay), :mod:`~.components` (jobs alone, binding
+stay), :mod:`~.core_fluid` (a core's fluid, compiled from set-up to periods), :mod:`~.components` (jobs alone, binding
 components), :mod:`~.state` (phase state), :mod:`~.solve` (one solve, each
 component its way), :mod:`~.incremental` (the simulator's re-solves),
 :mod:`~.model` (:class:`TcpNetwork`), :mod:`~.scenarios` (testbed scenarios),

@@ -38,6 +38,7 @@ from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..slots import Entries, Jobs, Rows
 from .components import Alone, Components, share_weights
+from .core_fluid import simulate_core
 from .mean_field import MeanFieldJobs, limiting_entries
 from .params import TcpParams
 from .state import keep_positions
@@ -119,14 +120,14 @@ def core_labels(job, link, lim, n, m):
 
 
 def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Components, jobs: Jobs, al: Alone,
-                 t: Rows, rows: np.ndarray, it: np.ndarray, p: TcpParams, simulate,
+                 t: Rows, rows: np.ndarray, it: np.ndarray, p: TcpParams,
                  cache: CoreCache | None = None) -> np.ndarray:
     """The cores of the mean field's large jobs simulated with phase (see the module doc), in place: ``it``
     and the rows' phase state of the jobs of every core simulated (or found in ``cache``). Returns those
     jobs (local indices).
 
-    ``simulate`` is :func:`~netlab.network.tcp.solve.simulate_component` (passed in: that module calls this
-    one). Network allocations in classes (priorities) are left to the mean field.
+    Each core is simulated by :func:`~.core_fluid.simulate_core` (the fluid's rules, compiled from set-up to
+    periods). Network allocations in classes (priorities) are left to the mean field.
     """
     large = comps.large
     if not large.any() or jobs.priority[large].min() != jobs.priority[large].max():
@@ -180,7 +181,7 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
             it[members] = period
             done.append(members)
             continue
-        res = simulate(now_s, members, flows, left, jobs, al, t, rows, in_core)
+        res = simulate_core(now_s, members, flows, left, jobs, al, t, rows, in_core)
         if res is None:
             continue
         period, anchor = res[0], res[1]

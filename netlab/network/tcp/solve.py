@@ -124,7 +124,7 @@ def solve_component(now_s: float, e: Entries, cap_link: np.ndarray, jobs: Jobs, 
                                         counts)
     cored = np.empty(0, np.int64)
     if mean_field and p.phase_cores:
-        cored = refine_cores(now_s, e, cap_link, comps, jobs, al, t, rows, it, p, simulate_component, cache)
+        cored = refine_cores(now_s, e, cap_link, comps, jobs, al, t, rows, it, p, cache)
         counts.core_jobs[0] += len(cored)
         for i in cored:
             comm[i] = comm_from_period(it[i], jobs.compute_s[i], jobs.overlap[i], al.comm_s[i])

@@ -42,7 +42,8 @@ def keep_positions(now_s, rows, period, phase, t: Rows):
         keep_position(now_s, rows[a], period[a], phase[a], t)
 
 
-def position(now_s: float, anchor_s: float, period_s: float, pre_s: float, net_s: float):
+@njit(**JIT)
+def position(now_s, anchor_s, period_s, pre_s, net_s):
     """(stage, rem, until, it_start) of a job whose iterations start at ``anchor + k period``, at ``now``.
 
     Inside the iteration: ``pre`` seconds of work, then the all-reduce taking ``net`` seconds at the last
@@ -59,25 +60,35 @@ def position(now_s: float, anchor_s: float, period_s: float, pre_s: float, net_s
     return WAIT, 0.0, period_s - e, -e
 
 
-def window_periods(starts: np.ndarray, n_starts: np.ndarray, warmup: int, now_s: float = 0.0):
+@njit(**JIT)
+def window_periods(starts, n_starts, warmup, now_s=0.0):
     """(period, anchor) per job from one simulation's iteration starts, over one common time window.
 
     The window opens once every job is past its ``warmup`` starts and closes at the last recorded start
     of the job that finished last, so that it spans whole periods of the slowest job: a fast job's mean
     period then counts every contended episode the slow one causes, not a share that depends on where its
     own count of iterations happened to stop. The anchor is each job's last start (relative to ``now_s``).
+    (Compiled: the phase cores call it from their compiled simulation, :mod:`~.core_fluid`.)
     """
-    k = len(n_starts)
+    k = n_starts.shape[0]
     kept = np.minimum(n_starts, starts.shape[1])
     w = np.minimum(warmup, n_starts - 3)
-    t0 = max(starts[i, w[i]] for i in range(k))
-    t1 = max(starts[i, kept[i] - 1] for i in range(k))
+    t0, t1 = -np.inf, -np.inf
+    for i in range(k):
+        t0 = max(t0, starts[i, w[i]])
+        t1 = max(t1, starts[i, kept[i] - 1])
     period, anchor = np.empty(k), np.empty(k)
     for i in range(k):
-        s = starts[i, :kept[i]]
-        inside = s[(s >= t0 - 1e-12) & (s <= t1 + 1e-12)]
-        if len(inside) < 2:  # too few starts in the common window: its own warm-up to its last start
-            inside = s[w[i]:]
-        period[i] = (inside[-1] - inside[0]) / (len(inside) - 1)
-        anchor[i] = now_s + s[-1]
+        first, last, count = 0.0, 0.0, 0
+        for x in range(kept[i]):
+            v = starts[i, x]
+            if v >= t0 - 1e-12 and v <= t1 + 1e-12:
+                if count == 0:
+                    first = v
+                last = v
+                count += 1
+        if count < 2:  # too few starts in the common window: its own warm-up to its last start
+            first, last, count = starts[i, w[i]], starts[i, kept[i] - 1], kept[i] - w[i]
+        period[i] = (last - first) / (count - 1)
+        anchor[i] = now_s + starts[i, kept[i] - 1]
     return period, anchor

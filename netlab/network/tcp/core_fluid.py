@@ -1,0 +1,214 @@
+"""The fluid of one phase core (:mod:`~.cores`), set-up to periods in one compiled call.
+
+Why a kernel of its own: a core is simulated after every mean-field re-solve that changes it, thousands of
+times in a Philly run, and a core of 30-60 jobs whose periods differ tenfold takes tens of thousands of events.
+:func:`~.fluid.simulate` pays, at every event, for what a core never uses: per-link queue and overload
+statistics (jobs x links), dense jobs x links rate filling repeated over every allocation class, and Python
+around it (each job's position, the window of periods). Here, for a core (one class: ``refine_cores`` leaves
+classes to the mean field), the same rules run on each job's own links only (a core's job crosses one to three
+of its links), with no statistics, from the rows' phase state to the periods and anchors.
+
+The rules and their arithmetic are :mod:`~.fluid`'s: the same weighted max-min by progressive filling, the same
+sums in the same order (per link over the jobs in index order), the same events. So a core's periods are those
+:func:`~.solve.simulate_component` computes (``tests/test_core_fluid.py`` checks them equal to the bit).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...jit import njit  # numba is imported at the first kernel call
+from ..jit import JIT
+from ..slots import Jobs, Rows
+from .components import Alone, share_weights
+from .fluid import COMM, NOISE, PRE, WAIT, lead_per_job
+from .params import TcpParams
+from .state import position, window_periods
+
+
+def simulate_core(now_s: float, members: np.ndarray, flows: np.ndarray, cap_link: np.ndarray, jobs: Jobs,
+                  al: Alone, t: Rows, rows: np.ndarray, p: TcpParams):
+    """(period, anchor) per job of the core ``members`` (local indices, ``flows`` theirs on ``cap_link``), from
+    their rows' phase state, ``p.horizon`` iterations on; None if the simulation did not finish (a job with
+    fewer than three starts within ``p.max_events`` events)."""
+    r = rows[members]
+    phi = share_weights(al.gbit[members], p.alpha) * jobs.share[members]
+    ok, period, anchor = core_periods(
+        now_s, np.ascontiguousarray(flows, dtype=np.float64), np.ascontiguousarray(cap_link, dtype=np.float64),
+        t.anchor_s[r], t.period_s[r], t.anchor_phase[r], jobs.phase[members], al.pre_s[members], al.net_s[members],
+        al.iter_s[members], al.gbit[members], al.cap_gbps[members], phi, jobs.intra_s[members],
+        jobs.compute_s[members], jobs.overlap[members], (jobs.job_id[members] * 977) % len(NOISE),
+        lead_per_job(p.lead, jobs.own_queue[members]), p.jitter, NOISE, p.horizon, p.warmup, p.max_events)
+    return (period, anchor) if ok else None
+
+
+@njit(**JIT)
+def core_periods(now_s, flows, cap_link, anchor_s, period_s, anchor_phase, phase, pre_s, net_s, iter_s, gbit,
+                 cap_job, phi, intra_s, compute_s, overlap, noise_at, lead, jitter, noise, horizon, warmup,
+                 max_events):
+    """(finished, period, anchor): :func:`simulate_core`'s work, compiled."""
+    k, m = flows.shape
+    stage = np.zeros(k, np.int64)
+    rem, until, it_start = np.zeros(k), np.zeros(k), np.zeros(k)
+    for a in range(k):
+        if np.isnan(anchor_s[a]) or anchor_phase[a] != phase[a]:
+            anchor, period = phase[a] * iter_s[a], iter_s[a]
+        else:
+            anchor, period = anchor_s[a], period_s[a]
+        # the all-reduce stretched by the same factor as the period (its last solve)
+        s, r, u, s0 = position(now_s, anchor, period, pre_s[a], net_s[a] + max(period - iter_s[a], 0.0))
+        stage[a], until[a], it_start[a] = s, u, s0
+        rem[a] = r * gbit[a] if s == COMM else r
+    # every start of every job is kept: the fastest makes about (slowest / fastest period) x horizon of them
+    ratio = iter_s.max() / max(iter_s.min(), 1e-300)
+    keep = int(min(math.ceil((horizon + 1) * ratio) + 2, 64 * (horizon + 1)))
+    starts, count = np.zeros((k, keep)), np.zeros(k, np.int64)
+    # each job's links (its non-zero flows), in link order
+    ptr = np.zeros(k + 1, np.int64)
+    for a in range(k):
+        ptr[a + 1] = ptr[a] + np.count_nonzero(flows[a])
+    lk, fw = np.empty(ptr[k], np.int64), np.empty(ptr[k])
+    for a in range(k):
+        x = ptr[a]
+        for g in range(m):
+            if flows[a, g] > 0.0:
+                lk[x], fw[x] = g, flows[a, g]
+                x += 1
+    t_end = _run(ptr, lk, fw, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, noise_at, lead, jitter,
+                 noise, stage, rem, until, it_start, starts, count, horizon + 1, max_events)
+    if count.min() < 3 or not t_end > 0:
+        return False, np.empty(0), np.empty(0)
+    period, anchor = window_periods(starts, count, warmup, now_s)
+    return True, period, anchor
+
+
+@njit(**JIT)
+def _fill(ptr, lk, fw, cap_link, cap_job, weight, active, rate, live, newly, resid, s):
+    """:func:`~.fluid.fill_rates` for one class over each job's own links: the same progressive filling, each
+    link's weight sum added over the live jobs in index order as there."""
+    n, m = cap_job.shape[0], cap_link.shape[0]
+    for i in range(n):
+        rate[i] = 0.0
+        live[i] = active[i]
+        newly[i] = False
+    for g in range(m):
+        resid[g] = cap_link[g]
+    for _ in range(n):
+        best = np.inf
+        for i in range(n):
+            if live[i] and cap_job[i] / weight[i] < best:
+                best = cap_job[i] / weight[i]
+        for g in range(m):
+            s[g] = 0.0
+        for i in range(n):
+            if live[i]:
+                for x in range(ptr[i], ptr[i + 1]):
+                    s[lk[x]] += fw[x] * weight[i]
+        for g in range(m):
+            if s[g] > 0.0 and resid[g] / s[g] < best:
+                best = resid[g] / s[g]
+        if best == np.inf:
+            break
+        thr = best * (1.0 + 1e-12)
+        frozen = 0
+        for i in range(n):  # decided on this round's sums, then applied
+            if not live[i]:
+                continue
+            hit = cap_job[i] / weight[i] <= thr
+            if not hit:
+                for x in range(ptr[i], ptr[i + 1]):
+                    if resid[lk[x]] / s[lk[x]] <= thr:
+                        hit = True
+                        break
+            if hit:
+                rate[i] = min(weight[i] * best, cap_job[i])
+                newly[i] = True
+                frozen += 1
+        if frozen == 0:
+            break
+        for i in range(n):
+            if newly[i]:
+                newly[i] = False
+                live[i] = False
+                for x in range(ptr[i], ptr[i + 1]):
+                    resid[lk[x]] = max(resid[lk[x]] - fw[x] * rate[i], 0.0)
+
+
+@njit(**JIT)
+def _run(ptr, lk, fw, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, noise_at, lead, jitter, noise,
+         stage, rem, until, it_start, starts, count, stop_starts, max_events):
+    """:func:`~.fluid.simulate`'s event loop for one class, without link statistics: until every job has
+    ``stop_starts`` starts or ``max_events`` events; the time reached."""
+    n, m = cap_job.shape[0], cap_link.shape[0]
+    rate, weight = np.zeros(n), phi.copy()
+    active, live, newly = np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
+    resid, s = np.zeros(m), np.zeros(m)
+    cur_compute = compute_s.copy()
+    keep = starts.shape[1]
+    t = 0.0
+    dirty = True
+    for _ in range(max_events):
+        if dirty:
+            for i in range(n):
+                active[i] = stage[i] == COMM
+                weight[i] = phi[i]
+                if active[i] and lead[i] > 0.0 and gbit[i] > 0.0:
+                    weight[i] = phi[i] * (1.0 + lead[i] * max(1.0 - rem[i] / gbit[i], 0.0))
+            _fill(ptr, lk, fw, cap_link, cap_job, weight, active, rate, live, newly, resid, s)
+            dirty = False
+        dt = np.inf
+        for i in range(n):
+            if stage[i] == PRE:
+                d = rem[i]
+            elif stage[i] == COMM:
+                d = rem[i] / rate[i] if rate[i] > 0.0 else np.inf
+            else:
+                d = until[i] - t
+            if d < dt:
+                dt = d
+        if dt == np.inf:
+            break
+        dt = max(dt, 0.0)
+        t += dt
+        for i in range(n):
+            if stage[i] == PRE:
+                rem[i] -= dt
+                if rem[i] <= 1e-12 * (1.0 + cur_compute[i] + intra_s[i]):
+                    if gbit[i] > 0.0:
+                        stage[i] = COMM
+                        rem[i] = gbit[i]
+                        dirty = True
+                    else:
+                        stage[i] = WAIT
+                        comm = t - it_start[i] - (1.0 - overlap[i]) * cur_compute[i]
+                        until[i] = max(t, it_start[i] + cur_compute[i] + comm
+                                       - overlap[i] * min(cur_compute[i], comm))
+            elif stage[i] == COMM:
+                rem[i] -= rate[i] * dt
+                if rem[i] <= 1e-9 * gbit[i]:
+                    comm = t - it_start[i] - (1.0 - overlap[i]) * cur_compute[i]
+                    stage[i] = WAIT
+                    until[i] = max(t, it_start[i] + cur_compute[i] + comm - overlap[i] * min(cur_compute[i], comm))
+                    dirty = True
+            if stage[i] == WAIT and until[i] - t <= 1e-12 * (1.0 + t):
+                it_start[i] = t
+                stage[i] = PRE
+                k = count[i]
+                c = compute_s[i]
+                if jitter > 0.0:
+                    c = max(0.0, c * (1.0 + jitter * noise[(noise_at[i] + k) % noise.shape[0]]))
+                cur_compute[i] = c
+                rem[i] = (1.0 - overlap[i]) * c + intra_s[i]
+                if k < keep:
+                    starts[i, k] = t
+                count[i] = k + 1
+        done = True
+        for i in range(n):
+            if count[i] < stop_starts:
+                done = False
+                break
+        if done:
+            break
+    return t
