@@ -198,6 +198,19 @@ def test_a_demand_is_routed_only_when_its_links_are_read():
     assert moved.links.tolist() == demand.links.tolist() and moved.iso_rate_gbps == demand.iso_rate_gbps
 
 
+def test_a_demand_routes_once_whichever_field_is_read_first(monkeypatch):
+    # after the first read the route is the demand's own: links, weights and rate never route again
+    topo = load_topology("leafspine,racks=2,hosts_per_rack=2,spines=2,ecmp=hash")
+    calls, route = [], topo.route
+    monkeypatch.setattr(topo, "route", lambda *a, **k: calls.append(a) or route(*a, **k))
+    demand, _ = build_demand(topo, ModelZoo.default()["vgg16"], "ring", 3, (0, 2), (8, 8))
+    assert calls == []
+    assert demand.iso_rate_gbps == pytest.approx(100.0) and len(calls) == 1
+    links, weights = demand.links, demand.weights
+    assert len(links) == 8 and weights.tolist() == [1.0] * 8 and len(calls) == 1
+    assert demand.links is links and demand.iso_rate_gbps == pytest.approx(100.0) and len(calls) == 1
+
+
 @given(st.integers(0, 2**40), st.integers(0, 2**40), st.integers(-2**40, 2**40), st.integers(1, 4))
 def test_flow_hashes_are_zlib_crc32(src, dst, key, n):
     got = flow_hashes(np.full(n, src), np.full(n, dst), key, CRC_TABLE)
