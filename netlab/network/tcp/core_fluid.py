@@ -23,7 +23,7 @@ from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..slots import Jobs, Rows
 from .components import Alone, share_weights
-from .fluid import COMM, NOISE, PRE, WAIT, lead_per_job
+from .fluid import COMM, NOISE, advance, lead_per_job, lead_weights, next_event_s
 from .params import TcpParams
 from .state import position, window_periods
 
@@ -146,64 +146,21 @@ def _run(ptr, lk, fw, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap,
     active, live, newly = np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
     resid, s = np.zeros(m), np.zeros(m)
     cur_compute = compute_s.copy()
-    keep = starts.shape[1]
     t = 0.0
     dirty = True
     for _ in range(max_events):
         if dirty:
-            for i in range(n):
-                active[i] = stage[i] == COMM
-                weight[i] = phi[i]
-                if active[i] and lead[i] > 0.0 and gbit[i] > 0.0:
-                    weight[i] = phi[i] * (1.0 + lead[i] * max(1.0 - rem[i] / gbit[i], 0.0))
+            lead_weights(stage, rem, gbit, phi, lead, active, weight)
             _fill(ptr, lk, fw, cap_link, cap_job, weight, active, rate, live, newly, resid, s)
             dirty = False
-        dt = np.inf
-        for i in range(n):
-            if stage[i] == PRE:
-                d = rem[i]
-            elif stage[i] == COMM:
-                d = rem[i] / rate[i] if rate[i] > 0.0 else np.inf
-            else:
-                d = until[i] - t
-            if d < dt:
-                dt = d
+        dt = next_event_s(stage, rem, rate, until, t)
         if dt == np.inf:
             break
         dt = max(dt, 0.0)
         t += dt
-        for i in range(n):
-            if stage[i] == PRE:
-                rem[i] -= dt
-                if rem[i] <= 1e-12 * (1.0 + cur_compute[i] + intra_s[i]):
-                    if gbit[i] > 0.0:
-                        stage[i] = COMM
-                        rem[i] = gbit[i]
-                        dirty = True
-                    else:
-                        stage[i] = WAIT
-                        comm = t - it_start[i] - (1.0 - overlap[i]) * cur_compute[i]
-                        until[i] = max(t, it_start[i] + cur_compute[i] + comm
-                                       - overlap[i] * min(cur_compute[i], comm))
-            elif stage[i] == COMM:
-                rem[i] -= rate[i] * dt
-                if rem[i] <= 1e-9 * gbit[i]:
-                    comm = t - it_start[i] - (1.0 - overlap[i]) * cur_compute[i]
-                    stage[i] = WAIT
-                    until[i] = max(t, it_start[i] + cur_compute[i] + comm - overlap[i] * min(cur_compute[i], comm))
-                    dirty = True
-            if stage[i] == WAIT and until[i] - t <= 1e-12 * (1.0 + t):
-                it_start[i] = t
-                stage[i] = PRE
-                k = count[i]
-                c = compute_s[i]
-                if jitter > 0.0:
-                    c = max(0.0, c * (1.0 + jitter * noise[(noise_at[i] + k) % noise.shape[0]]))
-                cur_compute[i] = c
-                rem[i] = (1.0 - overlap[i]) * c + intra_s[i]
-                if k < keep:
-                    starts[i, k] = t
-                count[i] = k + 1
+        if advance(t, dt, stage, rem, rate, gbit, cur_compute, compute_s, intra_s, overlap, it_start, until, jitter,
+                   noise, noise_at, starts, count):
+            dirty = True
         done = True
         for i in range(n):
             if count[i] < stop_starts:

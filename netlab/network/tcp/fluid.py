@@ -176,6 +176,76 @@ def _fill_class(flows, cap_job, weight, rate, live, resid, s, newly):
 
 
 @njit(**JIT)
+def lead_weights(stage, rem, gbit, phi, lead, active, weight):
+    """Which jobs communicate (``active``) and their share weights: ``phi x (1 + lead x fraction sent)`` while
+    in flight (:func:`simulate`'s docstring). Shared with the cores' kernel (:mod:`~.core_fluid`)."""
+    for i in range(stage.shape[0]):
+        active[i] = stage[i] == COMM
+        weight[i] = phi[i]
+        if active[i] and lead[i] > 0.0 and gbit[i] > 0.0:
+            weight[i] = phi[i] * (1.0 + lead[i] * max(1.0 - rem[i] / gbit[i], 0.0))
+
+
+@njit(**JIT)
+def next_event_s(stage, rem, rate, until, t):
+    """Seconds to the next stage change of any job at the current rates (inf: none)."""
+    dt = np.inf
+    for i in range(stage.shape[0]):
+        if stage[i] == PRE:
+            d = rem[i]
+        elif stage[i] == COMM:
+            d = rem[i] / rate[i] if rate[i] > 0.0 else np.inf
+        else:
+            d = until[i] - t
+        if d < dt:
+            dt = d
+    return dt
+
+
+@njit(**JIT)
+def advance(t, dt, stage, rem, rate, gbit, cur_compute, compute_s, intra_s, overlap, it_start, until, jitter,
+            noise, noise_at, starts, n_starts):
+    """Every job ``dt`` on, to time ``t``: stage changes, each new iteration's compute (jittered) and start
+    recorded (the first ``starts.shape[1]``); True if the set of communicating jobs changed (rates are stale)."""
+    keep = starts.shape[1]
+    dirty = False
+    for i in range(stage.shape[0]):
+        if stage[i] == PRE:
+            rem[i] -= dt
+            if rem[i] <= 1e-12 * (1.0 + cur_compute[i] + intra_s[i]):
+                if gbit[i] > 0.0:
+                    stage[i] = COMM
+                    rem[i] = gbit[i]
+                    dirty = True
+                else:
+                    stage[i] = WAIT
+                    comm = t - it_start[i] - (1.0 - overlap[i]) * cur_compute[i]
+                    until[i] = max(t, it_start[i] + cur_compute[i] + comm
+                                   - overlap[i] * min(cur_compute[i], comm))
+        elif stage[i] == COMM:
+            rem[i] -= rate[i] * dt
+            if rem[i] <= 1e-9 * gbit[i]:
+                # comm = intra + network time of this iteration; the overlapped compute may still run
+                comm = t - it_start[i] - (1.0 - overlap[i]) * cur_compute[i]
+                stage[i] = WAIT
+                until[i] = max(t, it_start[i] + cur_compute[i] + comm - overlap[i] * min(cur_compute[i], comm))
+                dirty = True
+        if stage[i] == WAIT and until[i] - t <= 1e-12 * (1.0 + t):
+            it_start[i] = t
+            stage[i] = PRE
+            k = n_starts[i]
+            c = compute_s[i]
+            if jitter > 0.0:
+                c = max(0.0, c * (1.0 + jitter * noise[(noise_at[i] + k) % noise.shape[0]]))
+            cur_compute[i] = c
+            rem[i] = (1.0 - overlap[i]) * c + intra_s[i]
+            if k < keep:
+                starts[i, k] = t
+            n_starts[i] = k + 1
+    return dirty
+
+
+@njit(**JIT)
 def simulate(jobs: FluidJobs, st: FluidState, links: FluidLinks, run: FluidRun, starts: Starts,
              stats: LinkStats) -> float:
     """Run the fluid from ``st`` (time 0) until ``run.stop_job`` (or, if -1, every job) has recorded
@@ -198,7 +268,6 @@ def simulate(jobs: FluidJobs, st: FluidState, links: FluidLinks, run: FluidRun, 
     queue = np.zeros(m)
     cur_compute = compute_s.copy()
     weight = phi.copy()
-    keep = starts.time_s.shape[1]
     n_starts = starts.count
     for i in range(n):
         n_starts[i] = 0
@@ -206,23 +275,10 @@ def simulate(jobs: FluidJobs, st: FluidState, links: FluidLinks, run: FluidRun, 
     dirty = True
     for _ in range(run.max_events):
         if dirty:
-            for i in range(n):
-                active[i] = stage[i] == COMM
-                weight[i] = phi[i]
-                if active[i] and run.lead[i] > 0.0 and gbit[i] > 0.0:
-                    weight[i] = phi[i] * (1.0 + run.lead[i] * max(1.0 - rem[i] / gbit[i], 0.0))
+            lead_weights(stage, rem, gbit, phi, run.lead, active, weight)
             fill_rates(A, cap_link, cap_job, weight, jobs.priority, active, rate, work)
             dirty = False
-        dt = np.inf
-        for i in range(n):
-            if stage[i] == PRE:
-                d = rem[i]
-            elif stage[i] == COMM:
-                d = rem[i] / rate[i] if rate[i] > 0.0 else np.inf
-            else:
-                d = until[i] - t
-            if d < dt:
-                dt = d
+        dt = next_event_s(stage, rem, rate, until, t)
         if dt == np.inf:
             break
         dt = max(dt, 0.0)
@@ -251,40 +307,9 @@ def simulate(jobs: FluidJobs, st: FluidState, links: FluidLinks, run: FluidRun, 
                     stats.marked_s[link] += (q0 - q_thr[link]) / -slope
                 queue[link] = q1
         t += dt
-        done = False
-        for i in range(n):
-            if stage[i] == PRE:
-                rem[i] -= dt
-                if rem[i] <= 1e-12 * (1.0 + cur_compute[i] + intra_s[i]):
-                    if gbit[i] > 0.0:
-                        stage[i] = COMM
-                        rem[i] = gbit[i]
-                        dirty = True
-                    else:
-                        stage[i] = WAIT
-                        comm = t - it_start[i] - (1.0 - overlap[i]) * cur_compute[i]
-                        until[i] = max(t, it_start[i] + cur_compute[i] + comm
-                                       - overlap[i] * min(cur_compute[i], comm))
-            elif stage[i] == COMM:
-                rem[i] -= rate[i] * dt
-                if rem[i] <= 1e-9 * gbit[i]:
-                    # comm = intra + network time of this iteration; the overlapped compute may still run
-                    comm = t - it_start[i] - (1.0 - overlap[i]) * cur_compute[i]
-                    stage[i] = WAIT
-                    until[i] = max(t, it_start[i] + cur_compute[i] + comm - overlap[i] * min(cur_compute[i], comm))
-                    dirty = True
-            if stage[i] == WAIT and until[i] - t <= 1e-12 * (1.0 + t):
-                it_start[i] = t
-                stage[i] = PRE
-                k = n_starts[i]
-                c = compute_s[i]
-                if run.jitter > 0.0:
-                    c = max(0.0, c * (1.0 + run.jitter * run.noise[(jobs.noise_at[i] + k) % run.noise.shape[0]]))
-                cur_compute[i] = c
-                rem[i] = (1.0 - overlap[i]) * c + intra_s[i]
-                if k < keep:
-                    starts.time_s[i, k] = t
-                n_starts[i] = k + 1
+        if advance(t, dt, stage, rem, rate, gbit, cur_compute, compute_s, intra_s, overlap, it_start, until,
+                   run.jitter, run.noise, jobs.noise_at, starts.time_s, n_starts):
+            dirty = True
         if run.stop_job >= 0:
             done = n_starts[run.stop_job] >= run.stop_starts
         else:
