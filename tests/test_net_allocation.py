@@ -15,7 +15,7 @@ from netlab.network import NETWORKS, UnsupportedAllocation
 from netlab.network.demand import build_demand
 from netlab.network.model import CommDemand
 from netlab.network.tcp import TcpNetwork
-from netlab.network.tcp.fluid import _RateWork, fill_rates
+from netlab.network.tcp.fluid import RateWork, fill_rates, job_links
 from netlab.sched import NetAllocation
 from netlab.sim.fabric import Fabric
 from netlab.topology.builders import leafspine
@@ -93,12 +93,12 @@ def _one_link_topology():
 def test_tcp_fluid_rule_per_moment():
     # the instantaneous sharing rule of the fluid: A, B both communicating on one 10 Gbit/s link
     flows, cap_link, cap_job = np.ones((2, 1)), np.array([10.0]), np.array([10.0, 10.0])
-    work = _RateWork(np.zeros(2, np.bool_), np.zeros(1), np.zeros(1), np.zeros(2, np.bool_))
+    work = RateWork(np.zeros(2, np.bool_), np.zeros(1), np.zeros(1), np.zeros(2, np.bool_))
     active, rate = np.ones(2, np.bool_), np.zeros(2)
 
     def fill(weight=(1.0, 1.0), prio=(0, 0), cap=cap_job):
-        fill_rates(flows, cap_link, np.asarray(cap, float), np.asarray(weight, float), np.asarray(prio, np.int64),
-                   active, rate, work)
+        fill_rates(*job_links(flows), cap_link, np.asarray(cap, float), np.asarray(weight, float),
+                   np.asarray(prio, np.int64), active, rate, work)
         return rate.tolist()
 
     assert fill() == pytest.approx([5.0, 5.0])

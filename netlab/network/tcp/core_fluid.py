@@ -3,14 +3,13 @@
 Why a kernel of its own: a core is simulated after every mean-field re-solve that changes it, thousands of
 times in a Philly run, and a core of 30-60 jobs whose periods differ tenfold takes tens of thousands of events.
 :func:`~.fluid.simulate` pays, at every event, for what a core never uses: per-link queue and overload
-statistics (jobs x links), dense jobs x links rate filling repeated over every allocation class, and Python
-around it (each job's position, the window of periods). Here, for a core (one class: ``refine_cores`` leaves
-classes to the mean field), the same rules run on each job's own links only (a core's job crosses one to three
-of its links), with no statistics, from the rows' phase state to the periods and anchors.
+statistics (jobs x links) and Python around it (each job's position, the window of periods). Here, for a core
+(one class: ``refine_cores`` leaves classes to the mean field), the fluid's own per-event steps
+(:func:`~.fluid.lead_weights`, :func:`~.fluid.fill_rates` over each job's own links, :func:`~.fluid.advance`)
+run with no statistics, from the rows' phase state to the periods and anchors, in one compiled call.
 
-The rules and their arithmetic are :mod:`~.fluid`'s: the same weighted max-min by progressive filling, the same
-sums in the same order (per link over the jobs in index order), the same events. So a core's periods are those
-:func:`~.solve.simulate_component` computes (``tests/test_core_fluid.py`` checks them equal to the bit).
+So a core's periods are those :func:`~.solve.simulate_component` computes (``tests/test_core_fluid.py`` checks
+them equal to the bit).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..slots import Jobs, Rows
 from .components import Alone, share_weights
-from .fluid import COMM, NOISE, advance, lead_per_job, lead_weights, next_event_s
+from .fluid import COMM, NOISE, RateWork, advance, fill_rates, job_links, lead_per_job, lead_weights, next_event_s
 from .params import TcpParams
 from .state import position, window_periods
 
@@ -65,17 +64,7 @@ def core_periods(now_s, flows, cap_link, anchor_s, period_s, anchor_phase, phase
     ratio = iter_s.max() / max(iter_s.min(), 1e-300)
     keep = int(min(math.ceil((horizon + 1) * ratio) + 2, 64 * (horizon + 1)))
     starts, count = np.zeros((k, keep)), np.zeros(k, np.int64)
-    # each job's links (its non-zero flows), in link order
-    ptr = np.zeros(k + 1, np.int64)
-    for a in range(k):
-        ptr[a + 1] = ptr[a] + np.count_nonzero(flows[a])
-    lk, fw = np.empty(ptr[k], np.int64), np.empty(ptr[k])
-    for a in range(k):
-        x = ptr[a]
-        for g in range(m):
-            if flows[a, g] > 0.0:
-                lk[x], fw[x] = g, flows[a, g]
-                x += 1
+    ptr, lk, fw = job_links(flows)  # each job's own links
     t_end = _run(ptr, lk, fw, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, noise_at, lead, jitter,
                  noise, stage, rem, until, it_start, starts, count, horizon + 1, max_events)
     if count.min() < 3 or not t_end > 0:
@@ -85,73 +74,21 @@ def core_periods(now_s, flows, cap_link, anchor_s, period_s, anchor_phase, phase
 
 
 @njit(**JIT)
-def _fill(ptr, lk, fw, cap_link, cap_job, weight, active, rate, live, newly, resid, s):
-    """:func:`~.fluid.fill_rates` for one class over each job's own links: the same progressive filling, each
-    link's weight sum added over the live jobs in index order as there."""
-    n, m = cap_job.shape[0], cap_link.shape[0]
-    for i in range(n):
-        rate[i] = 0.0
-        live[i] = active[i]
-        newly[i] = False
-    for g in range(m):
-        resid[g] = cap_link[g]
-    for _ in range(n):
-        best = np.inf
-        for i in range(n):
-            if live[i] and cap_job[i] / weight[i] < best:
-                best = cap_job[i] / weight[i]
-        for g in range(m):
-            s[g] = 0.0
-        for i in range(n):
-            if live[i]:
-                for x in range(ptr[i], ptr[i + 1]):
-                    s[lk[x]] += fw[x] * weight[i]
-        for g in range(m):
-            if s[g] > 0.0 and resid[g] / s[g] < best:
-                best = resid[g] / s[g]
-        if best == np.inf:
-            break
-        thr = best * (1.0 + 1e-12)
-        frozen = 0
-        for i in range(n):  # decided on this round's sums, then applied
-            if not live[i]:
-                continue
-            hit = cap_job[i] / weight[i] <= thr
-            if not hit:
-                for x in range(ptr[i], ptr[i + 1]):
-                    if resid[lk[x]] / s[lk[x]] <= thr:
-                        hit = True
-                        break
-            if hit:
-                rate[i] = min(weight[i] * best, cap_job[i])
-                newly[i] = True
-                frozen += 1
-        if frozen == 0:
-            break
-        for i in range(n):
-            if newly[i]:
-                newly[i] = False
-                live[i] = False
-                for x in range(ptr[i], ptr[i + 1]):
-                    resid[lk[x]] = max(resid[lk[x]] - fw[x] * rate[i], 0.0)
-
-
-@njit(**JIT)
 def _run(ptr, lk, fw, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, noise_at, lead, jitter, noise,
          stage, rem, until, it_start, starts, count, stop_starts, max_events):
     """:func:`~.fluid.simulate`'s event loop for one class, without link statistics: until every job has
     ``stop_starts`` starts or ``max_events`` events; the time reached."""
     n, m = cap_job.shape[0], cap_link.shape[0]
     rate, weight = np.zeros(n), phi.copy()
-    active, live, newly = np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
-    resid, s = np.zeros(m), np.zeros(m)
+    active, one_class = np.zeros(n, np.bool_), np.zeros(n, np.int64)
+    work = RateWork(np.zeros(n, np.bool_), np.zeros(m), np.zeros(m), np.zeros(n, np.bool_))
     cur_compute = compute_s.copy()
     t = 0.0
     dirty = True
     for _ in range(max_events):
         if dirty:
             lead_weights(stage, rem, gbit, phi, lead, active, weight)
-            _fill(ptr, lk, fw, cap_link, cap_job, weight, active, rate, live, newly, resid, s)
+            fill_rates(ptr, lk, fw, cap_link, cap_job, weight, one_class, active, rate, work)
             dirty = False
         dt = next_event_s(stage, rem, rate, until, t)
         if dt == np.inf:

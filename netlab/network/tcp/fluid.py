@@ -99,7 +99,9 @@ def link_stats(m: int) -> LinkStats:
     return LinkStats(np.zeros(m), np.zeros(m), np.zeros(m))
 
 
-class _RateWork(NamedTuple):
+class RateWork(NamedTuple):
+    """Scratch arrays of :func:`fill_rates` (per job: ``live``, ``newly``; per link: ``resid``, ``weight_sum``)."""
+
     live: np.ndarray
     resid: np.ndarray
     weight_sum: np.ndarray
@@ -107,11 +109,31 @@ class _RateWork(NamedTuple):
 
 
 @njit(**JIT)
-def fill_rates(flows, cap_link, cap_job, weight, priority, active, rate, work: _RateWork):
+def job_links(flows):
+    """Each job's links (its non-zero flows), in link order, as (``ptr``, ``lk``, ``fw``): job ``i``'s are
+    ``lk[ptr[i]:ptr[i + 1]]`` with ``fw`` flows on each. A job crosses a few of a component's links: filling over
+    these is what filling over the dense (job, link) table would be, with the same sums in the same order."""
+    n, m = flows.shape
+    ptr = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        ptr[i + 1] = ptr[i] + np.count_nonzero(flows[i])
+    lk, fw = np.empty(ptr[n], np.int64), np.empty(ptr[n])
+    for i in range(n):
+        x = ptr[i]
+        for g in range(m):
+            if flows[i, g] > 0.0:
+                lk[x], fw[x] = g, flows[i, g]
+                x += 1
+    return ptr, lk, fw
+
+
+@njit(**JIT)
+def fill_rates(ptr, lk, fw, cap_link, cap_job, weight, priority, active, rate, work: RateWork):
     """Weighted max-min per-flow rates of the ``active`` jobs (``rate_i = weight_i x level``), by progressive
     filling, into ``rate``, class by class (``priority`` 0 first, each on what the classes before it left).
-    ``work`` holds scratch arrays (no allocation per call)."""
-    n, m = flows.shape
+    Each job's links are (``ptr``, ``lk``, ``fw``) (:func:`job_links`). ``work`` holds scratch arrays (no
+    allocation per call)."""
+    n, m = cap_job.shape[0], cap_link.shape[0]
     live, resid, s, newly = work.live, work.resid, work.weight_sum, work.newly
     for i in range(n):
         rate[i] = 0.0
@@ -128,14 +150,15 @@ def fill_rates(flows, cap_link, cap_job, weight, priority, active, rate, work: _
             break
         for i in range(n):
             live[i] = active[i] and priority[i] == c
-        _fill_class(flows, cap_job, weight, rate, live, resid, s, newly)
+        _fill_class(ptr, lk, fw, cap_job, weight, rate, live, resid, s, newly)
         served = c
 
 
 @njit(**JIT)
-def _fill_class(flows, cap_job, weight, rate, live, resid, s, newly):
-    """Progressive filling of the ``live`` jobs on the residual capacities ``resid`` (both updated)."""
-    n, m = flows.shape
+def _fill_class(ptr, lk, fw, cap_job, weight, rate, live, resid, s, newly):
+    """Progressive filling of the ``live`` jobs on the residual capacities ``resid`` (both updated); each
+    link's weight sum is added over the live jobs in index order."""
+    n, m = cap_job.shape[0], resid.shape[0]
     for _ in range(n):
         best = np.inf
         for i in range(n):
@@ -143,22 +166,24 @@ def _fill_class(flows, cap_job, weight, rate, live, resid, s, newly):
                 best = cap_job[i] / weight[i]
         for link in range(m):
             s[link] = 0.0
-            for i in range(n):
-                if live[i]:
-                    s[link] += flows[i, link] * weight[i]
+        for i in range(n):
+            if live[i]:
+                for x in range(ptr[i], ptr[i + 1]):
+                    s[lk[x]] += fw[x] * weight[i]
+        for link in range(m):
             if s[link] > 0.0 and resid[link] / s[link] < best:
                 best = resid[link] / s[link]
         if best == np.inf:
             break
         thr = best * (1.0 + 1e-12)
         frozen = 0
-        for i in range(n):
+        for i in range(n):  # decided on this round's sums, then applied
             if not live[i]:
                 continue
             hit = cap_job[i] / weight[i] <= thr
             if not hit:
-                for link in range(m):
-                    if flows[i, link] > 0.0 and resid[link] / s[link] <= thr:
+                for x in range(ptr[i], ptr[i + 1]):
+                    if resid[lk[x]] / s[lk[x]] <= thr:
                         hit = True
                         break
             if hit:
@@ -171,8 +196,8 @@ def _fill_class(flows, cap_job, weight, rate, live, resid, s, newly):
             if newly[i]:
                 newly[i] = False
                 live[i] = False
-                for link in range(m):
-                    resid[link] = max(resid[link] - flows[i, link] * rate[i], 0.0)
+                for x in range(ptr[i], ptr[i + 1]):
+                    resid[lk[x]] = max(resid[lk[x]] - fw[x] * rate[i], 0.0)
 
 
 @njit(**JIT)
@@ -264,7 +289,8 @@ def simulate(jobs: FluidJobs, st: FluidState, links: FluidLinks, run: FluidRun, 
     n, m = A.shape
     rate = np.zeros(n)
     active = np.zeros(n, np.bool_)
-    work = _RateWork(np.zeros(n, np.bool_), np.zeros(m), np.zeros(m), np.zeros(n, np.bool_))
+    work = RateWork(np.zeros(n, np.bool_), np.zeros(m), np.zeros(m), np.zeros(n, np.bool_))
+    ptr, lk, fw = job_links(A)  # the flows do not change while it runs
     queue = np.zeros(m)
     cur_compute = compute_s.copy()
     weight = phi.copy()
@@ -276,7 +302,7 @@ def simulate(jobs: FluidJobs, st: FluidState, links: FluidLinks, run: FluidRun, 
     for _ in range(run.max_events):
         if dirty:
             lead_weights(stage, rem, gbit, phi, run.lead, active, weight)
-            fill_rates(A, cap_link, cap_job, weight, jobs.priority, active, rate, work)
+            fill_rates(ptr, lk, fw, cap_link, cap_job, weight, jobs.priority, active, rate, work)
             dirty = False
         dt = next_event_s(stage, rem, rate, until, t)
         if dt == np.inf:
