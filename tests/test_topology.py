@@ -114,7 +114,7 @@ def test_background_traffic_takes_a_share_of_a_tier():
 
 
 # Host and switch names become file names, sshd_config lines and command arguments on the testbed.
-BAD_NAMES = ["../../../../tmp/x/escape", "h1\nPasswordAuthentication yes\nPermitEmptyPasswords yes", "h 1",
+BAD_NAMES = ["../../../../outside/escape", "h1\nPasswordAuthentication yes\nPermitEmptyPasswords yes", "h 1",
              "h;1", "..", ".", "-h", "", "h/1", "x" * 65]
 
 

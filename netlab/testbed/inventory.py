@@ -4,7 +4,7 @@ Lab operators already describe their machines for Ansible, so netlab reads
 that shape instead of inventing one::
 
     all:
-      vars: {ansible_user: root, netlab_python: /usr/bin/python3, netlab_nic_gbps: 100}
+      vars: {ansible_user: root, netlab_python: python3, netlab_nic_gbps: 100}
       hosts:
         gpu1: {ansible_host: 192.168.10.11, netlab_data_iface: ens1f0, netlab_data_addr: 10.10.0.11,
                netlab_gpus: 8}
@@ -31,7 +31,8 @@ import yaml
 from ..topology import Host, Topology, TopologyError, check_name, load_topology
 from .base import Testbed, TestbedError, TestbedHost
 from ..yaml_input import load_yaml_file
-from .paths import IFNAME_PATTERN, REMOTE_PATH_PATTERN, USER_PATTERN, ifname_ok, remote_path_ok
+from .paths import (COMMAND_PATTERN, IFNAME_PATTERN, REMOTE_PATH_PATTERN, USER_PATTERN, ifname_ok, interpreter_ok,
+                    remote_path_ok)
 
 FIELDS = {  # inventory variable -> (type, required, default)
     "ansible_host": (str, True, None),
@@ -41,7 +42,7 @@ FIELDS = {  # inventory variable -> (type, required, default)
     "netlab_data_iface": (str, True, None),
     "netlab_data_addr": (str, True, None),
     "netlab_gpus": (int, False, 0),
-    "netlab_python": (str, False, "/usr/bin/python3"),
+    "netlab_python": (str, False, "python3"),  # on the host's PATH
     "netlab_workdir": (str, False, "/var/tmp/netlab"),
     "netlab_nic_gbps": (float, False, 100.0),
     "netlab_uplink_gbps": (float, False, None),
@@ -123,9 +124,9 @@ def _check(rec: dict, path, fields: dict, key_node) -> None:
     if not remote_path_ok(rec["netlab_workdir"]):
         fail("netlab_workdir", f"must be an absolute path matching {REMOTE_PATH_PATTERN} without '.' or '..' "
                                f"components, got {rec['netlab_workdir']!r}")
-    if not remote_path_ok(rec["netlab_python"]):
-        fail("netlab_python", f"must be an absolute path matching {REMOTE_PATH_PATTERN} without '.' or '..' "
-                              f"components, got {rec['netlab_python']!r}")
+    if not interpreter_ok(rec["netlab_python"]):
+        fail("netlab_python", f"must be a command name matching {COMMAND_PATTERN} or an absolute path matching "
+                              f"{REMOTE_PATH_PATTERN} without '.' or '..' components, got {rec['netlab_python']!r}")
     if not ifname_ok(rec["netlab_data_iface"]):
         fail("netlab_data_iface", f"must be an interface name matching {IFNAME_PATTERN}, "
                                   f"got {rec['netlab_data_iface']!r}")

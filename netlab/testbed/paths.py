@@ -18,6 +18,7 @@ from .base import TestbedError
 # so it is one sshd_config token, one argv word and one pip requirement (pip reads "a;b" as a marker).
 _COMPONENT = r"[A-Za-z0-9_.+-]+"
 REMOTE_PATH_PATTERN = f"(/{_COMPONENT})+"
+COMMAND_PATTERN = _COMPONENT  # an interpreter named by the command the host's PATH finds
 IFNAME_PATTERN = r"[A-Za-z0-9_.-]{1,15}"  # Linux: at most 15 bytes, no '/', ':' or whitespace
 USER_PATTERN = r"[A-Za-z_][A-Za-z0-9_.-]{0,31}"
 
@@ -26,6 +27,13 @@ def remote_path_ok(path) -> bool:
     """An absolute path of plain components (no '.' or '..')."""
     return (isinstance(path, str) and re.fullmatch(REMOTE_PATH_PATTERN, path) is not None
             and not any(part in (".", "..") for part in path.split("/")))
+
+
+def interpreter_ok(python) -> bool:
+    """A command name found on the host's PATH (``python3``) or an absolute path (:func:`remote_path_ok`): one
+    argv word either way."""
+    return remote_path_ok(python) or (isinstance(python, str) and re.fullmatch(_COMPONENT, python) is not None
+                                      and python not in (".", ".."))
 
 
 def ifname_ok(name) -> bool:

@@ -26,7 +26,7 @@ from .backend_helpers import DUMBBELL, REPO, assert_clean, snapshot
 from .conftest import needs_netadmin
 
 PATTERN = "[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
-ISSUE_NAMES = ["../../../../tmp/x/escape", "l0\nPasswordAuthentication yes\nPermitEmptyPasswords yes", "l 0", "l0;x"]
+ISSUE_NAMES = ["../../../../outside/escape", "l0\nPasswordAuthentication yes\nPermitEmptyPasswords yes", "l 0", "l0;x"]
 
 
 def _dumbbell_with(tmp_path: Path, name: str) -> Path:

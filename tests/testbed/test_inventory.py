@@ -14,7 +14,7 @@ GOOD = """\
 all:
   vars:
     ansible_user: lab
-    netlab_python: /opt/py/bin/python3
+    netlab_python: python3.11
     netlab_nic_gbps: 100
   hosts:
     gpu1:
@@ -52,7 +52,7 @@ def test_hosts_take_group_vars_as_defaults(tmp_path):
     by = {r["name"]: r for r in records}
     assert by["gpu1"]["ansible_user"] == "lab" and by["gpu1"]["ansible_port"] == 22
     assert by["gpu2"]["ansible_port"] == 2222
-    assert by["gpu3"]["netlab_python"] == "/opt/py/bin/python3"
+    assert by["gpu3"]["netlab_python"] == "python3.11"
     assert [by[n]["rack"] for n in ("gpu1", "gpu2", "gpu3")] == ["rack1", "rack1", "rack2"]
 
 
@@ -109,7 +109,7 @@ def test_the_example_inventory_loads():
 
 
 @pytest.mark.parametrize("old, new, needle", [
-    ("    gpu3:\n", "    ../../tmp/x/escape:\n", "host '../../tmp/x/escape', field 'name'"),
+    ("    gpu3:\n", "    ../../outside/escape:\n", "host '../../outside/escape', field 'name'"),
     ("    gpu3:\n", "    'gpu3\\nPasswordAuthentication yes':\n", "field 'name'"),
     ("    gpu3:\n", "    gpu 3:\n", "host 'gpu 3', field 'name'"),
     ("    rack2:\n", "    rack 2:\n", "group 'rack 2'"),
@@ -117,7 +117,7 @@ def test_the_example_inventory_loads():
      "field 'netlab_workdir': must be an absolute path"),
     ("    netlab_nic_gbps: 100\n", f"    netlab_nic_gbps: 100\n    netlab_workdir: {TMP}/../../etc\n",
      "field 'netlab_workdir'"),
-    ("    netlab_python: /opt/py/bin/python3\n", "    netlab_python: 'python3 -c x'\n", "field 'netlab_python'"),
+    ("    netlab_python: python3.11\n", "    netlab_python: 'python3 -c x'\n", "field 'netlab_python'"),
     ("      netlab_data_iface: ens1f0\n      netlab_data_addr: 10.10.0.13\n",
      "      netlab_data_iface: ../ens1f0\n      netlab_data_addr: 10.10.0.13\n", "field 'netlab_data_iface'"),
     ("    ansible_user: lab\n", "    ansible_user: 'lab; id'\n", "field 'ansible_user'"),
@@ -130,3 +130,15 @@ def test_names_and_paths_that_reach_files_or_commands_are_checked(tmp_path, old,
         load_inventory(write(tmp_path, GOOD.replace(old, new, 1)))
     msg = str(err.value)
     assert msg.startswith(f"{tmp_path / 'lab.yaml'}:") and needle in msg and "match" in msg, msg
+
+
+def test_interpreter_is_a_command_on_the_hosts_path_or_an_absolute_path(tmp_path):
+    # the default is found on each host's PATH; an absolute path (a venv's python) still works
+    records, _ = load_inventory(write(tmp_path, GOOD.replace("    netlab_python: python3.11\n", "")))
+    assert {r["netlab_python"] for r in records} == {"python3"}
+    venv_python = str(Path(TMP, "venv", "bin", "python"))
+    records, _ = load_inventory(write(tmp_path, GOOD.replace("python3.11", venv_python)))
+    assert {r["netlab_python"] for r in records} == {venv_python}
+    for bad in ("python3/..", "../python3", "py thon"):
+        with pytest.raises(InventoryError, match="field 'netlab_python'"):
+            load_inventory(write(tmp_path, GOOD.replace("python3.11", repr(bad))))
