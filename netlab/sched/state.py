@@ -90,7 +90,8 @@ class ClusterView:
     ``network`` is the network model in force (a :class:`~netlab.network.model.NetworkModel`; default: a
     fresh ``DEFAULT_NETWORK`` model). Policies ask it what it is (``view.network.capabilities``: whether a
     phase takes effect, whether there is contention at all) and predict speeds with ``view.network.fresh()``,
-    never with its name.
+    never with its name. ``link_load_gbps``: an array, or a snapshot of the loads (``array()`` gives them when a
+    policy first asks; :class:`~netlab.network.links.LoadSnapshot`).
     """
 
     def __init__(self, topology, free_gpus: np.ndarray, running: Mapping[int, JobState], now: float,
@@ -138,9 +139,10 @@ class ClusterView:
 
     def link_load_gbps(self) -> np.ndarray:
         """Current time-averaged load per directed link (zeros on the ideal network)."""
-        if self._link_load is None:
+        load = self._link_load
+        if load is None:
             return np.zeros(self.topology.n_links)
-        return self._link_load
+        return load if isinstance(load, np.ndarray) else load.array()
 
     def with_freed(self, jobs: Iterable[JobState]) -> "ClusterView":
         """The view as it would be if ``jobs`` released their GPUs (for preemption decisions)."""

@@ -107,6 +107,12 @@ class Fabric:
         """Time-averaged load per directed link (Gbit/s); the array returned never changes afterwards."""
         return self.links.lend_load()
 
+    def load_snapshot(self):
+        """The loads of this moment for a reader that may read them later (a policy's view): a
+        :class:`~netlab.network.links.LoadSnapshot`, which costs nothing until the loads change and then only
+        the entries they change."""
+        return self.links.snapshot()
+
     @property
     def overload_gbps(self) -> np.ndarray:
         """Time-averaged demand above capacity per directed link (the ECN proxy)."""

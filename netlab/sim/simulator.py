@@ -163,7 +163,7 @@ class Simulator(KernelLoop):
 
     def view(self, now: float | None = None) -> ClusterView:
         return ClusterView(self.topology, self.free_gpus, self.running, self.kernel.now if now is None else now,
-                           self.fabric.load_gbps, (self.states[j] for _, j in self.waiting_order()), self.zoo,
+                           self.fabric.load_snapshot(), (self.states[j] for _, j in self.waiting_order()), self.zoo,
                            self.network, free_total=lambda: self.free_total, restart_s=self._restart_s)
 
     def _restart_s(self, js: JobState) -> float:
