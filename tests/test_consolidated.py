@@ -85,7 +85,7 @@ def test_a_large_job_on_a_fragmented_fabric(spec, n):
     free = topo.host_gpus.copy()
     used = rng.choice(topo.n_hosts, topo.n_hosts // 2, replace=False)
     free[used] = rng.integers(0, 8, size=len(used))  # half the hosts partly used
-    p = consolidate(free, topo, n)
+    p, _ = consolidate(free, topo, n)
     assert sum(p.gpus) == n and len(p.hosts) == n // 8  # the fewest hosts: wholly free ones
     assert all(free[h] == 8 for h in p.hosts)
     if topo.n_hosts <= 512:

@@ -67,7 +67,7 @@ class TpAware(PlacementPolicy):
             slots = np.where(free == topo.host_gpus, free, 0)
         if int(slots.sum()) >= job.gpus:
             if self.base == "consolidated":
-                placement = consolidate(slots, topo, job.gpus)
+                placement, _ = consolidate(slots, topo, job.gpus)
             else:
                 whole = copy.copy(view)  # the same view, showing only whole TP slots as free
                 whole.free_gpus = slots
