@@ -70,10 +70,23 @@ def links_frame(topology, t0, t1, link, load, over) -> pd.DataFrame:
     import pandas as pd
 
     cap = topology.link_capacity_gbps[link]
-    src = np.asarray(topology.link_src, dtype=object)[link]
-    dst = np.asarray(topology.link_dst, dtype=object)[link]
-    return pd.DataFrame(dict(t_start_s=t0, t_end_s=t1, link=link, src=src, dst=dst, tier=topology.link_tier[link],
+    src, dst, tier = (_names(names, link) for names in (topology.link_src, topology.link_dst, topology.link_tier))
+    return pd.DataFrame(dict(t_start_s=t0, t_end_s=t1, link=link, src=src, dst=dst, tier=tier,
                              capacity_gbps=cap, load_gbps=load, utilisation=load / cap, overload_gbps=over))
+
+
+def _names(names, link: np.ndarray):
+    """``names[link]`` as the column pandas makes of those strings. Where pandas keeps strings in Arrow (pandas
+    3), by one take in Arrow: converting one Python string per row cost most of a full-history table's build
+    (tens of millions of rows on full Philly); else as before, an object array."""
+    import pandas as pd
+
+    dtype = pd.Series(np.asarray(names[:1], dtype=object)).dtype
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow" and len(names):
+        import pyarrow as pa
+
+        return pd.array(pa.array(list(names), type=pa.large_string()).take(pa.array(link)), dtype=dtype)
+    return np.asarray(names, dtype=object)[link]
 
 
 @HISTORIES.register("none")
@@ -108,8 +121,9 @@ class FullHistory(LinkHistory):
         segs = [s for s in self.segments if len(s[2])]
         if not segs:
             return empty_links()
-        t0 = np.concatenate([np.full(len(s[2]), s[0]) for s in segs])
-        t1 = np.concatenate([np.full(len(s[2]), s[1]) for s in segs])
+        rows = [len(s[2]) for s in segs]
+        t0 = np.repeat(np.array([s[0] for s in segs], dtype=float), rows)
+        t1 = np.repeat(np.array([s[1] for s in segs], dtype=float), rows)
         return links_frame(topology, t0, t1, np.concatenate([s[2] for s in segs]), np.concatenate([s[3] for s in segs]),
                            np.concatenate([s[4] for s in segs]))
 
