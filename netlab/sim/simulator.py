@@ -118,12 +118,13 @@ class Simulator(KernelLoop):
 
             self._bar = tqdm(total=len(self.jobs), desc="simulate", unit="job",
                              disable=None if self.config.progress is None else False, mininterval=0.5, leave=False)
+        self._iso_memo: dict = {}  # (model, pattern, gpus) -> (iteration s, comm s) alone: fixed for the run
         for j in self.jobs:
             model = self.zoo[j.model]
             if j.pattern not in PATTERNS:  # refused before the run, as the zoo refuses an unknown model
                 raise UnknownNameError(f"job {j.job_id}: " + unknown_name("communication pattern", j.pattern,
                                                                            PATTERNS.names(), "pattern"))
-            self.states[j.job_id] = JobState(j, isolated_iter_s(model, j.pattern, j.gpus, topo))
+            self.states[j.job_id] = JobState(j, self._isolated(model, j.pattern, j.gpus)[0])
         self._begin(Kernel(), scheduler, list(self.states.values()))
         try:
             self.kernel.run()
@@ -170,6 +171,16 @@ class Simulator(KernelLoop):
         """What stopping and restarting ``js`` costs it here (its model's checkpoint and restore)."""
         return self._model_restart_s(self.zoo[js.job.model])
 
+    def _isolated(self, model, pattern: str, gpus: int) -> tuple[float, float]:
+        """(``isolated_iter_s``, ``isolated_comm_s``) of a job of ``model``: the same for every job of its model,
+        pattern and size in a run, memoised (each call reads the topology's host maxima, ~10 us a job)."""
+        key = (model.name, pattern, gpus)
+        hit = self._iso_memo.get(key)
+        if hit is None:
+            hit = self._iso_memo[key] = (isolated_iter_s(model, pattern, gpus, self.topology),
+                                         isolated_comm_s(model, pattern, gpus, self.topology))
+        return hit
+
     def _model_restart_s(self, model) -> float:
         """``SimConfig.restart_s`` of a zoo model, computed once per model a run restarts."""
         t = self._restart_memo.get(model.name)
@@ -208,7 +219,7 @@ class Simulator(KernelLoop):
             js.demand = None
             if not contention:
                 js.iter_s = js.iso_iter_s
-                js.comm_s = isolated_comm_s(model, js.job.pattern, js.gpus, self.topology)
+                js.comm_s = self._isolated(model, js.job.pattern, js.gpus)[1]
             else:
                 js.iter_s = iteration_time(model.compute_s, intra_s, model.overlap)
                 js.comm_s = intra_s

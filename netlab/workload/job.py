@@ -103,6 +103,7 @@ def jobs_from_frame(trace, topology, zoo: ModelZoo | None = None, first_id: int 
     has_iter = "iterations" in trace.columns
     has_pattern = "pattern" in trace.columns
     has_priority, has_deadline, has_tenant = (c in trace.columns for c in ("priority", "deadline_s", "tenant"))
+    iso: dict = {}  # (model, pattern, gpus) -> isolated iteration s, computed once per kind of job (~10 us each)
     for i, row in enumerate(trace.itertuples(index=False)):
         gpus = int(row.gpus)
         if gpus > total:
@@ -115,7 +116,10 @@ def jobs_from_frame(trace, topology, zoo: ModelZoo | None = None, first_id: int 
         iters = getattr(row, "iterations", math.nan) if has_iter else math.nan
         if iters is None or not np.isfinite(iters):
             try:
-                iters = row.duration_s / isolated_iter_s(model, pattern, gpus, topology)
+                alone_s = iso.get((row.model, pattern, gpus))
+                if alone_s is None:
+                    alone_s = iso[(row.model, pattern, gpus)] = isolated_iter_s(model, pattern, gpus, topology)
+                iters = row.duration_s / alone_s
             except UnknownNameError as exc:  # an unknown pattern
                 raise UnknownNameError(f"trace row {i} (job {row.job_id}): {exc}") from None
             except ValueError as exc:  # a size the pattern cannot split
