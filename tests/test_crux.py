@@ -230,3 +230,20 @@ def test_a_starting_job_joins_the_network_once_on_the_path_and_class_crux_gives_
     assert sorted(c[:3] for c in calls if c[0] != "leave") == [("join", 0, 0.0), ("join", 1, 0.0)]
     assert {c[1]: c[4] for c in calls if c[0] == "join"} == {0: 1, 1: 0}
     assert res.jobs.sort_values("job_id").jct_s.tolist() == pytest.approx([16.25, 25.0], rel=1e-9)
+
+
+def test_a_chosen_route_is_the_chosen_paths_links_weighted_and_asked_again_gives_the_same():
+    # two spines: hosts 0 and 3 are in different racks, so each direction has two paths (one per spine). Flow 0
+    # (0 -> 3, weight 1) on path 1 and flow 1 (3 -> 0, weight 0.5) on path 0: the route is the union of the two
+    # paths' links, 1 on flow 0's and 0.5 on flow 1's (no link in common: opposite directions)
+    topo = load_topology("leafspine,racks=2,hosts_per_rack=3,gpus_per_host=1,oversub=2,spines=2,ecmp=hash")
+    up, down = topo.paths(0, 3), topo.paths(3, 0)
+    assert len(up) == len(down) == 2
+    links, weights = topo.route(np.array([[0, 3], [3, 0]]), paths=(1, 0), flow_weights=(1.0, 0.5))
+    expect = {**{lk: 1.0 for lk in up[1]}, **{lk: 0.5 for lk in down[0]}}
+    assert dict(zip(links.tolist(), weights.tolist())) == expect
+    again = topo.route(np.array([[0, 3], [3, 0]]), paths=(1, 0), flow_weights=(1.0, 0.5))
+    assert again[0].tolist() == links.tolist() and again[1].tolist() == weights.tolist()
+    # one choice for all flows; an index past the paths wraps around (path 3 of 2 is path 1)
+    links, weights = topo.route(((0, 3),), paths=(3,))
+    assert links.tolist() == sorted(up[1]) and weights.tolist() == [1.0] * len(up[1])

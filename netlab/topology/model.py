@@ -192,6 +192,8 @@ class Topology:
         self._split_links: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # flow_links memo
         self._routes: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # route memo (split ECMP)
         self._paths: dict[tuple[int, int], tuple] = {}  # paths memo (a network policy's path choices ask often)
+        self._path_arrays: dict[tuple[int, int], list] = {}  # the same paths as link-id arrays
+        self._chosen: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # route memo (chosen paths)
 
     def _check_hosts(self) -> None:
         """Every host's GPUs an integer >= 0 and intra-host bandwidth finite and > 0 (TopologyError naming the
@@ -343,19 +345,34 @@ class Topology:
         return out
 
     def _route_chosen(self, pairs, key: int, flow_weights, paths) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`route` with a path chosen for each flow (a network allocation's; rare, never memoised)."""
+        """:meth:`route` with a path chosen for each flow (a network allocation's). Memoised by flows, weights and
+        choices: a network policy moves a trace's jobs back and forth between a few path choices thousands of
+        times (treat the returned arrays as read-only)."""
         pairs = tuple(map(tuple, pairs.tolist())) if isinstance(pairs, np.ndarray) else tuple(pairs)
         if len(paths) not in (1, len(pairs)):
             raise TopologyError(f"topology {self.name}: {len(paths)} path choices for {len(pairs)} flows "
                                 "(give one per flow, or one for all)")
-        parts = [self.flow_links(s, d, key=key + n, path=paths[n if len(paths) > 1 else 0])
-                 for n, (s, d) in enumerate(pairs)]
-        links = np.concatenate([p[0] for p in parts])
+        memo_key = (pairs, paths, flow_weights) if flow_weights is None or isinstance(flow_weights, tuple) else None
+        memo = self._chosen.get(memo_key) if memo_key is not None else None
+        if memo is not None:
+            return memo
+        parts = []
+        for n, (s, d) in enumerate(pairs):  # flow_links(s, d, path=...) with each path's array made once
+            arrays = self._path_arrays.get((s, d))
+            if arrays is None:
+                arrays = self._path_arrays[(s, d)] = [np.array(p, dtype=np.int64) for p in self.paths(s, d)]
+            parts.append(arrays[paths[n if len(paths) > 1 else 0] % len(arrays)])
+        links = np.concatenate(parts)
         if flow_weights is None:
-            weights = np.concatenate([p[1] for p in parts])
+            weights = np.ones(len(links))
         else:
-            weights = np.concatenate([p[1] * w for p, w in zip(parts, flow_weights)])
-        return accumulate(links, weights, self.router.scratch)
+            weights = np.repeat(np.asarray(flow_weights, dtype=float), [len(p) for p in parts])
+        out = accumulate(links, weights, self.router.scratch)
+        if memo_key is not None:
+            if len(self._chosen) >= 100_000:  # bounded, as the split-ECMP memo
+                self._chosen.clear()
+            self._chosen[memo_key] = out
+        return out
 
     def host_uplink(self, host: int) -> int:
         """Id of the host's first uplink (host -> its switch)."""

@@ -49,6 +49,8 @@ Crux that needs no priority support from the network.
 
 from __future__ import annotations
 
+import bisect
+from operator import attrgetter, is_
 from typing import NamedTuple
 
 import numpy as np
@@ -66,6 +68,7 @@ PATH_MARGIN = 0.05
 #: the running jobs are decided afresh at most once per this many seconds (0: at every change; see the module doc;
 #: stated, not tuned: five minutes is short beside the hours a trace's multi-host jobs run)
 REDECIDE_S = 300.0
+_PLACEMENT = attrgetter("placement")
 
 
 def gpu_intensity(gpu_compute_s: float, flow_bytes: float, links, weights, capacity_gbps) -> float:
@@ -157,9 +160,12 @@ class CruxPolicy(NetworkPolicy):
         """A new run: forget what was memoised about the last one's topology and jobs."""
         self.rng = rng
         self._paths: dict = {}
-        self._jobs: dict = {}  # job id -> _Job (its placement, order key, flows)
-        self._picks: dict = {}  # job id -> (its placement, the path index of each flow last decided)
-        self._last: tuple = ((), {})  # (the (job id, placement) pairs decided on, the decision)
+        self._jobs: dict = {}  # job id -> _Job of the jobs decided on (its placement, order key, flows)
+        self._picks: dict = {}  # job id -> the path index of each of its flows last decided
+        self._order: list = []  # the decided jobs' _Job, highest intensity first
+        self._keys: list = []  # their order keys (the same order, for bisect)
+        self._last: dict = {}  # the last decision
+        self._seen: tuple = ((), [], frozenset())  # running job ids, placements, (id, id(placement)) pairs last asked
         self._decided_s = -np.inf  # when the running jobs were last decided afresh
 
     def _candidates(self, topology, s: int, d: int) -> np.ndarray:
@@ -170,11 +176,8 @@ class CruxPolicy(NetworkPolicy):
         return hit
 
     def _job(self, view, jid: int, js) -> _Job:
-        """The job's order key and flows (:class:`_Job`), memoised while it keeps its placement (a restart
+        """The job's order key and flows (:class:`_Job`), taken when it starts on a placement (a restart
         elsewhere gives it a new one; a new path choice does not)."""
-        hit = self._jobs.get(jid)
-        if hit is not None and hit.placement is js.placement:
-            return hit
         topo, d, p = view.topology, js.demand, js.placement
         cap = topo.link_capacity_gbps
         intensity = gpu_intensity(js.gpus * d.compute_s, d.flow_bytes, d.links, d.weights, cap)
@@ -185,80 +188,144 @@ class CruxPolicy(NetworkPolicy):
                        np.concatenate([c.ravel() for c in cands]),
                        np.concatenate([(d.flow_bytes * 8 * w / (cap[c] * GBIT)).ravel()
                                        for c, w in zip(cands, fweights)]))
-        hit = self._jobs[jid] = _Job(p, (-intensity, jid), intensity, flows, flows.multi)
-        return hit
+        return _Job(p, (-intensity, jid), intensity, flows, flows.multi)
+
+    def _changes(self, running) -> tuple[list, list] | None:
+        """The decided jobs that stopped or moved, and the running jobs with traffic that started or moved since
+        the last call (None: no running job started, stopped or moved at all). Read with C-level set operations
+        over (job id, placement) pairs, then Python only for what changed: a pass runs hundreds of jobs."""
+        keys = tuple(running)
+        placements = list(map(_PLACEMENT, running.values()))
+        seen_keys, seen_placements, seen_pairs = self._seen
+        if keys == seen_keys and all(map(is_, placements, seen_placements)):
+            return None
+        # the last call's placements are held in _seen, so their ids are not reused by the new ones
+        pairs = frozenset(zip(keys, map(id, placements)))
+        self._seen = (keys, placements, pairs)
+        jobs = self._jobs
+        gone = [jid for jid, _ in seen_pairs - pairs if jid in jobs]
+        started = []
+        for jid, _ in pairs - seen_pairs:
+            js = running[jid]
+            if js.demand is not None and js.demand.flow_bytes:
+                started.append((jid, js))
+        return gone, started
 
     def allocate(self, view):
         """The decision depends only on the running jobs that have traffic and their placements: while those
         stay the same (a pass that started or stopped one-host jobs), the last decision is returned again.
         Otherwise every job is decided afresh if :attr:`redecide_s` has passed since that was last done, else
-        only the jobs that started since are fitted in (the module doc)."""
-        running = view.running
-        now = [(jid, js.placement) for jid, js in running.items() if js.demand is not None and js.demand.flow_bytes]
-        seen, last = self._last
-        if len(seen) == len(now) and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(seen, now)):
-            return dict(last)
-        live = {jid for jid, _ in now}
-        for memo in (self._jobs, self._picks):
-            for gone in memo.keys() - live:
-                del memo[gone]
-        if not now:
-            self._last = (now, {})
+        only the jobs that started since are fitted in (the module doc). Only the jobs whose path or class
+        changed get a new ``NetAllocation``; the others keep the last one (the same object)."""
+        changes = self._changes(view.running)
+        if changes is None or not (changes[0] or changes[1]):
+            return dict(self._last)
+        gone, started = changes
+        last = self._last
+        for jid in gone:
+            self._drop(jid)
+        added = set()
+        for jid, js in started:
+            if jid in self._jobs:  # restarted elsewhere since the last call
+                self._drop(jid)
+            j = self._jobs[jid] = self._job(view, jid, js)
+            at = bisect.bisect(self._keys, j.key)
+            self._keys.insert(at, j.key)
+            self._order.insert(at, j)
+            added.add(jid)
+        jobs = self._order
+        if not jobs:
+            self._last = {}
             return {}
         fresh = view.now >= self._decided_s + self.redecide_s
-        if not fresh and all(jid in last and getattr(self._jobs.get(jid), "placement", None) is placement
-                             for jid, placement in now):
-            out = {jid: last[jid] for jid, _ in now}  # jobs only ended: the others keep theirs
-            self._last = (now, out)
+        if not added and not fresh:  # jobs only ended: the others keep theirs
+            out = self._last = {j.key[1]: last[j.key[1]] for j in jobs}
             return dict(out)
         if fresh:
             self._decided_s = view.now
-        jobs = sorted((self._job(view, jid, running[jid]) for jid, _ in now), key=_order)
-        prev, new = {}, {}
-        for j in jobs:
-            hit = self._picks.get(j.key[1])
-            keep = hit is not None and hit[0] is j.placement
-            prev[j.key[1]] = hit[1] if keep else np.full(len(j.flows.n_paths), -1, dtype=np.int64)
-            new[j.key[1]] = not keep
-        if not fresh and not any(new[j.key[1]] and j.multi for j in jobs):  # fitted in, no path to pick
-            mine = {j.key[1]: (np.zeros(len(j.flows.n_paths), np.int64) if new[j.key[1]] else prev[j.key[1]], 0)
-                    for j in jobs}
-            return self._out(jobs, mine, new, last, now, fresh)
-        # fitted in: the jobs already running keep their paths (an infinite margin) and go first, so a started
-        # job's flows see every running job's load
-        seq = jobs if fresh else sorted(jobs, key=lambda j: new[j.key[1]])
-        flows = [j.flows for j in seq]
-        flow_job = np.repeat(np.arange(len(seq)), [len(f.n_paths) for f in flows])
-        picks, classes = _decide(np.concatenate([f.n_paths for f in flows]), np.concatenate([f.hops for f in flows]),
-                                 np.concatenate([f.links for f in flows]), np.concatenate([f.secs for f in flows]),
-                                 np.concatenate([prev[j.key[1]] for j in seq]), PATH_MARGIN if fresh else np.inf,
-                                 view.topology.n_links, flow_job, np.array([j.intensity for j in seq]),
-                                 self.classes if self.priorities and fresh else 0)
-        mine, at = {}, 0
-        for i, j in enumerate(seq):
-            nf = len(j.flows.n_paths)
-            mine[j.key[1]] = (picks[at:at + nf], int(classes[i]))
-            at += nf
-        return self._out(jobs, mine, new, last, now, fresh)
+            return self._afresh(view, jobs, added, last)
+        return self._fit_in(view, jobs, added, last)
 
-    def _out(self, jobs: list, mine: dict, new: dict, last: dict, now: list, fresh: bool) -> dict:
-        """The decision from each job's path picks and class (``mine``), re-using the last decision's
-        allocation of a job whose paths and class did not change."""
-        out, above = {}, 0
+    def _drop(self, jid: int) -> None:
+        """Forget a decided job (it stopped, or restarted elsewhere)."""
+        j = self._jobs.pop(jid)
+        at = bisect.bisect_left(self._keys, j.key)
+        del self._keys[at], self._order[at]
+        self._picks.pop(jid, None)
+
+    def _afresh(self, view, jobs: list, added: set, last: dict) -> dict:
+        """Every job decided afresh (steps 1-3): paths with :data:`PATH_MARGIN` from the last picks, classes."""
+        picks_of = self._picks
+        prev = [picks_of.get(j.key[1]) for j in jobs]
+        prev = [np.full(len(j.flows.n_paths), -1, dtype=np.int64) if p is None else p for j, p in zip(jobs, prev)]
+        picks, classes = self._decide(view, jobs, prev, PATH_MARGIN, self.classes if self.priorities else 0)
+        n_flows = [len(j.flows.n_paths) for j in jobs]
+        starts = np.cumsum([0, *n_flows[:-1]])
+        moved = np.logical_or.reduceat(picks != np.concatenate(prev), starts)
+        old_class = np.array([-1 if (a := last.get(j.key[1])) is None or j.key[1] in added else a.priority
+                              for j in jobs])
+        out = dict(last)
+        for i in np.flatnonzero(moved | (classes != old_class)).tolist():
+            j = jobs[i]
+            jid = j.key[1]
+            p = picks[starts[i]:starts[i] + n_flows[i]].copy()
+            picks_of[jid] = p
+            out[jid] = self._allocation(j, p, int(classes[i]), last.get(jid))
+        return self._done(out, jobs)
+
+    def _fit_in(self, view, jobs: list, added: set, last: dict) -> dict:
+        """The jobs that started since are fitted in: the running ones keep their paths and classes and go first
+        (an infinite margin), so a started job's flows see every running job's load; a started job takes the
+        class of the job just above it in intensity (class 0 if none)."""
+        picks_of = self._picks
+        new = [j for j in jobs if j.key[1] in added]
+        if any(j.multi for j in new):
+            seq = [j for j in jobs if j.key[1] not in added] + new
+            prev = [picks_of[j.key[1]] if j.key[1] not in added else
+                    np.full(len(j.flows.n_paths), -1, dtype=np.int64) for j in seq]
+            picks, _ = self._decide(view, seq, prev, np.inf, 0)
+            at = sum(len(j.flows.n_paths) for j in seq[:len(seq) - len(new)])
+            mine = {}
+            for j in new:
+                nf = len(j.flows.n_paths)
+                mine[j.key[1]] = picks[at:at + nf].copy()
+                at += nf
+        else:  # no path to pick
+            mine = {j.key[1]: np.zeros(len(j.flows.n_paths), np.int64) for j in new}
+        out = dict(last)
+        above = 0
         for j in jobs:  # in intensity order
             jid = j.key[1]
-            p, c = mine[jid]
-            old = last.get(jid)
-            if not fresh and self.priorities:  # a started job takes the class of the job just above it
-                c = above if new[jid] or old is None else old.priority
-            above = c
-            self._picks[jid] = (j.placement, p)
-            # a job whose every flow has one path keeps the fabric's routing (the same links): nothing to re-route
-            paths = tuple(p.tolist()) if j.multi else None
-            same = old is not None and old.priority == c and old.paths == paths
-            out[jid] = old if same else NetAllocation(priority=c, paths=paths)
-        self._last = (now, out)
+            if jid not in added:
+                above = last[jid].priority
+                continue
+            p = picks_of[jid] = mine[jid]
+            out[jid] = self._allocation(j, p, above if self.priorities else 0, last.get(jid))
+        return self._done(out, jobs)
+
+    def _done(self, out: dict, jobs: list) -> dict:
+        """``out`` over the jobs decided on, in intensity order (the order the simulator carries them out in),
+        kept as the last decision."""
+        out = self._last = {j.key[1]: out[j.key[1]] for j in jobs}
         return dict(out)
+
+    def _decide(self, view, seq: list, prev: list, margin: float, classes: int):
+        """:func:`_decide` over the jobs ``seq`` in that order, with their last picks ``prev`` (-1: none)."""
+        flows = [j.flows for j in seq]
+        flow_job = np.repeat(np.arange(len(seq)), [len(f.n_paths) for f in flows])
+        return _decide(np.concatenate([f.n_paths for f in flows]), np.concatenate([f.hops for f in flows]),
+                       np.concatenate([f.links for f in flows]), np.concatenate([f.secs for f in flows]),
+                       np.concatenate(prev), margin, view.topology.n_links, flow_job,
+                       np.array([j.intensity for j in seq]), classes)
+
+    @staticmethod
+    def _allocation(j: _Job, picks: np.ndarray, c: int, old: NetAllocation | None) -> NetAllocation:
+        """A job's allocation from its path picks and class, the old one again if they are its."""
+        # a job whose every flow has one path keeps the fabric's routing (the same links): nothing to re-route
+        paths = tuple(picks.tolist()) if j.multi else None
+        if old is not None and old.priority == c and old.paths == paths:
+            return old
+        return NetAllocation(priority=c, paths=paths)
 
 
 @NETWORK_POLICIES.register("crux-paths")
@@ -302,18 +369,15 @@ class _Job(NamedTuple):
     multi: bool  # some flow has a choice of paths
 
 
-def _order(job: _Job) -> tuple:
-    return job.key
-
-
 @njit(cache=True)
 def _decide(n_paths, hops, links, secs, prev, margin, n_links, flow_job, intensity, classes):  # pragma: no cover
     """Path selection (:func:`_pick_paths`) of jobs in priority order, then (``classes`` > 0) their compression
     into at most ``classes`` classes (:func:`compress` of :func:`contention`); classes all 0 when ``classes`` is
     0 or there is one job."""
     n = len(intensity)
-    picks, share = _pick_paths(n_paths, hops, links, secs, prev, margin, n_links, flow_job, n)
-    if classes == 0 or n < 2:
+    want = classes > 0 and n >= 2  # the contention graph is needed only to compress into classes
+    picks, share = _pick_paths(n_paths, hops, links, secs, prev, margin, n_links, flow_job, n if want else 0)
+    if not want:
         return picks, np.zeros(n, dtype=np.int64)
     w = np.zeros((n, n))
     for a in range(n):
@@ -327,7 +391,8 @@ def _decide(n_paths, hops, links, secs, prev, margin, n_links, flow_job, intensi
 def _pick_paths(n_paths, hops, links, secs, prev, margin, n_links, flow_job, n_jobs):  # pragma: no cover
     """Path selection (the module doc's step 1) over flows in priority order: per flow the path whose busiest
     link, counting this flow, has the least seconds of traffic (the first of equal ones), unless its previous
-    path ``prev[f]`` (-1: none) is within ``margin`` of that; and ``share[a, b]``: jobs a and b cross a link."""
+    path ``prev[f]`` (-1: none) is within ``margin`` of that; and ``share[a, b]``: jobs a and b cross a link
+    (``n_jobs`` 0: not wanted, an empty matrix)."""
     load = np.zeros(n_links)
     picks = np.zeros(len(n_paths), dtype=np.int64)
     on_link = np.zeros(int(hops.sum()), dtype=np.int64)  # (link, job) of every hop taken
@@ -355,6 +420,8 @@ def _pick_paths(n_paths, hops, links, secs, prev, margin, n_links, flow_job, n_j
         picks[f] = k
         e += n_paths[f] * hops[f]
     share = np.full((n_jobs, n_jobs), False)
+    if n_jobs == 0:
+        return picks, share
     order = np.argsort(on_link, kind="mergesort")
     i = 0
     while i < taken:  # each link's run of (link, job) entries: every two of its jobs share it
