@@ -2,7 +2,7 @@
 
 1. Fresh clone: the README's first command, timed step by step, on a clone of
    this repository's HEAD in a temporary directory: ``python3 -m venv .venv``,
-   ``.venv/bin/pip install -q .``, ``.venv/bin/netlab demo --out results/demo``
+   ``.venv/bin/pip install -q --no-compile .``, ``.venv/bin/netlab demo --out results/demo``
    (numba compiles from nothing: the new site-packages has no cache). Target:
    under 4 minutes in all on the 2-core machine. The report's one-sentence
    answer is recorded, and the verdicts per transport regime (the demo runs
@@ -51,7 +51,7 @@ def fresh_clone(tmp: Path) -> dict:
     load_before = os.getloadavg()[0]
     steps = {}
     steps["venv_s"], _ = _run([shutil.which("python3") or sys.executable, "-m", "venv", ".venv"], clone)
-    steps["install_s"], _ = _run([str(clone / ".venv/bin/pip"), "install", "-q", "."], clone)
+    steps["install_s"], _ = _run([str(clone / ".venv/bin/pip"), "install", "-q", "--no-compile", "."], clone)
     steps["demo_s"], out = _run([str(clone / ".venv/bin/netlab"), "demo", "--out", "results/demo"], clone)
     manifest = json.loads((clone / "results/demo/manifest.json").read_text())
     total = sum(steps.values())

@@ -3,7 +3,7 @@
 On a ``git clone`` of this repository's HEAD in a temporary directory, runs the
 README's own commands, read from its bash blocks (not a copy of them):
 
-1. the main job (``python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/netlab demo ...``);
+1. the main job (``python3 -m venv .venv && .venv/bin/pip install -q --no-compile . && .venv/bin/netlab demo ...``);
 2. the test command (``python3 -m venv .venv-test && ... pytest -q``); ``--pytest-args`` narrows the
    pytest part (the whole suite takes 15-40 minutes on the shared 2-core machine), and the result says so;
 3. the notebook command in the main job's environment (``.venv/bin/pip install -q -e '.[notebooks,testbed]'

@@ -55,3 +55,27 @@ def test_process_backend_warm_up_runs_the_first_cell_in_this_process(warm_up):
         assert workers[0] == here and here not in workers[1:]
     else:
         assert here not in workers
+
+
+def test_warm_up_plan_compiles_each_network_and_policy_here_while_workers_run_the_ideal_cells():
+    from netlab.sweep.backends import warm_up_plan
+
+    grid = dict(trace="philly-sample", max_jobs=20, topology=TOPO,
+                grid=dict(network=["tcp", "ideal", "dcqcn"], netpolicy=["crux", "none"], seed=[0, 1]))
+    cells = expand(grid)
+    here, beside, after = warm_up_plan(cells)
+    # every cell runs exactly once
+    assert sorted(c.id for c in here + beside + after) == sorted(c.id for c in cells)
+    def pair(cell):
+        return cell.params["network"], cell.params.get("netpolicy", "none")
+
+    # here: the first cell of each contended (network, netpolicy) pair, in grid order
+    assert [pair(c) for c in here] == list(dict.fromkeys(pair(c) for c in cells if c.params["network"] != "ideal"))
+    assert len(here) == 4
+    # beside: every ideal cell, those with a network policy last; after: the other contended cells
+    assert {c.params["network"] for c in beside} == {"ideal"} and len(beside) == 4
+    assert [c.params.get("netpolicy", "none") for c in beside] == ["none", "none", "crux", "crux"]
+    assert all(c.params["network"] != "ideal" for c in after) and len(after) == 4
+    # a grid on the ideal network alone warms up with its first cell
+    only_ideal = [c for c in cells if c.params["network"] == "ideal"]
+    assert warm_up_plan(only_ideal) == (only_ideal[:1], [], only_ideal[1:])

@@ -78,18 +78,20 @@ class ProcessBackend(Backend):
 
     def __init__(self, workers: int | None = None, warm_up: bool = False, **_ignored):
         self.workers = workers or os.cpu_count() or 1
-        # warm_up: the first cell runs in this process before any worker starts, so numba compiles the
-        # kernels once and caches them on disk (cache=True); workers load them instead of each compiling
+        # warm_up: see warm_up_plan; numba compiles each kernel once, here, and caches it on disk (cache=True)
         self.warm_up = warm_up
         # forkserver/spawn, never fork; workers die with this process (netlab.procguard)
         self.pool = process_pool(self.workers)
 
     def run(self, cells):
         cells = list(cells)
+        futures = {}
         if self.warm_up and len(cells) > 1:
-            yield execute(cells[0])
-            cells = cells[1:]
-        futures = {self.pool.submit(execute, cell): cell for cell in cells}
+            here, beside, cells = warm_up_plan(cells)
+            futures = {self.pool.submit(execute, cell): cell for cell in beside}
+            for cell in here:
+                yield execute(cell)
+        futures.update({self.pool.submit(execute, cell): cell for cell in cells})
         for fut in as_completed(futures):
             cell = futures.pop(fut)
             exc = fut.exception()
@@ -100,6 +102,39 @@ class ProcessBackend(Backend):
 
     def abort(self):
         kill_pool(self.pool)
+
+
+def warm_up_plan(cells: list[Cell]) -> tuple[list[Cell], list[Cell], list[Cell]]:
+    """Split ``cells`` into (run in this process first, run in the workers meanwhile, run after).
+
+    Why: most of a cold start is numba compiling, and every worker that calls a kernel before it is in the
+    on-disk cache compiles it again. So this process runs, first,
+    one cell of each (network, network policy) pair whose network has contention: together they call every
+    kernel the other cells call (a network policy such as crux reaches kernels of the network model that a
+    cell without it does not). Meanwhile the workers run the cells on a network without contention, which
+    call few kernels of their own and would otherwise leave the other cores idle during the compile; those
+    with a network policy go last, so that its kernels are more likely compiled here before a worker needs
+    them. A grid of ideal-network cells only warms up with its first cell."""
+    from ..network.model import is_ideal
+
+    def policies(cell):  # the policies that reach kernels of their own ("none": not set)
+        return tuple(cell.params.get(k) if cell.params.get(k) != "none" else None for k in ("netpolicy", "migration"))
+
+    def key(cell):
+        return cell.params.get("network"), policies(cell)
+
+    contended = [c for c in cells if not is_ideal(c.params.get("network"))]
+    if not contended:
+        return cells[:1], [], cells[1:]
+    here, seen = [], set()
+    for cell in contended:
+        if key(cell) not in seen:
+            seen.add(key(cell))
+            here.append(cell)
+    chosen = {id(c) for c in here}
+    beside = sorted((c for c in cells if is_ideal(c.params.get("network"))),
+                    key=lambda c: any(policies(c)))
+    return here, beside, [c for c in contended if id(c) not in chosen]
 
 
 @BACKENDS.register("dask")
