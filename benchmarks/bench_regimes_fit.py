@@ -95,8 +95,10 @@ TARGET = dict(median_ape=0.05, p90_ape=0.15, heavy_median_signed=0.05)
 #: ``--model-checks``: the registered regime models (``{}``) and one-parameter departures from them, scored through
 #: the models' own solves (the fit's grid adds its tails and cuts after solves at other points)
 MODEL_CHECKS = {"dcqcn": [{}, {"goodput_k": 0.1}, {"goodput_k": 0.15}, {"stretch": 0.1}, {"alpha": 0.0}],
-                "dctcp": [{}, {"lead": 1.0, "goodput_k": 0.0}, {"cut_k": 0.0, "stretch": 0.2}],
-                "reno-shallow": [{}, {"rto_k": 0.166, "alpha": 0.0, "stretch": 0.0, "goodput_k": 0.3}]}
+                "dctcp": [{}, {"lead": 2.0}, {"cut_k": 0.0}, {"alpha": 0.25, "goodput_k": 0.3, "cut_k": 0.0},
+                          {"alpha": 0.5, "cut_k": 2.0}],
+                "reno-shallow": [{}, {"alpha": 0.0, "goodput_k": 0.3}, {"alpha": -0.25, "goodput_k": 0.75},
+                                 {"rto_k": 0.172, "alpha": 0.0, "stretch": 0.0, "goodput_k": 0.3}]}
 
 
 def objective(s: dict) -> float:
@@ -397,13 +399,15 @@ def lumpy_check(scenarios: list[tuple], best: dict, shares: dict, buffer_packets
     return out
 
 
-def model_checks(store: RunStore, per_family: int) -> dict:
-    """Per regime of :data:`MODEL_CHECKS`: each variant of its registered model (name -> kwargs) scored on the
-    calibration half as the fit scores (contended jobs, :func:`objective`)."""
+def model_checks(store: RunStore, per_family: int, only: list[str] | None = None) -> dict:
+    """Per regime of :data:`MODEL_CHECKS` (``only``: these of them): each variant of its registered model (name ->
+    kwargs) scored on the calibration half as the fit scores (contended jobs, :func:`objective`)."""
     from netlab.network.regimes import regime
 
     out = {}
     for name, variants in MODEL_CHECKS.items():
+        if only and name not in only:
+            continue
         r = regime(name)
         scenarios = calibration_scenarios(store, r.referee, per_family)
         specs = {",".join(f"{k}={v:g}" for k, v in kw.items()) or r.network: (r.network, kw, "solve")
@@ -432,20 +436,24 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(RESULTS / "regimes_fit.json"))
     ap.add_argument("--regimes", nargs="*", help="fit only these regimes; the others' entries are kept from --out")
     ap.add_argument("--model-checks", action="store_true",
-                    help="only score the registered models and MODEL_CHECKS' variants; add them to --out")
+                    help="only score the registered models and MODEL_CHECKS' variants (of --regimes, if given); add "
+                         "them to --out")
     args = ap.parse_args(argv)
     t0 = time.time()
     store = RunStore(args.runs_dir)
     if args.model_checks:
         doc = json.loads(Path(args.out).read_text())
-        doc["model_checks"] = model_checks(store, args.per_family)
+        kept = {k: v for k, v in doc.get("model_checks", {}).items() if args.regimes and k not in args.regimes}
+        doc["model_checks"] = dict(kept, **model_checks(store, args.per_family, args.regimes))
         write_json(args.out, doc)
         print(f"wrote {args.out} ({time.time() - t0:.0f} s)")
         return 0
     grid = [dict(alpha=a, lead=ld) for a, ld in itertools.product(ALPHAS, LEADS)]
-    out = {}
-    if args.regimes and Path(args.out).exists():  # the regimes not fitted now keep their last fit
-        out = {k: v for k, v in json.loads(Path(args.out).read_text())["regimes"].items() if k not in args.regimes}
+    out, checked = {}, {}
+    if args.regimes and Path(args.out).exists():  # the regimes not fitted now keep their last fit and model checks
+        old = json.loads(Path(args.out).read_text())
+        out = {k: v for k, v in old["regimes"].items() if k not in args.regimes}
+        checked = {k: v for k, v in old.get("model_checks", {}).items() if k not in args.regimes}
     for r in regimes():
         if args.regimes and r.name not in args.regimes:
             continue
@@ -567,7 +575,8 @@ def main(argv=None) -> int:
                                              rule="at the chosen point, with every stretch; kept only if it lowers "
                                                   "the objective"),
                               objective="max(median/5%, p90/15%, |heavy bias|/5%)",
-                              regimes=out, wall_s=time.time() - t0))
+                              regimes=out, **({"model_checks": checked} if checked else {}),
+                              wall_s=time.time() - t0))
     print(f"wrote {args.out} ({time.time() - t0:.0f} s)")
     return 0
 

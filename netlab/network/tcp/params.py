@@ -137,20 +137,28 @@ TRANSPORT_PARAMS: dict[str, tuple[str, dict]] = {
     # calibration half this point against the referee less each job's measured timeout seconds per iteration is
     # 1.4% / 15.0% median / p90, its 3 heavy jobs (all with timeouts) +36% instead of -56%; a per-job "lumpy" tail
     # (a whole timeout with the probability of at least one) is the expected one within 1% here, every job expecting
-    # under 0.08 timeouts per iteration (regimes_fit.json, reno-shallow's lumpy_tail)
+    # under 0.08 timeouts per iteration (regimes_fit.json, reno-shallow's lumpy_tail). With three 8:1 calibration
+    # runs added (2tier 10 and 12, 2tier-large 32; 16 scenarios, 287 contended jobs, 33 heavy) this point scores
+    # 3.7% / 23.5% / -3.5% on the referee; the refit lands on alpha 0, goodput_k 0.3 (3.7% / 21.5% / -6.0%, the
+    # worse of the referee's and the testbed's objectives 1.54 against this point's 1.57) but its testbed check is
+    # worse (6.1% / 23.1% / -6.4% against 6.3% / 22.7% / -5.9%), so this point is kept (regimes_fit.json, model_checks)
     "tcp-shallow": ("TCP over shallow-buffer drop-tail queues (losses, retransmission timeouts)",
                     {"alpha": -0.25, "lead": 0.0, "stretch": 0.2, "goodput_k": 0.75, "buffer_packets": 100.0,
                      "rto_k": 0.0, "core_alpha": None}),
-    # DCTCP with step ECN marking: weakly byte-weighted (alpha 0.5), no leader advantage (lead 0), a binding link
-    # held at the marking threshold loses goodput to window cuts (goodput_k 0.1 per flow per 20 packets), and a
-    # long ring step is cut below its share (:mod:`~.ratecut`, cut_k 2) in place of the stretch (0): on the 13
-    # calibration scenarios 2.9% / 14.0% / -1.3% median / p90 / heavy bias, within the targets (the last fit's
-    # stretch 0.2 without the term: 2.6% / 16.6% / -6.5%; the best stretch without it, 0.3: 2.7% / 18.3% / -1.7%).
-    # The fit itself (its cuts computed from this point's solve) lands on lead 1 without goodput_k (objective 0.92);
-    # the model's own solve scores that point 2.7% / 14.0% / -4.1%, the same objective as this one (0.935): the
-    # tie goes to the smaller lead
+    # DCTCP with step ECN marking: weakly byte-weighted (alpha 0.375), no leader advantage (lead 0), a binding link
+    # held at the marking threshold loses goodput to window cuts (goodput_k 0.1 per flow per 20 packets), and a long
+    # ring step is cut below its share (:mod:`~.ratecut`, cut_k 0.5). On the 16 calibration scenarios (278 contended
+    # jobs, 25 heavy; the 13 of the last fit plus 2tier-overlap 18 and 20 and 2tier-large 32, drawn for the heavily
+    # contended 8:1 case the 13 lacked) 2.5% / 17.1% / -4.2% median / p90 / heavy bias (objective 1.14); the last
+    # point (alpha 0.5, cut_k 2) scores 3.9% / 24.7% / +5.5% there (1.64): its cut, largest where many flows send at
+    # once, over-predicts the new overlapped 8:1 scenarios (2tier-overlap 18: 19% / 76% median / p90 APE, 8% / 36%
+    # without the cut), where every job's window at its share is under 3 packets and the referee's marks per job
+    # still follow the analysis' marked fraction (Spearman 0.86) but the link stays full through the cuts. The
+    # stage-wise fit lands on alpha 0.25 without the cut (goodput_k 0.3: 2.7% / 17.7% / -4.8%, 1.18); the model's
+    # own solve at this point (the 15-scenario fit's alpha, goodput_k and cut_k) scores better, lead 0 and 2 alike
+    # (the tie goes to the smaller lead; regimes_fit.json, model_checks)
     "dctcp": ("DCTCP with ECN marking: per-connection sharing, short queues",
-              {"alpha": 0.5, "lead": 0.0, "stretch": 0.0, "goodput_k": 0.1, "buffer_packets": 20.0, "cut_k": 2.0,
+              {"alpha": 0.375, "lead": 0.0, "stretch": 0.0, "goodput_k": 0.1, "buffer_packets": 20.0, "cut_k": 0.5,
                "core_alpha": None}),
     # rate-based, per-flow fair with rate cuts: short transfers favoured (alpha -0.25: a flow starts at line rate
     # and is cut the longer it lasts), no leader advantage (lead 0 ties with 1 and 2), and a binding link loses
