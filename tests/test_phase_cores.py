@@ -136,3 +136,52 @@ def test_core_alpha_defaults_to_the_models_alpha_when_none_and_is_checked():
     assert NETWORKS.create("dcqcn").params.core_alpha == NETWORKS.create("dcqcn").params.alpha
     with pytest.raises(ValueError, match="core_alpha"):
         NETWORKS.create("tcp", core_alpha=-2.0)
+
+
+def test_kept_periods_are_reused_while_the_capacity_left_stays_within_the_tolerance_of_the_simulated_one():
+    from netlab.network.tcp.cores import CACHE_RTOL, CoreCache
+
+    cache, period = CoreCache(), np.array([0.2, 0.3])
+    left = np.array([40.0, 80.0])
+    cache.put(b"core", left, period)
+    inside = 1 + 0.9 * CACHE_RTOL
+    assert cache.get(b"core", left * np.array([inside, 1 / inside])) is period  # both links moved, each within
+    assert cache.get(b"core", left * np.array([1.0, 1 + 1.1 * CACHE_RTOL])) is None  # one link moved beyond
+    assert cache.get(b"other", left) is None
+    assert (cache.hits, cache.misses) == (1, 2)
+
+
+def test_a_core_is_warm_when_its_jobs_sat_in_one_core_with_one_job_joined_or_left_at_most():
+    from netlab.network.tcp.cores import CoreCache
+
+    cache = CoreCache()
+    cache.settled([1, 2, 3, 4, 5, 9], [[1, 2, 3], [4, 5]])
+    assert cache.is_warm([1, 2, 3])
+    assert cache.is_warm([1, 2, 3, 7])  # job 7 joined
+    assert cache.is_warm([1, 2])  # job 3 left
+    assert cache.is_warm([1, 2, 7])  # 3 left, 7 joined
+    assert not cache.is_warm([1, 7, 8])  # two joined
+    assert not cache.is_warm([1, 2, 3, 4, 5])  # two cores merged: a new pattern to settle
+    assert not cache.is_warm([9, 7])  # 9 was solved by the mean field, not in a core
+    cache.settled([1, 2, 3], [])  # solved again, in no core
+    assert not cache.is_warm([1, 2, 3])
+
+
+def test_a_warm_core_is_simulated_over_the_shorter_horizon():
+    # Jobs 1 and 2 form a core on link 0. Solved once (cold), then on 10% less capacity (a miss: simulated again,
+    # but warm: they sit in the pattern the first simulation settled into); a fresh model solves the second input
+    # cold. Two jobs of equal periods make the same events per iteration, so the warm simulation runs about
+    # (WARM_HORIZON + 1) / (CORE_HORIZON + 1) of the cold one's events.
+    from netlab.network.tcp.cores import CORE_HORIZON, WARM_HORIZON
+
+    net = tcp(phase_cores=True)
+    net.solve(jobs(0.5), CAP, now_s=0.0)
+    before = net.mean_field_stats()["core_events"]
+    net.solve(jobs(0.5), CAP * 0.9, now_s=1.05)
+    warm = net.mean_field_stats()["core_events"] - before
+    cold_net = tcp(phase_cores=True)
+    cold_net.solve(jobs(0.5), CAP * 0.9, now_s=1.05)
+    cold = cold_net.mean_field_stats()["core_events"]
+    assert net.mean_field_stats()["core_cache_misses"] == 2
+    assert warm <= cold * (WARM_HORIZON + 2) / (CORE_HORIZON + 1)
+    assert warm >= cold * (WARM_HORIZON - 1) / (CORE_HORIZON + 1)

@@ -23,23 +23,26 @@ from ..jit import JIT
 from ..slots import Jobs, Rows
 from .components import Alone, share_weights
 from .fluid import COMM, NOISE, RateWork, advance, fill_rates, job_links, lead_per_job, lead_weights, next_event_s
+from .mean_field import MeanFieldCounts
 from .params import TcpParams
 from .state import position, window_periods
 
 
 def simulate_core(now_s: float, members: np.ndarray, flows: np.ndarray, cap_link: np.ndarray, jobs: Jobs,
-                  al: Alone, t: Rows, rows: np.ndarray, p: TcpParams):
+                  al: Alone, t: Rows, rows: np.ndarray, p: TcpParams, counts: MeanFieldCounts | None = None):
     """(period, anchor) per job of the core ``members`` (local indices, ``flows`` theirs on ``cap_link``), from
     their rows' phase state, ``p.horizon`` iterations on; None if the simulation did not finish (a job with
-    fewer than three starts within ``p.max_events`` events)."""
+    fewer than three starts within ``p.max_events`` events). ``counts``, if given, counts the events."""
     r = rows[members]
     phi = share_weights(al.gbit[members], p.alpha) * jobs.share[members]
-    ok, period, anchor = core_periods(
+    ok, period, anchor, events = core_periods(
         now_s, np.ascontiguousarray(flows, dtype=np.float64), np.ascontiguousarray(cap_link, dtype=np.float64),
         t.anchor_s[r], t.period_s[r], t.anchor_phase[r], jobs.phase[members], al.pre_s[members], al.net_s[members],
         al.iter_s[members], al.gbit[members], al.cap_gbps[members], phi, jobs.intra_s[members],
         jobs.compute_s[members], jobs.overlap[members], (jobs.job_id[members] * 977) % len(NOISE),
         lead_per_job(p.lead, jobs.own_queue[members]), p.jitter, NOISE, p.horizon, p.warmup, p.max_events)
+    if counts is not None:
+        counts.core_events[0] += events
     return (period, anchor) if ok else None
 
 
@@ -47,7 +50,7 @@ def simulate_core(now_s: float, members: np.ndarray, flows: np.ndarray, cap_link
 def core_periods(now_s, flows, cap_link, anchor_s, period_s, anchor_phase, phase, pre_s, net_s, iter_s, gbit,
                  cap_job, phi, intra_s, compute_s, overlap, noise_at, lead, jitter, noise, horizon, warmup,
                  max_events):
-    """(finished, period, anchor): :func:`simulate_core`'s work, compiled."""
+    """(finished, period, anchor, events): :func:`simulate_core`'s work, compiled."""
     k, m = flows.shape
     stage = np.zeros(k, np.int64)
     rem, until, it_start = np.zeros(k), np.zeros(k), np.zeros(k)
@@ -65,19 +68,19 @@ def core_periods(now_s, flows, cap_link, anchor_s, period_s, anchor_phase, phase
     keep = int(min(math.ceil((horizon + 1) * ratio) + 2, 64 * (horizon + 1)))
     starts, count = np.zeros((k, keep)), np.zeros(k, np.int64)
     ptr, lk, fw = job_links(flows)  # each job's own links
-    t_end = _run(ptr, lk, fw, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, noise_at, lead, jitter,
-                 noise, stage, rem, until, it_start, starts, count, horizon + 1, max_events)
+    t_end, events = _run(ptr, lk, fw, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, noise_at, lead,
+                         jitter, noise, stage, rem, until, it_start, starts, count, horizon + 1, max_events)
     if count.min() < 3 or not t_end > 0:
-        return False, np.empty(0), np.empty(0)
+        return False, np.empty(0), np.empty(0), events
     period, anchor = window_periods(starts, count, warmup, now_s)
-    return True, period, anchor
+    return True, period, anchor, events
 
 
 @njit(**JIT)
 def _run(ptr, lk, fw, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, noise_at, lead, jitter, noise,
          stage, rem, until, it_start, starts, count, stop_starts, max_events):
     """:func:`~.fluid.simulate`'s event loop for one class, without link statistics: until every job has
-    ``stop_starts`` starts or ``max_events`` events; the time reached."""
+    ``stop_starts`` starts or ``max_events`` events; (the time reached, the events run)."""
     n, m = cap_job.shape[0], cap_link.shape[0]
     rate, weight = np.zeros(n), phi.copy()
     active, one_class = np.zeros(n, np.bool_), np.zeros(n, np.int64)
@@ -85,7 +88,9 @@ def _run(ptr, lk, fw, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap,
     cur_compute = compute_s.copy()
     t = 0.0
     dirty = True
+    events = 0
     for _ in range(max_events):
+        events += 1
         if dirty:
             lead_weights(stage, rem, gbit, phi, lead, active, weight)
             fill_rates(ptr, lk, fw, cap_link, cap_job, weight, one_class, active, rate, work)
@@ -105,4 +110,4 @@ def _run(ptr, lk, fw, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap,
                 break
         if done:
             break
-    return t
+    return t, events

@@ -23,11 +23,20 @@ again with the cores' new periods.
 
 A core's simulation depends only on its jobs (ids, phases, weights, caps, flows
 on its links) and the capacity its links leave it, so its periods are kept
-(:class:`CoreCache`) and reused while those stay the same, the capacity to
-``CACHE_RTOL``: a re-solve elsewhere in the component, which moves the
-background only a little, then costs a look-up, and the jobs keep their
-positions under the kept periods (a job of equal period keeps its offset, which
-is what the simulation found for it).
+(:class:`CoreCache`) and reused while those stay the same and the capacity
+within ``CACHE_RTOL`` of the one simulated: a re-solve elsewhere in the
+component, which moves the background only a little, then costs a look-up, and
+the jobs keep their positions under the kept periods (a job of equal period
+keeps its offset, which is what the simulation found for it).
+
+What a core costs grows with its size: it runs until its slowest job has made
+``CORE_HORIZON`` iterations, so its events grow with its jobs times the ratio of
+their periods, and each event passes over its jobs. On full Philly, whose later
+components are of ~110 jobs, cores of 33-64 jobs are a tenth of the simulations
+and over half their time, and most simulations are of a core one job joined or
+left (a new set of jobs: nothing to look up). Such a core is *warm* (its other
+jobs start from the pattern their core settled into) and is simulated over
+``WARM_HORIZON`` iterations only, leaving ``WARM_WARMUP`` out.
 """
 
 from __future__ import annotations
@@ -39,46 +48,86 @@ from ..jit import JIT
 from ..slots import Entries, Jobs, Rows
 from .components import Alone, Components, share_weights
 from .core_fluid import simulate_core
-from .mean_field import MeanFieldJobs, limiting_entries
+from .mean_field import MeanFieldCounts, MeanFieldJobs, limiting_entries
 from .params import TcpParams
 from .state import keep_positions
 
 CACHE_RTOL = 0.05  # a core's kept periods are reused while the capacity its links leave it moves by less
 CORE_HORIZON, CORE_WARMUP = 24, 12  # iterations a core is simulated for, and left out of its mean period
+#: ... when the core is *warm*: all its jobs but one at most sat in one core at their last solve (which had at most
+#: one job more), so they start from the pattern that core settled into (its anchors and periods) and only the
+#: change has to settle
+WARM_HORIZON, WARM_WARMUP = 12, 4
 CACHE_ENTRIES = 4096  # kept cores at most (the oldest go first): memory bounded whatever the run's length
 
 
 class CoreCache:
-    """Simulated periods per core, by the simulation's inputs (capacity left rounded to ``CACHE_RTOL``)."""
+    """Simulated periods per core, by the simulation's inputs but the capacity its links leave it, kept with that
+    capacity and reused while the capacity now is within ``CACHE_RTOL`` of it on every link.
+
+    Why not the capacity rounded into the key: a capacity wobbling across a rounding boundary missed though it
+    had moved by a fraction of the tolerance; here the worst case is the same (5% between the capacity
+    simulated and the one the periods are used at), and a capacity moves that far before it misses.
+
+    ``warm``: the jobs whose phase state a core set at their last solve (simulated or kept), so that they sit
+    in the pattern their core settled into (:data:`WARM_HORIZON`).
+    """
 
     def __init__(self, entries: int = CACHE_ENTRIES):
         self.entries = entries
-        self._kept: dict[bytes, np.ndarray] = {}
+        self._kept: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+        self.warm: dict[int, tuple[int, int]] = {}  # job id -> (its core's serial, that core's jobs)
+        self._serial = 0
         self.hits = self.misses = 0
 
+    def is_warm(self, ids: list[int]) -> bool:
+        """Whether the jobs ``ids`` sat in one core at their last solve, all but one at most, and that core had
+        at most one job more (one job joined or left: the rest start from its settled pattern)."""
+        seen: dict[int, int] = {}
+        size = {}
+        for j in ids:
+            w = self.warm.get(j)
+            if w is not None:
+                seen[w[0]] = seen.get(w[0], 0) + 1
+                size[w[0]] = w[1]
+        if not seen:
+            return False
+        s = max(seen, key=seen.get)
+        return seen[s] >= len(ids) - 1 and size[s] - seen[s] <= 1
+
+    def settled(self, ids: list[int], cores: list[list[int]]) -> None:
+        """After a solve of the jobs ``ids``: those in ``cores`` are warm (each core under a new serial), the
+        others not."""
+        for j in ids:
+            self.warm.pop(j, None)
+        for core in cores:
+            self._serial += 1
+            for j in core:
+                self.warm[j] = (self._serial, len(core))
+
     @staticmethod
-    def key(members: np.ndarray, jobs: Jobs, phi: np.ndarray, flows: np.ndarray, left: np.ndarray) -> bytes:
-        level = np.round(np.log(left) / np.log1p(CACHE_RTOL)).astype(np.int64)
+    def key(members: np.ndarray, jobs: Jobs, phi: np.ndarray, flows: np.ndarray) -> bytes:
         parts = (jobs.job_id[members].astype(np.int64), jobs.phase[members].astype(float), phi[members],
                  jobs.rate_cap_gbps[members].astype(float), jobs.iso_rate_gbps[members].astype(float),
                  jobs.compute_s[members].astype(float), jobs.flow_bytes[members].astype(float),
                  jobs.intra_s[members].astype(float), jobs.overlap[members].astype(float),
-                 jobs.own_queue[members].astype(np.bool_),
-                 flows.astype(float).ravel(), level, np.array(flows.shape, np.int64))
+                 jobs.own_queue[members].astype(np.bool_), flows.astype(float).ravel(),
+                 np.array(flows.shape, np.int64))
         return b"|".join(np.ascontiguousarray(x).tobytes() for x in parts)
 
-    def get(self, key: bytes) -> np.ndarray | None:
-        period = self._kept.get(key)
-        if period is None:
-            self.misses += 1
-        else:
+    def get(self, key: bytes, left: np.ndarray) -> np.ndarray | None:
+        kept = self._kept.get(key)
+        if kept is not None and (np.abs(np.log(left / kept[0])) <= np.log1p(CACHE_RTOL)).all():
             self.hits += 1
-        return period
+            return kept[1]
+        self.misses += 1
+        return None
 
-    def put(self, key: bytes, period: np.ndarray) -> None:
+    def put(self, key: bytes, left: np.ndarray, period: np.ndarray) -> None:
+        self._kept.pop(key, None)  # kept anew at the end: the oldest go first
         if len(self._kept) >= self.entries:
             self._kept.pop(next(iter(self._kept)))
-        self._kept[key] = period
+        self._kept[key] = (left.copy(), period)
 
 
 def limited_cores(e: Entries, cap_link: np.ndarray, mf_jobs: MeanFieldJobs, rate: np.ndarray, duty: np.ndarray):
@@ -121,7 +170,7 @@ def core_labels(job, link, lim, n, m):
 
 def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Components, jobs: Jobs, al: Alone,
                  t: Rows, rows: np.ndarray, it: np.ndarray, p: TcpParams,
-                 cache: CoreCache | None = None) -> np.ndarray:
+                 cache: CoreCache | None = None, counts: MeanFieldCounts | None = None) -> np.ndarray:
     """The cores of the mean field's large jobs simulated with phase (see the module doc), in place: ``it``
     and the rows' phase state of the jobs of every core simulated (or found in ``cache``). Returns those
     jobs (local indices).
@@ -131,6 +180,8 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
     """
     large = comps.large
     if not large.any() or jobs.priority[large].min() != jobs.priority[large].max():
+        if cache is not None:
+            cache.settled(jobs.job_id.tolist(), [])
         return np.empty(0, np.int64)
     sel = large[e.job] & comps.binding[e.link]
     ej, ew = e.job[sel], e.weight[sel].astype(float)
@@ -155,6 +206,7 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
     labels, job_from, job_count = np.unique(label[by_label], return_index=True, return_counts=True)
     # the cores' fluid shares by its own byte weighting (params.CORE_ALPHA), over its own horizon
     in_core = p._replace(alpha=p.core_alpha, horizon=CORE_HORIZON, warmup=CORE_WARMUP)
+    in_warm = p._replace(alpha=p.core_alpha, horizon=WARM_HORIZON, warmup=WARM_WARMUP)
     done = []
     for core, x0, x1 in zip(on_cores.tolist(), on_from.tolist(), on_to.tolist()):
         k = int(np.searchsorted(labels, core))
@@ -174,21 +226,24 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
             continue
         flows = np.zeros((len(members), len(links)))
         np.add.at(flows, (np.searchsorted(members, xj[mine]), lx[mine]), xw[mine])
-        key = CoreCache.key(members, jobs, phi, flows, left) if cache is not None else None
-        period = cache.get(key) if cache is not None else None
+        key = CoreCache.key(members, jobs, phi, flows) if cache is not None else None
+        period = cache.get(key, left) if cache is not None else None
         if period is not None:  # the same core on the same capacity: each job keeps its position
             keep_positions(now_s, rows[members], period, jobs.phase[members], t)
             it[members] = period
             done.append(members)
             continue
-        res = simulate_core(now_s, members, flows, left, jobs, al, t, rows, in_core)
+        warm = cache is not None and cache.is_warm(jobs.job_id[members].tolist())
+        res = simulate_core(now_s, members, flows, left, jobs, al, t, rows, in_warm if warm else in_core, counts)
         if res is None:
             continue
         period, anchor = res[0], res[1]
         if cache is not None:
-            cache.put(key, period.copy())
+            cache.put(key, left, period.copy())
         it[members] = period
         r = rows[members]
         t.anchor_s[r], t.period_s[r], t.anchor_phase[r] = anchor, period, jobs.phase[members]
         done.append(members)
+    if cache is not None:
+        cache.settled(jobs.job_id.tolist(), [jobs.job_id[d].tolist() for d in done])
     return np.concatenate(done) if done else np.empty(0, np.int64)

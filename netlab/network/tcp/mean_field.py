@@ -52,6 +52,7 @@ class MeanFieldCounts(NamedTuple):
     link_passes: np.ndarray
     links_skipped: np.ndarray  # link passes left out (links that limit nobody)
     core_jobs: np.ndarray  # jobs given their time by a phase-aware core after the mean field (``phase_cores``)
+    core_events: np.ndarray  # events the phase cores' simulations ran (what they cost)
 
 
 def mean_field_counts() -> MeanFieldCounts:

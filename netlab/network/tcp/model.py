@@ -75,6 +75,7 @@ class TcpNetwork(NetworkModel):
     def forget(self, job_id: int) -> None:
         """The job left the network: drop its phase state (and row)."""
         self._slots.remove(job_id)
+        self._core_cache.warm.pop(job_id, None)
 
     def phase_now(self, job_id: int) -> float | None:
         """The job's anchor on its current period (its iterations start at ``phase x period + k x period``):
@@ -209,6 +210,7 @@ class TcpNetwork(NetworkModel):
         links.write(demand.links)
         clear_row_load(self._slots.row(job_id), tuple(self._slots.rows), tuple(links.arrays()))
         self._slots.remove(job_id)
+        self._core_cache.warm.pop(job_id, None)
         empty = demand.links[links.jobs[demand.links] == 0]
         self._offered[empty] = self._flows[empty] = self._active[empty] = 0.0  # no rounding residue on an empty link
         self._moved(demand.links)

@@ -124,13 +124,15 @@ def solve_component(now_s: float, e: Entries, cap_link: np.ndarray, jobs: Jobs, 
                                         counts)
     cored = np.empty(0, np.int64)
     if mean_field and p.phase_cores:
-        cored = refine_cores(now_s, e, cap_link, comps, jobs, al, t, rows, it, p, cache)
+        cored = refine_cores(now_s, e, cap_link, comps, jobs, al, t, rows, it, p, cache, counts)
         counts.core_jobs[0] += len(cored)
         for i in cored:
             comm[i] = comm_from_period(it[i], jobs.compute_s[i], jobs.overlap[i], al.comm_s[i])
         if len(cored):
             load = np.zeros(m)
             np.add.at(load, link, weight * (al.gbit[job] / np.maximum(it[job], 1e-300)))
+    elif cache is not None and p.phase_cores:  # no core: none of these jobs sits in a core's pattern now
+        cache.settled(jobs.job_id.tolist(), [])
     if blind is not None:
         blind[:] = comps.contended & large
         blind[cored] = False
