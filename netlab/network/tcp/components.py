@@ -130,6 +130,14 @@ def comm_from_period(period, compute, overlap, floor):
     return max(long_comm if long_comm >= compute else short_comm, floor)
 
 
+@njit(**JIT)
+def comm_from_periods(idx, period, compute, overlap, floor, comm):
+    """:func:`comm_from_period` for the jobs ``idx``, into ``comm`` (one compiled call for a core's jobs, not one
+    Python-to-numba call per job)."""
+    for i in idx:
+        comm[i] = comm_from_period(period[i], compute[i], overlap[i], floor[i])
+
+
 def share_weights(gbit: np.ndarray, alpha: float) -> np.ndarray:
     """Share weights by bytes in flight: each job's Gbit per flow over the largest, to the power ``alpha``."""
     top = gbit.max()

@@ -106,14 +106,17 @@ class CoreCache:
                 self.warm[j] = (self._serial, len(core))
 
     @staticmethod
-    def key(members: np.ndarray, jobs: Jobs, phi: np.ndarray, flows: np.ndarray) -> bytes:
-        parts = (jobs.job_id[members].astype(np.int64), jobs.phase[members].astype(float), phi[members],
-                 jobs.rate_cap_gbps[members].astype(float), jobs.iso_rate_gbps[members].astype(float),
-                 jobs.compute_s[members].astype(float), jobs.flow_bytes[members].astype(float),
-                 jobs.intra_s[members].astype(float), jobs.overlap[members].astype(float),
-                 jobs.own_queue[members].astype(np.bool_), flows.astype(float).ravel(),
-                 np.array(flows.shape, np.int64))
-        return b"|".join(np.ascontiguousarray(x).tobytes() for x in parts)
+    def signatures(jobs: Jobs, phi: np.ndarray) -> np.ndarray:
+        """Per job of a solve, what its core's simulation reads of it (id, phase, weight, caps, compute, bytes,
+        intra-host phase, overlap, own queue), one row each: a core's key is its jobs' rows and its flows."""
+        return np.column_stack([jobs.job_id, jobs.phase, phi, jobs.rate_cap_gbps, jobs.iso_rate_gbps, jobs.compute_s,
+                                jobs.flow_bytes, jobs.intra_s, jobs.overlap, jobs.own_queue]).astype(float)
+
+    @staticmethod
+    def key(signatures: np.ndarray, flows: np.ndarray) -> bytes:
+        """The key of a core of jobs with these :meth:`signatures` rows and ``flows`` (jobs x its links)."""
+        return b"|".join((np.ascontiguousarray(signatures).tobytes(), np.ascontiguousarray(flows, float).tobytes(),
+                          np.array(flows.shape, np.int64).tobytes()))
 
     def get(self, key: bytes, left: np.ndarray) -> np.ndarray | None:
         kept = self._kept.get(key)
@@ -207,6 +210,7 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
     # the cores' fluid shares by its own byte weighting (params.CORE_ALPHA), over its own horizon
     in_core = p._replace(alpha=p.core_alpha, horizon=CORE_HORIZON, warmup=CORE_WARMUP)
     in_warm = p._replace(alpha=p.core_alpha, horizon=WARM_HORIZON, warmup=WARM_WARMUP)
+    sig = CoreCache.signatures(jobs, phi) if cache is not None else None
     done = []
     for core, x0, x1 in zip(on_cores.tolist(), on_from.tolist(), on_to.tolist()):
         k = int(np.searchsorted(labels, core))
@@ -226,7 +230,7 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
             continue
         flows = np.zeros((len(members), len(links)))
         np.add.at(flows, (np.searchsorted(members, xj[mine]), lx[mine]), xw[mine])
-        key = CoreCache.key(members, jobs, phi, flows) if cache is not None else None
+        key = CoreCache.key(sig[members], flows) if cache is not None else None
         period = cache.get(key, left) if cache is not None else None
         if period is not None:  # the same core on the same capacity: each job keeps its position
             keep_positions(now_s, rows[members], period, jobs.phase[members], t)

@@ -256,7 +256,8 @@ class TcpNetwork(NetworkModel):
                                                               self._binding, p.max_exact_jobs, p.alpha, REPORT_RTOL,
                                                               tuple(self.counts))
         if code == SolveCode.EXACT_NEEDED:
-            comp = binding_component(self._touched, t, self._binding)
+            if not p.phase_cores:  # (with phase cores the component was found above)
+                comp = binding_component(self._touched, t, self._binding)
             blind = np.zeros(len(comp.rows), dtype=bool)
             out, exact, mean_field = solve_component(now_s, comp.entries, arrays.capacity_gbps[comp.links],
                                                      jobs_at(t, comp.rows), t, comp.rows, p, self.counts, blind,

@@ -21,7 +21,8 @@ import numpy as np
 from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..slots import Entries, Jobs, Rows
-from .components import Alone, Components, Solved, alone, binding_components, comm_from_period, share_weights
+from .components import (Alone, Components, Solved, alone, binding_components, comm_from_period, comm_from_periods,
+                         share_weights)
 from .cores import refine_cores
 from .fluid import COMM, NOISE, FluidJobs, FluidLinks, FluidRun, FluidState, Starts, lead_per_job, link_stats, simulate
 from .mean_field import MeanFieldCounts, solve_large
@@ -126,8 +127,7 @@ def solve_component(now_s: float, e: Entries, cap_link: np.ndarray, jobs: Jobs, 
     if mean_field and p.phase_cores:
         cored = refine_cores(now_s, e, cap_link, comps, jobs, al, t, rows, it, p, cache, counts)
         counts.core_jobs[0] += len(cored)
-        for i in cored:
-            comm[i] = comm_from_period(it[i], jobs.compute_s[i], jobs.overlap[i], al.comm_s[i])
+        comm_from_periods(cored, it, jobs.compute_s, jobs.overlap, al.comm_s, comm)
         if len(cored):
             load = np.zeros(m)
             np.add.at(load, link, weight * (al.gbit[job] / np.maximum(it[job], 1e-300)))
