@@ -40,6 +40,16 @@ from netlab.workload.job import Job, jobs_from_frame
 
 PHILLY_TOPOLOGY = "leafspine,racks=16,hosts_per_rack=4,gpus_per_host=8,oversub=4"
 BIG_TOPOLOGY = "leafspine,racks=40,hosts_per_rack=32,gpus_per_host=8,oversub=4,spines=8"
+#: where the Philly benchmarks look for the traces unless --trace-dir says otherwise
+DEFAULT_TRACE_DIR = os.environ.get("NETLAB_TRACE_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "traces"))
+
+
+def philly_trace(trace_dir: str):
+    """The Philly trace (seed 0) under ``trace_dir``; None, after printing why the benchmark skips, if absent."""
+    if not (Path(trace_dir) / "philly").exists() and not any(Path(trace_dir).glob("*philly*")):
+        print(f"skip: no Philly trace under {trace_dir} (pass --trace-dir)")
+        return None
+    return load_trace("philly", trace_dir=trace_dir, seed=0)
 
 
 def philly_run(trace, n_jobs: int | None, policy: str = "tiresias", network: str = "fair",

@@ -87,17 +87,17 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--slices", default=SLICES)
     ap.add_argument("--full", action="store_true", help="also the whole trace")
-    ap.add_argument("--trace-dir", default=os.environ.get("NETLAB_TRACE_DIR", str(ROOT.parent / "shared" / "traces")))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_core import DEFAULT_TRACE_DIR, philly_trace
+
+    ap.add_argument("--trace-dir", default=DEFAULT_TRACE_DIR)
     ap.add_argument("--out", default=str(RESULTS / "crux_philly.json"))
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from netlab.sim.metrics import write_json
-    from netlab.traces import load_trace
 
-    if not (Path(args.trace_dir) / "philly").exists() and not any(Path(args.trace_dir).glob("*philly*")):
-        print(f"skip: no Philly trace under {args.trace_dir} (pass --trace-dir)")
+    trace = philly_trace(args.trace_dir)
+    if trace is None:
         return 0
-    trace = load_trace("philly", trace_dir=args.trace_dir, seed=0)
     spans = [tuple(int(x) for x in s.split(":")) for s in args.slices.split(",") if s]
     if args.full:
         spans.append((0, len(trace)))

@@ -46,20 +46,19 @@ def main(argv=None) -> int:
     ap.add_argument("--policies", default="crux")
     ap.add_argument("--jobs", type=int, default=None, help="the trace's first N jobs only (default: all)")
     ap.add_argument("--warmup-jobs", type=int, default=3000, help="each arm first runs this many jobs, untimed")
-    ap.add_argument("--trace-dir", default=os.environ.get("NETLAB_TRACE_DIR", str(ROOT.parent / "shared" / "traces")))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_core import DEFAULT_TRACE_DIR, PHILLY_TOPOLOGY, philly_trace
+
+    ap.add_argument("--trace-dir", default=DEFAULT_TRACE_DIR)
     ap.add_argument("--out", default=str(RESULTS / "netpolicy_speed.json"))
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_core import PHILLY_TOPOLOGY
 
     from netlab.network.model import DEFAULT_NETWORK
     from netlab.sim.metrics import write_json
-    from netlab.traces import load_trace
 
-    if not (Path(args.trace_dir) / "philly").exists() and not any(Path(args.trace_dir).glob("*philly*")):
-        print(f"skip: no Philly trace under {args.trace_dir} (pass --trace-dir)")
+    trace = philly_trace(args.trace_dir)
+    if trace is None:
         return 0
-    trace = load_trace("philly", trace_dir=args.trace_dir, seed=0)
     if args.jobs is not None:
         trace = trace.iloc[:args.jobs]
     policies = args.policies.split(",")
