@@ -139,8 +139,8 @@ class Controller:
         ssh = ssh_connect(host.ssh_addr, host.ssh_port, host.user, self.testbed.client_key, self.testbed.known_hosts,
                           sock=sock, auto_add=self.auto_add)
         try:
-            prefix = install_agent(ssh, host, self.wheel, self.install)
-            argv = prefix + ["-m", "netlab_agent", "--state-dir", f"{host.workdir}/agent-state", "--host", host.name,
+            prefix, workdir = install_agent(ssh, host, self.wheel, self.install)
+            argv = prefix + ["-m", "netlab_agent", "--state-dir", f"{workdir}/agent-state", "--host", host.name,
                              "--heartbeat-s", repr(HEARTBEAT_S),
                              "--controller-timeout-s", repr(float(self.controller_timeout_s)),
                              "--rank-silence-s", repr(float(self.rank_silence_s))]

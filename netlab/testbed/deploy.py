@@ -101,33 +101,38 @@ def _sftp_makedirs(sftp, path: str) -> None:
             sftp.mkdir(p)
 
 
-def install_agent(ssh, host, wheel: Path, mode: str = "target") -> list[str]:
-    """Upload ``wheel`` to ``host.workdir`` and install it; return the argv prefix that runs the agent.
+def install_agent(ssh, host, wheel: Path, mode: str = "target") -> tuple[list[str], str]:
+    """Upload ``wheel`` to ``host.workdir`` and install it; return the argv prefix that runs the agent and the
+    work folder as an absolute path on the host (a relative ``workdir`` is in the SSH login's home directory).
 
     ``mode="target"`` installs into a directory with ``--no-deps`` (the host's
     Python already has pyroute2: the emulated testbed's hosts share the
     controller's interpreter). ``mode="venv"`` makes a venv on the host and
     installs the wheel with its dependencies (a physical lab).
     """
-    from .paths import require_remote_path
+    from .paths import require_remote_path, workdir_ok
 
-    work = require_remote_path(host.workdir, f"{host.name}: workdir")  # pip reads "a;b" as a marker
+    if not workdir_ok(host.workdir):  # refused before any SSH; pip reads "a;b" as a marker
+        require_remote_path(host.workdir, f"{host.name}: workdir")
     if "/" in host.python:
         require_remote_path(host.python, f"{host.name}: python")
-    remote_wheel = posixpath.join(work, wheel.name)
     with ssh.open_sftp() as sftp:
+        # an SFTP session starts in the login's home: normalize(".") is that folder as the host names it
+        work = host.workdir if host.workdir.startswith("/") else posixpath.join(sftp.normalize("."), host.workdir)
+        require_remote_path(work, f"{host.name}: workdir")
+        remote_wheel = posixpath.join(work, wheel.name)
         _sftp_makedirs(sftp, work)
         sftp.put(str(wheel), remote_wheel)
     if mode == "target":
         lib = posixpath.join(work, "agent-lib")
         run_checked(ssh, [host.python, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
                           "--disable-pip-version-check", "--upgrade", "--target", lib, remote_wheel], host.name)
-        return ["env", f"PYTHONPATH={lib}", host.python]
+        return ["env", f"PYTHONPATH={lib}", host.python], work
     if mode == "venv":
         venv = posixpath.join(work, "venv")
         run_checked(ssh, [host.python, "-m", "venv", venv], host.name)
         py = posixpath.join(venv, "bin", "python")
         run_checked(ssh, [py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--upgrade",
                           remote_wheel], host.name)
-        return [py]
+        return [py], work
     raise TestbedError(f"unknown install mode {mode!r}: use 'target' or 'venv'")

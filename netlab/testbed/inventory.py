@@ -32,7 +32,7 @@ from ..topology import Host, Topology, TopologyError, check_name, load_topology
 from .base import Testbed, TestbedError, TestbedHost
 from ..yaml_input import load_yaml_file
 from .paths import (COMMAND_PATTERN, IFNAME_PATTERN, REMOTE_PATH_PATTERN, USER_PATTERN, ifname_ok, interpreter_ok,
-                    remote_path_ok)
+                    workdir_ok)
 
 FIELDS = {  # inventory variable -> (type, required, default)
     "ansible_host": (str, True, None),
@@ -43,7 +43,7 @@ FIELDS = {  # inventory variable -> (type, required, default)
     "netlab_data_addr": (str, True, None),
     "netlab_gpus": (int, False, 0),
     "netlab_python": (str, False, "python3"),  # on the host's PATH
-    "netlab_workdir": (str, False, "/var/tmp/netlab"),
+    "netlab_workdir": (str, False, ".netlab"),  # relative: in the SSH login's home directory
     "netlab_nic_gbps": (float, False, 100.0),
     "netlab_uplink_gbps": (float, False, None),
     "netlab_known_hosts": (str, False, "~/.ssh/known_hosts"),
@@ -121,8 +121,9 @@ def _check(rec: dict, path, fields: dict, key_node) -> None:
         raise InventoryError(f"{path}:{line}: host {rec['name']!r}, field {var!r}: {why}")
 
     # Values that reach file names, pip/sshd arguments or the agent's command line: strict patterns.
-    if not remote_path_ok(rec["netlab_workdir"]):
-        fail("netlab_workdir", f"must be an absolute path matching {REMOTE_PATH_PATTERN} without '.' or '..' "
+    if not workdir_ok(rec["netlab_workdir"]):
+        fail("netlab_workdir", f"must be an absolute path matching {REMOTE_PATH_PATTERN}, or a path relative to "
+                               f"the login's home directory of the same components, without '.' or '..' "
                                f"components, got {rec['netlab_workdir']!r}")
     if not interpreter_ok(rec["netlab_python"]):
         fail("netlab_python", f"must be a command name matching {COMMAND_PATTERN} or an absolute path matching "

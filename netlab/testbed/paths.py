@@ -29,6 +29,13 @@ def remote_path_ok(path) -> bool:
             and not any(part in (".", "..") for part in path.split("/")))
 
 
+def workdir_ok(path) -> bool:
+    """A remote work folder: an absolute path (:func:`remote_path_ok`) or one of plain components relative to the
+    SSH login's home directory (``.netlab``), resolved on the host when the agent is installed."""
+    return remote_path_ok(path) or (isinstance(path, str) and re.fullmatch(f"{_COMPONENT}(/{_COMPONENT})*", path)
+                                    is not None and not any(part in (".", "..") for part in path.split("/")))
+
+
 def interpreter_ok(python) -> bool:
     """A command name found on the host's PATH (``python3``) or an absolute path (:func:`remote_path_ok`): one
     argv word either way."""

@@ -140,3 +140,57 @@ def test_an_inherited_ignored_signal_stays_ignored(sig):
             proc.wait()
     assert_clean(before, state["tid"], inodes, [])
     assert not Path(state["workdir"]).exists()
+
+
+def test_agent_install_puts_a_relative_workdir_in_the_logins_home():
+    """A relative workdir is resolved on the host (SFTP's folder at login), and the agent's state goes there."""
+    import posixpath
+
+    from netlab.testbed.base import TestbedHost
+    from netlab.testbed.deploy import install_agent
+
+    home = posixpath.join(tempfile.gettempdir(), "lab-home")  # the host's home as its SFTP server names it
+    made, put, commands = [], [], []
+
+    class FakeSftp:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def normalize(self, path):
+            assert path == "."
+            return home
+
+        def stat(self, path):
+            if not (home == path or home.startswith(path + "/")) and path not in made:
+                raise FileNotFoundError(path)
+
+        def mkdir(self, path):
+            made.append(path)
+
+        def put(self, local, remote):
+            put.append(remote)
+
+    class Out:
+        channel = type("Channel", (), {"recv_exit_status": staticmethod(lambda: 0)})()
+
+        def read(self):
+            return b""
+
+    class FakeSsh:
+        def open_sftp(self):
+            return FakeSftp()
+
+        def exec_command(self, cmd, timeout=None):
+            commands.append(cmd)
+            return None, Out(), Out()
+
+    host = TestbedHost("h1", 0, None, "10.0.0.1", "eth0", "10.0.0.1", 22, "lab", 0, "python3", ".netlab/agent")
+    prefix, workdir = install_agent(FakeSsh(), host, Path("netlab_agent-0.1.0-py3-none-any.whl"))
+    assert workdir == posixpath.join(home, ".netlab", "agent")
+    assert made == [posixpath.join(home, ".netlab"), workdir]
+    assert put == [posixpath.join(workdir, "netlab_agent-0.1.0-py3-none-any.whl")]
+    assert prefix == ["env", f"PYTHONPATH={workdir}/agent-lib", "python3"]
+    assert len(commands) == 1 and f"--target {workdir}/agent-lib" in commands[0]

@@ -142,3 +142,18 @@ def test_interpreter_is_a_command_on_the_hosts_path_or_an_absolute_path(tmp_path
     for bad in ("python3/..", "../python3", "py thon"):
         with pytest.raises(InventoryError, match="field 'netlab_python'"):
             load_inventory(write(tmp_path, GOOD.replace("python3.11", repr(bad))))
+
+
+def test_workdir_is_relative_to_the_logins_home_or_absolute(tmp_path):
+    # the default is a folder in the SSH login's home directory; an absolute folder still works
+    records, _ = load_inventory(write(tmp_path, GOOD))
+    assert {r["netlab_workdir"] for r in records} == {".netlab"}
+    def with_workdir(value):
+        return GOOD.replace("    netlab_nic_gbps: 100\n", f"    netlab_nic_gbps: 100\n    netlab_workdir: {value}\n")
+
+    for ok in ("netlab/agent", str(Path(TMP, "netlab"))):
+        records, _ = load_inventory(write(tmp_path, with_workdir(ok)))
+        assert {r["netlab_workdir"] for r in records} == {ok}
+    for bad in ("../outside", "netlab/../..", "a;b", "net lab"):
+        with pytest.raises(InventoryError, match="field 'netlab_workdir'"):
+            load_inventory(write(tmp_path, with_workdir(repr(bad))))
