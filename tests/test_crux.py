@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from netlab.policies import NETWORK_POLICIES, PlacementPolicy
-from netlab.policies.network.crux import PATH_MARGIN, _pick_paths, compress, contention, gpu_intensity
+from netlab.policies.network.crux import (PATH_MARGIN, _decide_packed, _pick_paths, compress, contention,
+                                         gpu_intensity)
 from netlab.sched import Placement, PolicyError
 from netlab.sim import SimConfig, Simulator
 from netlab.topology import load_topology
@@ -80,6 +81,31 @@ def test_a_flow_keeps_its_path_unless_another_beats_it_by_the_margin():
     picks, _ = _pick_paths(*_flat(near, alt), np.array([-1, -1]), PATH_MARGIN, 4, np.array([0, 1]), 2)
     assert picks.tolist() == [0, 1]
 
+
+
+def _packed(*jobs):
+    """``_decide_packed``'s arrays for jobs given as lists of flows (each as ``_flat`` takes it)."""
+    parts = [_flat(*flows) for flows in jobs]
+    packed = np.concatenate([np.concatenate([n, h, links]) for n, h, links, _ in parts])
+    return packed, np.concatenate([secs for *_, secs in parts]), np.array([len(n) for n, *_ in parts])
+
+
+def test_packed_jobs_decide_as_the_flat_flows_do():
+    # the margin example above, as two jobs of one flow each (packed: n_paths, hops, links job after job).
+    # Flow 1 alone on its path 1 (links 1, 3): no link shared, one class; kept on path 0 (within the margin of
+    # 1.04 s against 1.0 s) it shares link 0 with job 0, whose intensity (3) weighs the edge: two classes leave
+    # nothing inside, job 0 first
+    base, near = [[(0, 1.0)]], [[(0, 0.04)]]
+    alt = [[(0, 1.0), (2, 0.5)], [(1, 1.0), (3, 0.5)]]
+    intensity = np.array([3.0, 1.0])
+    picks, classes = _decide_packed(*_packed([base], [alt]), np.array([-1, -1]), PATH_MARGIN, 4, intensity, 8)
+    assert picks.tolist() == [0, 1] and classes.tolist() == [0, 0]
+    picks, classes = _decide_packed(*_packed([near], [alt]), np.array([-1, 0]), PATH_MARGIN, 4, intensity, 8)
+    assert picks.tolist() == [0, 0] and classes.tolist() == [0, 1]
+    # a job of two flows (the base flow, then the alternatives) packs its flows together: the same picks as flat
+    picks, classes = _decide_packed(*_packed([base, alt]), np.array([-1, -1]), PATH_MARGIN, 4, intensity[:1], 8)
+    flat, _ = _pick_paths(*_flat(base, alt), np.array([-1, -1]), PATH_MARGIN, 4, np.array([0, 0]), 0)
+    assert picks.tolist() == flat.tolist() == [0, 1] and classes.tolist() == [0]
 
 # Two racks of two one-GPU hosts, two spines, hash ECMP: 50 Gbit/s per ToR-spine link (see test_netpolicy.py).
 TOPO = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=1,oversub=2,spines=2,ecmp=hash")

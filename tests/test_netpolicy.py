@@ -9,6 +9,7 @@ one spine share its uplinks, 25 Gbit/s each, 3 s an iteration. Ten iterations: 2
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from netlab.policies import NETWORK_POLICIES, NetworkPolicy, PlacementPolicy
@@ -87,6 +88,39 @@ def test_a_path_choice_routes_each_flow_on_its_chosen_path():
     demand, _ = build_demand(TOPO, ZOO["m"], "ring", 7, (0, 2), (1, 1), allocation=NetAllocation(paths=(0, 1)))
     expect = sorted(TOPO.paths(0, 2)[0] + TOPO.paths(2, 0)[1])
     assert demand.links.tolist() == expect and demand.weights.tolist() == [1.0] * len(expect)
+
+
+def test_a_repeated_path_choice_reuses_the_route_and_copies_the_rest_of_the_demand():
+    import dataclasses
+
+    from netlab.network.demand import build_demand
+    from netlab.network.model import CommDemand
+    from netlab.sched import JobState
+    from netlab.sim.netalloc import rerouted
+
+    def running(jid: int, phase: float) -> JobState:
+        js = JobState(Job(jid, 0.0, 2, "m", 10.0), 2.0)
+        js.placement = Placement((0, 2), (1, 1))
+        js.demand = build_demand(TOPO, ZOO["m"], "ring", jid, (0, 2), (1, 1), 2.0, phase)[0]
+        return js
+
+    # jobs 7 and 8 on hosts 0 and 2, re-routed to paths (0, 1): flow 0 -> 2 on its path 0, 2 -> 0 on its path 1,
+    # one flow a link, 50 Gbit/s alone (a ToR-spine link). Job 8's route comes from job 7's memo entry (the memo:
+    # the placement's flows and that route)
+    memo, choice = {}, NetAllocation(paths=(0, 1))
+    first = rerouted(TOPO, ZOO, running(7, 0.25), choice, memo)
+    second = rerouted(TOPO, ZOO, running(8, 0.5), choice, memo)
+    assert len(memo) == 2 and type(second) is CommDemand and second.links is first.links
+    expect = sorted(TOPO.paths(0, 2)[0] + TOPO.paths(2, 0)[1])
+    assert second.links.tolist() == expect and second.weights.tolist() == [1.0] * len(expect)
+    assert second.iso_rate_gbps == 50.0
+    built = build_demand(TOPO, ZOO["m"], "ring", 8, (0, 2), (1, 1), 2.0, 0.5, allocation=choice)[0]
+    for f in dataclasses.fields(CommDemand):  # every field as build_demand gives it: job 8's, its phase
+        assert np.array_equal(getattr(second, f.name), getattr(built, f.name)), f.name
+    assert (second.job_id, second.phase, second.allocation) == (8, 0.5, choice)
+    # another choice is another route (a third entry)
+    other = rerouted(TOPO, ZOO, running(8, 0.5), NetAllocation(paths=(1, 0)), memo)
+    assert len(memo) == 3 and other.links.tolist() == sorted(TOPO.paths(0, 2)[1] + TOPO.paths(2, 0)[0])
 
 
 def test_a_model_that_cannot_honour_a_priority_refuses_it_naming_model_job_and_kind():

@@ -112,6 +112,7 @@ class Simulator(KernelLoop):
         self._route_at_start = self.netpolicy.allocates
         self._host_intra = self.topology.host_intra_gbps.tolist()  # the memo's key reads it per one-host start
         self._restart_memo: dict[str, float] = {}  # restart seconds by model name (fixed for the run)
+        self._reroute_memo: dict = {}  # a path choice's route by placement (netalloc.rerouted)
         self._bar = None
         if self.config.progress is not False and len(self.jobs) > 0:
             from ..progress import tqdm
@@ -259,7 +260,7 @@ class Simulator(KernelLoop):
             if contended and js.demand is not None:
                 check_allocation(self.network, jid, alloc)
                 if alloc.paths != js.allocation.paths:
-                    demand = rerouted(self.topology, self.zoo, js, alloc)
+                    demand = rerouted(self.topology, self.zoo, js, alloc, self._reroute_memo)
                     self.advance(js, now)  # progress so far at the old speed
                     self.net_done.pop(jid, None)
                     self._joined(js, demand, self.fabric.reallocate(jid, alloc, now, demand=demand))
@@ -274,7 +275,7 @@ class Simulator(KernelLoop):
         if alloc is not js.allocation and alloc != js.allocation:
             check_allocation(self.network, js.job_id, alloc)
             if alloc.paths is not None:
-                demand = rerouted(self.topology, self.zoo, js, alloc)
+                demand = rerouted(self.topology, self.zoo, js, alloc, self._reroute_memo)
             else:
                 demand.allocation = alloc
         js.allocation = alloc
