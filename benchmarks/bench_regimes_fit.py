@@ -17,7 +17,10 @@ without) are decided by the worst of the referee's objective and the testbed's b
 (``interleave_bytequeue_runs.parquet``: contended jobs' median APE / 5% and p90 / 15%). A second stage, at the
 chosen alpha and lead, tries the goodput term (``goodput_k``: a binding link delivers capacity / (1 + goodput_k x flows /
 buffer_packets), :mod:`netlab.network.tcp.goodput`) with every stretch, and keeps it only where it lowers the
-objective. Before both stages the expected retransmission-timeout tail (``rto_k``,
+objective. A last stage, for every transport at the chosen point (its tail or rate cut kept), tries the slowest-flow
+term (``slow_k``: a ring step waits for the slowest of its flows in binding queues, :mod:`netlab.network.tcp.slowest`)
+with every stretch, and keeps it only where it lowers the objective (for shallow Reno, the worst of the referee's and
+the testbed's; ``slowest_grid``). Before the first two stages the expected retransmission-timeout tail (``rto_k``,
 :mod:`netlab.network.tcp.rto`) of a transport that drops (:data:`RTO_TRANSPORTS`) is set from the referee's
 *timeout counts* on the calibration half (measured / predicted, summed over its scenarios: the Poisson maximum
 likelihood), not from iteration times; the first stage scores every point with and without it, and the tail is kept
@@ -57,6 +60,7 @@ from netlab.network.regimes import regimes
 from netlab.network.tcp.params import TcpParams
 from netlab.network.tcp.ratecut import cut_s
 from netlab.network.tcp.rto import offered_and_active, solved_share, tail_s
+from netlab.network.tcp.slowest import slowest_s
 from netlab.sim.metrics import write_json
 from netlab.validate.compare import compare_jobs, error_summary
 from netlab.validate.families import FAMILIES, family_seeds, generate
@@ -91,14 +95,19 @@ RTO_TRANSPORTS = {"reno-shallow": 100.0}
 #: (netlab/network/tcp/ratecut.py) with every stretch, kept only where it lowers the objective
 CUT_TRANSPORTS = ("dctcp",)
 CUTS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
+#: fourth stage, at the chosen point with its tail or cut, for every transport: the slowest-flow term
+#: (netlab/network/tcp/slowest.py: a ring step waits for the slowest of its flows in binding queues) with every
+#: stretch, kept only where it lowers the objective (for shallow Reno, the worst of the referee's and the testbed's)
+SLOWS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0)
 TARGET = dict(median_ape=0.05, p90_ape=0.15, heavy_median_signed=0.05)
 #: ``--model-checks``: the registered regime models (``{}``) and one-parameter departures from them, scored through
 #: the models' own solves (the fit's grid adds its tails and cuts after solves at other points)
 MODEL_CHECKS = {"dcqcn": [{}, {"goodput_k": 0.1}, {"goodput_k": 0.15}, {"stretch": 0.1}, {"alpha": 0.0}],
                 "dctcp": [{}, {"lead": 2.0}, {"cut_k": 0.0}, {"alpha": 0.25, "goodput_k": 0.3, "cut_k": 0.0},
-                          {"alpha": 0.5, "cut_k": 2.0}],
+                          {"alpha": 0.5, "cut_k": 2.0}, {"slow_k": 0.1}, {"slow_k": 0.2, "cut_k": 0.0}],
                 "reno-shallow": [{}, {"alpha": 0.0, "goodput_k": 0.3}, {"alpha": -0.25, "goodput_k": 0.75},
-                                 {"rto_k": 0.172, "alpha": 0.0, "stretch": 0.0, "goodput_k": 0.3}]}
+                                 {"rto_k": 0.172, "alpha": 0.0, "stretch": 0.0, "goodput_k": 0.3},
+                                 {"slow_k": 0.4, "stretch": 0.0}, {"slow_k": 0.2, "stretch": 0.1}]}
 
 
 def objective(s: dict) -> float:
@@ -153,6 +162,59 @@ def unit_cuts(sc, network: str) -> dict[int, float]:
     shares = [solved_share(sol.iter_s[d.job_id], sol.comm_s[d.job_id]) for d in ds]
     net_s = [max(sol.comm_s[d.job_id] - d.serial_intra_s, 0.0) for d in ds]
     return {d.job_id: x for d, x in zip(ds, cut_s(ds, cap, net.params._replace(cut_k=1.0), shares, net_s))}
+
+
+def unit_slowest(sc, network: str) -> dict[int, float]:
+    """Per job of ``sc``: the slowest-flow seconds per iteration at ``slow_k`` 1 (:mod:`netlab.network.tcp.slowest`),
+    from the network seconds ``network`` solves (its defaults without a tail, a cut, a stretch or the term)."""
+    from netlab.network.model import NETWORKS
+
+    net = NETWORKS.create(network, rto_k=0.0, stretch=0.0, cut_k=0.0, slow_k=0.0)
+    ds = [demand(sc, j) for j in sc.jobs]
+    cap = sc.topology.link_capacity_gbps
+    sol = net.solve(ds, cap)
+    net_s = [max(sol.comm_s[d.job_id] - d.serial_intra_s, 0.0) for d in ds]
+    return {d.job_id: x for d, x in zip(ds, slowest_s(ds, cap, net.params._replace(slow_k=1.0), net_s))}
+
+
+def slowest_evidence(scenarios: list[tuple], network: str) -> dict:
+    """Does a job's error follow the number of its flows in binding queues (a ring step waits for the slowest of
+    them, :mod:`netlab.network.tcp.slowest`) beyond what its rank count, step size or slowdown explain? Over the
+    contended jobs, ``network`` as registered: the Spearman correlation of the signed error (log of predicted over
+    measured) with ``k`` (the job's flow crossings of binding links, the term's count) and its partial correlation
+    (ranks residualised by least squares) given ranks, packets per ring step and the model's slowdown."""
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    from netlab.network.model import NETWORKS
+
+    rows = []
+    for sc, rec in scenarios:
+        ds = [demand(sc, j) for j in sc.jobs]
+        cap = sc.topology.link_capacity_gbps
+        offered, _ = offered_and_active(ds, len(cap))
+        binding = offered > cap * (1 + 1e-9)
+        sol = NETWORKS.create(network).solve(ds, cap)
+        pred = pd.DataFrame([dict(model=network, job_id=d.job_id, iter_s=float(sol.iter_s[d.job_id])) for d in ds])
+        got = compare_jobs(sc, *record_times(rec), pred)
+        k = {d.job_id: float(d.weights[binding[d.links]].sum()) for d in ds}
+        step = {d.job_id: d.flow_bytes / max(int(d.steps), 1) for d in ds}
+        got = got[got.contended]
+        rows += [dict(err=float(np.log(r.pred_s / r.ref_iter_s)), k=k[r.job_id], ranks=r.ranks,
+                      step_bytes=step[r.job_id], log_model_slowdown=float(np.log(r.model_slowdown)))
+                 for r in got.itertuples()]
+    df = pd.DataFrame(rows)
+    ctrl = ["ranks", "step_bytes", "log_model_slowdown"]
+    ranked = df.rank()
+    a = np.column_stack([np.ones(len(df))] + [ranked[c] for c in ctrl])
+
+    def resid(c):
+        return ranked[c] - a @ np.linalg.lstsq(a, ranked[c], rcond=None)[0]
+
+    return dict(contended_jobs=len(df), spearman_err_k=float(spearmanr(df.k, df.err).statistic),
+                partial_spearman_err_k=float(np.corrcoef(resid("k"), resid("err"))[0, 1]),
+                spearman_err={c: float(spearmanr(df[c], df.err).statistic) for c in ctrl}, given=ctrl,
+                sign="negative: the more flows in binding queues, the more the model under-predicts")
 
 
 def per_job_candidates(scenarios: list[tuple], buffer_packets: float, shares: dict) -> dict | None:
@@ -329,6 +391,19 @@ def testbed_objective(c: dict) -> float:
     return max(c["median_ape"] / TARGET["median_ape"], c["p90_ape"] / TARGET["p90_ape"])
 
 
+def judged(first: dict, best: dict, referee: str, label: str) -> dict:
+    """A stage's ``best`` point if it beats ``first`` (the point before the stage, without its term), else ``first``:
+    for a transport the testbed judges too (:data:`TESTBED_TIE_BREAK`, when ``first`` was judged so) by the worst of
+    the referee's and the testbed's objectives (``best`` then carries its testbed check), else by the referee's."""
+    if referee in TESTBED_TIE_BREAK and "objective_with_testbed" in first:
+        keys = ("alpha", "lead", "stretch", "rto_k", "goodput_k", "buffer_packets", "cut_k", "slow_k")
+        tb = testbed_check(TESTBED_TIE_BREAK[referee], {label: {k: best[k] for k in keys if k in best}})
+        best = dict(best, testbed=tb[label],
+                    objective_with_testbed=round(max(best["objective"], testbed_objective(tb[label])), 3))
+        return first if best["objective_with_testbed"] >= first["objective_with_testbed"] else best
+    return first if round(best["objective"], 3) >= round(first["objective"], 3) else best
+
+
 def exposure_check(scenarios: list[tuple], best: dict, tails: dict | None) -> dict:
     """The chosen point scored with its added terms (``tails``: scenario name -> job -> seconds, its timeout tail
     or rate cut) lengthening only the exposed part of the iteration (:mod:`netlab.network.tcp.exposed`, the form
@@ -401,8 +476,11 @@ def lumpy_check(scenarios: list[tuple], best: dict, shares: dict, buffer_packets
 
 def model_checks(store: RunStore, per_family: int, only: list[str] | None = None) -> dict:
     """Per regime of :data:`MODEL_CHECKS` (``only``: these of them): each variant of its registered model (name ->
-    kwargs) scored on the calibration half as the fit scores (contended jobs, :func:`objective`)."""
+    kwargs) scored on the calibration half as the fit scores (contended jobs, :func:`objective`); for a regime the
+    testbed judges too (:data:`TESTBED_TIE_BREAK`), each variant's testbed check (``testbed``) and the worst of both
+    objectives (``objective_with_testbed``)."""
     from netlab.network.regimes import regime
+    from netlab.network.tcp.params import TRANSPORT_PARAMS
 
     out = {}
     for name, variants in MODEL_CHECKS.items():
@@ -424,8 +502,15 @@ def model_checks(store: RunStore, per_family: int, only: list[str] | None = None
                                            heavy_median_signed=summ[k]["heavy_median_signed"],
                                            objective=objective(summ[k]))
                                    for k, kw in zip(specs, variants)})
+        if r.referee in TESTBED_TIE_BREAK:  # the registered model's defaults with each variant's changes
+            base = {k: v for k, v in TRANSPORT_PARAMS.get(r.network, ("", {}))[1].items() if v is not None}
+            tb = testbed_check(TESTBED_TIE_BREAK[r.referee], {k: {**base, **kw} for k, kw in zip(specs, variants)})
+            for k, v in out[name]["variants"].items():
+                if k in tb:
+                    v.update(testbed=tb[k], objective_with_testbed=max(v["objective"], testbed_objective(tb[k])))
         print(name, {k: (round(v["median_ape"], 4), round(v["p90_ape"], 4), v["heavy_median_signed"],
-                         round(v["objective"], 3)) for k, v in out[name]["variants"].items()}, flush=True)
+                         round(v["objective"], 3), round(v.get("objective_with_testbed", v["objective"]), 3))
+                     for k, v in out[name]["variants"].items()}, flush=True)
     return out
 
 
@@ -505,17 +590,8 @@ def main(argv=None) -> int:
                                                                          else {}))
                       for g in GOODPUTS]
             goodput = scored_grid(grid_rows(scenarios, "tcp", points, tails if "rto_k" in best else None), points)
-            first = best
-            best = min(goodput, key=lambda x: (round(x["objective"], 3), x["stretch"], x["goodput_k"]))
-            if r.referee in TESTBED_TIE_BREAK and "objective_with_testbed" in first:  # judged on both, as above
-                keys = ("alpha", "lead", "stretch", "rto_k", "goodput_k", "buffer_packets")
-                tb = testbed_check(TESTBED_TIE_BREAK[r.referee], {"goodput": {k: best[k] for k in keys if k in best}})
-                best = dict(best, testbed=tb["goodput"],
-                            objective_with_testbed=round(max(best["objective"], testbed_objective(tb["goodput"])), 3))
-                if best["objective_with_testbed"] >= first["objective_with_testbed"]:
-                    best = first
-            elif round(best["objective"], 3) >= round(first["objective"], 3):
-                best = first  # the term does not help: the first stage's point, without it
+            best = judged(best, min(goodput, key=lambda x: (round(x["objective"], 3), x["stretch"], x["goodput_k"])),
+                          r.referee, "goodput")
         cuts = None
         if r.referee in CUT_TRANSPORTS:  # third stage: the rate-cut term at the chosen point, with every stretch
             pt = {k: best[k] for k in ("alpha", "lead", "goodput_k", "buffer_packets") if k in best}
@@ -531,13 +607,30 @@ def main(argv=None) -> int:
             best = min(cuts, key=lambda x: (round(x["objective"], 3), x["stretch"], x["cut_k"]))
             if round(best["objective"], 3) >= round(first["objective"], 3):
                 best = first  # the term does not help
-        chosen = {k: best[k] for k in ("alpha", "lead", "stretch", "goodput_k", "buffer_packets", "rto_k", "cut_k")
-                  if k in best}
+        terms = {}  # the chosen point's added terms so far (its timeout tail or rate cut), per scenario and job
+        if best.get("rto_k"):
+            terms = tails
+        elif best.get("cut_k"):
+            terms = {sn: {j: best["cut_k"] * x for j, x in u.items()} for sn, u in units.items()}
+        # fourth stage: the slowest-flow term at the chosen point (its tail or cut kept), with every stretch
+        pt = {k: best[k] for k in ("alpha", "lead", "goodput_k", "buffer_packets", "rto_k", "cut_k") if k in best}
+        rows0 = grid_rows(scenarios, "tcp", [{k: v for k, v in pt.items() if k not in ("rto_k", "cut_k")}])
+        s_units = {sc.name: unit_slowest(sc, r.network) for sc, _ in scenarios}
+        slows = []
+        for k in SLOWS:
+            p_k = dict(pt, slow_k=k)
+            rows = rows0.assign(model=",".join(f"{a}={v:g}" for a, v in p_k.items()),
+                                tail_s=[terms.get(sn, {}).get(j, 0.0) + k * s_units[sn][j]
+                                        for sn, j in zip(rows0.scenario, rows0.job_id)])
+            slows += scored_grid(rows, [p_k])
+        top = min(slows, key=lambda x: (round(x["objective"], 3), x["stretch"], x["slow_k"]))
+        best = judged(best, top, r.referee, "slowest") if top["slow_k"] > 0.0 else best
+        chosen = {k: best[k] for k in ("alpha", "lead", "stretch", "goodput_k", "buffer_packets", "rto_k", "cut_k",
+                                       "slow_k") if k in best and (k != "slow_k" or best[k] > 0.0)}
         added = None  # the chosen point's added terms, per scenario and job, for the overlap comparison
-        if chosen.get("rto_k"):
-            added = tails
-        elif chosen.get("cut_k"):
-            added = {sn: {j: chosen["cut_k"] * x for j, x in u.items()} for sn, u in units.items()}
+        if terms or chosen.get("slow_k"):
+            added = {sn: {j: terms.get(sn, {}).get(j, 0.0) + chosen.get("slow_k", 0.0) * x for j, x in u.items()}
+                     for sn, u in s_units.items()}
         exposure = exposure_check(scenarios, best, added) if added else None
         lumpy = (lumpy_check(scenarios, best, shares, RTO_TRANSPORTS[r.referee], rto) if rto is not None else None)
         out[r.name] = dict(referee=r.referee, network=r.network,
@@ -545,13 +638,15 @@ def main(argv=None) -> int:
                            jobs=int(base_rows.drop_duplicates(["scenario", "job_id"]).shape[0]),
                            chosen=chosen, chosen_scores=best, timeout_scale=rto, tie_break=tie_break,
                            exposure=exposure, lumpy_tail=lumpy, grid=table,
-                           goodput_grid=goodput, cut_grid=cuts)
+                           goodput_grid=goodput, cut_grid=cuts, slowest_grid=slows,
+                           slowest_evidence=slowest_evidence(scenarios, r.network))
         print(f"{r.name}: {len(scenarios)} scenarios; best {chosen}: median {best['median_ape']:.3f} "
               f"p90 {best['p90_ape']:.3f} "
               f"heavy {best['heavy_median_signed']}", flush=True)
-        for x in sorted(table + (goodput or []) + (cuts or []), key=lambda x: x["objective"])[:5]:
+        for x in sorted(table + (goodput or []) + (cuts or []) + slows, key=lambda x: x["objective"])[:5]:
             print(f"   alpha={x['alpha']:g} lead={x['lead']:g} stretch={x['stretch']:g} "
-                  f"goodput_k={x.get('goodput_k', 0):g} cut_k={x.get('cut_k', 0):g}: {x['median_ape']:.3f}/"
+                  f"goodput_k={x.get('goodput_k', 0):g} cut_k={x.get('cut_k', 0):g} slow_k={x.get('slow_k', 0):g}: "
+                  f"{x['median_ape']:.3f}/"
                   f"{x['p90_ape']:.3f}/{x['max_ape']:.3f} heavy {x['heavy_median_signed']} obj {x['objective']:.2f}",
                   flush=True)
     # every regime's choice, also those kept from --out: a partial run used to write no testbed check at all

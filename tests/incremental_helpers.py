@@ -26,3 +26,11 @@ def run_added_s(without, with_term, capacity_gbps: np.ndarray, demands, iteratio
     s0 = without.simulate_starts(demands, capacity_gbps, start, iters)
     s1 = with_term.simulate_starts(demands, capacity_gbps, start, iters)
     return {j: float(np.diff(s1[j]).mean() - np.diff(s0[j]).mean()) for j in s0}
+
+
+def resolved_iter_s(net, capacity_gbps: np.ndarray, demands) -> dict[int, float]:
+    """Per job, ``net``'s iteration seconds from its incremental solve: every demand joined at 0 (:func:`joined`),
+    then one ``resolve``."""
+    joined(net, capacity_gbps, demands)
+    moved = net.resolve(0.0)
+    return dict(zip(moved.job_id, moved.iter_s))

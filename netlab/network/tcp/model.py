@@ -17,10 +17,11 @@ from .incremental import (adds_nonbinding, binding_component, clear_row_load, re
 from .mean_field import mean_field_counts
 from .params import (ALPHA, BUFFER_PACKETS, BUFFER_US, CORE_ALPHA, CUT_K, DRAWS, ECN_THRESHOLD_US, GOODPUT_K,
                      HORIZON, JITTER, LEAD, MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES, REPORT_RTOL, RTO_K,
-                     RTO_MIN_S, RTT_US, SEGMENT_BYTES, STRETCH, WARMUP, TcpParams)
+                     RTO_MIN_S, RTT_US, SEGMENT_BYTES, SLOW_K, STRETCH, WARMUP, TcpParams)
 from .ratecut import cut_s, demands_cut_s
 from .rto import demand_duty, demands_tail_s, solved_share, tail_s
 from .scenarios import simulate_starts
+from .slowest import demands_slowest_s, slowest_s
 from .solve import SolveCode, solve_component, solve_unless_exact
 
 
@@ -44,7 +45,8 @@ class TcpNetwork(NetworkModel):
                  stretch: float = STRETCH, goodput_k: float = GOODPUT_K, buffer_packets: float = BUFFER_PACKETS,
                  phase_cores: bool = PHASE_CORES, rto_k: float = RTO_K, rto_min_s: float = RTO_MIN_S,
                  segment_bytes: float = SEGMENT_BYTES, rtt_us: float = RTT_US,
-                 max_core_jobs: int = MAX_CORE_JOBS, core_alpha: float | None = CORE_ALPHA, cut_k: float = CUT_K):
+                 max_core_jobs: int = MAX_CORE_JOBS, core_alpha: float | None = CORE_ALPHA, cut_k: float = CUT_K,
+                 slow_k: float = SLOW_K):
         """Parameters: see :mod:`~netlab.network.tcp.params` (one ValueError if any is out of range)."""
         self.params = TcpParams.checked(alpha=alpha, jitter=jitter, lead=lead, horizon=horizon, warmup=warmup,
                                         max_exact_jobs=max_exact_jobs, max_events=max_events,
@@ -52,7 +54,8 @@ class TcpNetwork(NetworkModel):
                                         stretch=stretch, goodput_k=goodput_k, buffer_packets=buffer_packets,
                                         phase_cores=phase_cores, rto_k=rto_k, rto_min_s=rto_min_s,
                                         segment_bytes=segment_bytes, rtt_us=rtt_us,
-                                        max_core_jobs=max_core_jobs, core_alpha=core_alpha, cut_k=cut_k)
+                                        max_core_jobs=max_core_jobs, core_alpha=core_alpha, cut_k=cut_k,
+                                        slow_k=slow_k)
         self._slots = SlotTable()  # every job's row: its demand, last time and phase state
         self.exact_solves = self.mean_field_solves = 0
         self.counts = mean_field_counts()  # over mean-field solves (MeanFieldCounts)
@@ -108,12 +111,14 @@ class TcpNetwork(NetworkModel):
         out = self.solve_rows(now_s, rows, e, cap, jobs_of(demands))
         ids = [d.job_id for d in demands]
         tails, p = None, self.params
-        if p.rto_k > 0.0 or p.cut_k > 0.0:  # rto.py and ratecut.py, each job at its share of the iteration as solved
-            shares = list(map(solved_share, out.iter_s, out.comm_s))
+        if p.rto_k > 0.0 or p.cut_k > 0.0 or p.slow_k > 0.0:  # rto.py, ratecut.py, slowest.py: each job at its
+            shares = list(map(solved_share, out.iter_s, out.comm_s))  # share of the iteration as solved
             tails = tail_s(demands, capacity_gbps, p, shares) if p.rto_k > 0.0 else [0.0] * len(demands)
+            net = [max(c - d.serial_intra_s, 0.0) for d, c in zip(demands, out.comm_s.tolist())]
             if p.cut_k > 0.0:
-                net = [max(c - d.serial_intra_s, 0.0) for d, c in zip(demands, out.comm_s.tolist())]
                 tails = [t + c for t, c in zip(tails, cut_s(demands, capacity_gbps, p, shares, net))]
+            if p.slow_k > 0.0:
+                tails = [t + c for t, c in zip(tails, slowest_s(demands, capacity_gbps, p, net))]
         it, comm = self._stretched(demands, out.iter_s.tolist(), out.comm_s.tolist(), tails)
         return NetSolution(dict(zip(ids, it)), dict(zip(ids, comm)), links, out.load_gbps, out.overload_gbps,
                            queue_frac=out.queue_frac)
@@ -277,17 +282,19 @@ class TcpNetwork(NetworkModel):
         ids = ids.tolist()
         moved = [self._demands[j] for j in ids]
         tails = None
-        if p.rto_k > 0.0 or p.cut_k > 0.0:  # rto.py, ratecut.py: the moved jobs' shares as now solved, then their
-            for d, t_s, c_s in zip(moved, it.tolist(), comm.tolist()):  # terms on the links as they are
-                share = solved_share(t_s, c_s)
+        if p.rto_k > 0.0 or p.cut_k > 0.0 or p.slow_k > 0.0:  # rto.py, ratecut.py, slowest.py: the moved jobs'
+            for d, t_s, c_s in zip(moved, it.tolist(), comm.tolist()):  # shares as now solved, then their terms
+                share = solved_share(t_s, c_s)  # on the links as they are
                 self._active[d.links] += d.weights * (share - self._share[d.job_id])
                 self._share[d.job_id] = share
             cap = self._links.capacity_gbps
             tails = (demands_tail_s(moved, cap, self._offered, self._active, p) if p.rto_k > 0.0
                      else [0.0] * len(moved))
+            net = [max(c - d.serial_intra_s, 0.0) for d, c in zip(moved, comm.tolist())]
             if p.cut_k > 0.0:
-                net = [max(c - d.serial_intra_s, 0.0) for d, c in zip(moved, comm.tolist())]
                 tails = [t + c for t, c in zip(tails, demands_cut_s(moved, cap, self._offered, self._active, net, p))]
+            if p.slow_k > 0.0:
+                tails = [t + c for t, c in zip(tails, demands_slowest_s(moved, cap, self._offered, net, p))]
         it, comm = self._stretched(moved, it.tolist(), comm.tolist(), tails)
         if not isinstance(phase_blind, bool):
             by_id = dict(zip(t.job_id[comp.rows].tolist(), blind.tolist()))

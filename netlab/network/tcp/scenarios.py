@@ -12,6 +12,7 @@ from .fluid import (NOISE, WAIT, FluidJobs, FluidLinks, FluidRun, FluidState, St
 from .exposed import comm_of_period, exposed_s
 from .goodput import effective_capacity, link_flows_offered
 from .ratecut import cut_s
+from .slowest import slowest_s
 from .rto import demand_duty, solved_share, tail_s
 
 
@@ -51,12 +52,14 @@ def simulate_starts(model, demands, capacity_gbps, start_s: dict, iterations: di
     simulate(fjobs, state, fluid_links, run, starts, link_stats(len(links)))
     out = {d.job_id: starts.time_s[i, :min(starts.count[i], most + 1)].copy() for i, d in enumerate(demands)}
     tails = None
-    if p.rto_k > 0.0 or p.cut_k > 0.0:  # rto.py, ratecut.py: each job at its share of the iteration in the run
-        shares = [_simulated_share(out[d.job_id], d) for d in demands]
+    if p.rto_k > 0.0 or p.cut_k > 0.0 or p.slow_k > 0.0:  # rto.py, ratecut.py, slowest.py: each job at its
+        shares = [_simulated_share(out[d.job_id], d) for d in demands]  # share of the iteration in the run
         tails = tail_s(demands, capacity_gbps, p, shares) if p.rto_k > 0.0 else [0.0] * n
+        net = [_simulated_net_s(out[d.job_id], d) for d in demands]
         if p.cut_k > 0.0:
-            net = [_simulated_net_s(out[d.job_id], d) for d in demands]
             tails = [t + c for t, c in zip(tails, cut_s(demands, capacity_gbps, p, shares, net))]
+        if p.slow_k > 0.0:
+            tails = [t + c for t, c in zip(tails, slowest_s(demands, capacity_gbps, p, net))]
     return stretch_starts(out, demands, p.stretch, tails)
 
 
