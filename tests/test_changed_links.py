@@ -85,3 +85,24 @@ def test_tcp_names_every_link_it_writes_and_the_history_keeps_the_bytes(resoluti
     per_agg = link_summary(agg.links).set_index("link").bytes
     pd.testing.assert_series_equal(per_agg.sort_index(), per_full.sort_index(), rtol=1e-9)
     assert agg.summary["overload_gbit"] == pytest.approx(full.summary["overload_gbit"], rel=1e-9)
+
+
+def test_links_frame_takes_its_arrays_as_columns_with_the_values_and_dtypes_of_a_copied_table():
+    """The per-link table is built without pandas stacking its float columns into a new block (``copy=False``):
+    the same values and dtypes as the copied table, each float column the caller's array itself, and the
+    utilisation load / capacity by hand (a 4-host leaf-spine's links are 100 Gbit/s here)."""
+    topo = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=1,spines=1")
+    link = np.array([0, 3, 0])
+    t0, t1 = np.array([0.0, 0.0, 5.0]), np.array([5.0, 5.0, 9.0])
+    load, over = np.array([50.0, 25.0, 10.0]), np.array([0.0, 1.0, 0.0])
+    frame = hist.links_frame(topo, t0, t1, link, load, over)
+    cap = topo.link_capacity_gbps[link]
+    copied = pd.DataFrame(dict(t_start_s=t0, t_end_s=t1, link=link, src=hist._names(topo.link_src, link),
+                               dst=hist._names(topo.link_dst, link), tier=hist._names(topo.link_tier, link),
+                               capacity_gbps=cap, load_gbps=load, utilisation=load / cap, overload_gbps=over))
+    pd.testing.assert_frame_equal(frame, copied, check_exact=True)
+    assert list(frame.columns) == list(hist.LINK_COLUMNS)
+    assert np.shares_memory(frame["load_gbps"].to_numpy(), load)
+    assert frame["capacity_gbps"].tolist() == [100.0, 100.0, 100.0]
+    assert frame["utilisation"].tolist() == [0.5, 0.25, 0.1]
+    assert frame["src"].tolist() == ["r0h0", "tor0", "r0h0"] and frame["dst"].tolist() == ["tor0", "r0h1", "tor0"]

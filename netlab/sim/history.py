@@ -66,13 +66,18 @@ def empty_links() -> pd.DataFrame:
 
 
 def links_frame(topology, t0, t1, link, load, over) -> pd.DataFrame:
-    """The per-link table from column arrays (link ids index ``topology``'s links)."""
+    """The per-link table from column arrays (link ids index ``topology``'s links).
+
+    The table takes the arrays as its columns (``copy=False``; the callers pass arrays made for it): pandas
+    otherwise stacks the six float columns into one new block, a copy that cost 0.67 s CPU of the 2.5 s this
+    table takes on full Philly (7.5M rows); the values and dtypes are the same either way."""
     import pandas as pd
 
     cap = topology.link_capacity_gbps[link]
     src, dst, tier = (_names(names, link) for names in (topology.link_src, topology.link_dst, topology.link_tier))
     return pd.DataFrame(dict(t_start_s=t0, t_end_s=t1, link=link, src=src, dst=dst, tier=tier,
-                             capacity_gbps=cap, load_gbps=load, utilisation=load / cap, overload_gbps=over))
+                             capacity_gbps=cap, load_gbps=load, utilisation=load / cap, overload_gbps=over),
+                        copy=False)
 
 
 def _names(names, link: np.ndarray):
