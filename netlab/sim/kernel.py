@@ -105,6 +105,20 @@ class Kernel:
             raise ValueError(f"event at {t} is before now ({self.clock.now})")
         heapq.heappush(self._heap, (t, priority, next(self._seq), fn, args))
 
+    def reserve(self, n: int) -> int:
+        """Reserve ``n`` sequence numbers (the tie-break of events at equal time and priority) for events armed
+        later with :meth:`at_reserved`; returns the first. They order among the others as if they had been
+        armed now, one after another: arming them later changes no event's order."""
+        first = next(self._seq)
+        self._seq = itertools.count(first + n)
+        return first
+
+    def at_reserved(self, t: float, priority: int, seq: int, fn: Callable, *args) -> None:
+        """:meth:`at` with a sequence number from :meth:`reserve`."""
+        if t < self.clock.now or math.isnan(t):
+            raise ValueError(f"event at {t} is before now ({self.clock.now})")
+        heapq.heappush(self._heap, (t, priority, seq, fn, args))
+
     def post(self, priority: int, fn: Callable, *args) -> None:
         """From any thread: run ``fn(*args)`` on the kernel's thread as soon as it looks, at the clock's time then.
 

@@ -31,17 +31,42 @@ class KernelLoop(Mechanism):
     scheduler: Scheduler
 
     def _begin(self, kernel: Kernel, scheduler: Scheduler, arrivals: list[JobState]) -> None:
-        """Arm every arrival (``arrivals`` in submit order) and the ordering's lease rounds."""
+        """Arm the arrivals (``arrivals`` in submit order) and the ordering's lease rounds.
+
+        Arrivals in submit order are armed one at a time, each when the one before it arrives, with the sequence
+        numbers they would have had armed all at once (:meth:`Kernel.reserve`): the events run in the same order,
+        but the kernel's heap holds the running set's events and one arrival, not every job of the trace
+        (82,247 on full Philly), so each event's push and pop walk a shallower heap (``heappop`` was 3% of a
+        full-Philly run). Arrivals out of submit order are armed all at once, as before.
+        """
         self.kernel, self.scheduler = kernel, scheduler
         self._pass_pending = False
         self._round_due = False
         self._done, self._n_jobs = 0, len(arrivals)
-        for js in arrivals:
-            kernel.at(js.submit_s, Kernel.ARRIVE, self._arrive, js)
+        submits = [js.submit_s for js in arrivals]
+        if all(a <= b for a, b in zip(submits, submits[1:])):
+            self._arrivals, self._next_arrival = arrivals, 0
+            self._arrival_seq = kernel.reserve(len(arrivals))
+            self._arm_arrival()
+        else:
+            for js in arrivals:
+                kernel.at(js.submit_s, Kernel.ARRIVE, self._arrive, js)
         round_s = scheduler.ordering.round_s
         if round_s:
             first = arrivals[0].submit_s if arrivals else 0.0
             kernel.at(first + round_s, Kernel.UPDATE, self._round)
+
+    def _arm_arrival(self) -> None:
+        """Arm the next arrival in submit order (if any), with its reserved sequence number."""
+        i = self._next_arrival
+        if i < len(self._arrivals):
+            self._next_arrival = i + 1
+            js = self._arrivals[i]
+            self.kernel.at_reserved(js.submit_s, Kernel.ARRIVE, self._arrival_seq + i, self._arrive_armed, js)
+
+    def _arrive_armed(self, js: JobState) -> None:
+        self._arm_arrival()
+        self._arrive(js)
 
     def _arrive(self, js: JobState) -> None:
         now = self.kernel.now
