@@ -281,7 +281,8 @@ class TcpNetwork(NetworkModel):
         self._touched[written] = False
         ids = ids.tolist()
         # the moved jobs' demands, for the terms that read them (by default none: no list built per re-solve)
-        moved = [self._demands[j] for j in ids] if p.rto_k > 0.0 or p.cut_k > 0.0 or p.stretch != 0.0 else None
+        reads = p.rto_k > 0.0 or p.cut_k > 0.0 or p.slow_k > 0.0 or p.stretch != 0.0
+        moved = [self._demands[j] for j in ids] if reads else None
         tails = None
         if p.rto_k > 0.0 or p.cut_k > 0.0 or p.slow_k > 0.0:  # rto.py, ratecut.py, slowest.py: the moved jobs'
             for d, t_s, c_s in zip(moved, it.tolist(), comm.tolist()):  # shares as now solved, then their terms
