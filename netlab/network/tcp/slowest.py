@@ -31,8 +31,9 @@ signed error with ``k`` -0.11 to -0.25 by regime, -0.25 to -0.39 given rank
 count, step size and the model's slowdown), but the term lowers no regime's
 objective: the p90 misses are mostly *over*-predicted jobs of two 8:1 large
 components (2tier-large 2 and 32), which a term that only adds time cannot
-reach, and where the referee's own run-to-run spread is p90 13-25%
-(``referee.json``, ``sanity.noise``). So ``slow_k`` is 0 for every transport.
+reach, and where the lossy transports' referee runs are themselves p90
+13-29% apart from run to run (``referee.json``, ``sanity.noise``). So
+``slow_k`` is 0 for every transport.
 """
 
 from __future__ import annotations
