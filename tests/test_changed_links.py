@@ -1,5 +1,5 @@
 """Changes cost what they reach: the links a network model names as written, the history that reads only those,
-and a component's local link numbering without a table over the whole fabric."""
+and a component's local link numbering through a table kept between calls."""
 
 import math
 
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from netlab.network.links import LinkState
-from netlab.network.slots import first_met, first_met_table
+from netlab.network.slots import first_met_table
 from netlab.sim import history as hist
 from netlab.sim.metrics import link_summary
 from netlab.sim.simulator import SimConfig, Simulator
@@ -40,15 +40,15 @@ def test_link_state_names_the_links_written_or_says_any():
 def test_first_met_numbers_links_in_the_order_met(seed):
     rng = np.random.default_rng(seed)
     glink = rng.integers(0, 50, size=int(rng.integers(0, 200)))
-    local, comp = first_met(glink)
+    table = np.full(50, -1)
+    local, comp = first_met_table(glink, table)
     # by hand: the first time a link is met it gets the next number
     seen: dict = {}
     for g in glink.tolist():
         seen.setdefault(g, len(seen))
     assert comp.tolist() == list(seen)
     assert local.tolist() == [seen[g] for g in glink.tolist()]
-    t_local, t_comp = first_met_table(glink, 50)
-    assert t_local.tolist() == local.tolist() and t_comp.tolist() == comp.tolist()
+    assert (table == -1).all()  # the table is left as found, for the next call
 
 
 class _Checked(hist.AggregateHistory):

@@ -21,17 +21,17 @@ import numpy as np
 from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..links import LinkArrays
-from ..slots import Component, Rows, component, jobs_at
+from ..slots import Component, Rows, component_at, jobs_at
 from .components import Solved
 from .mean_field import MeanFieldCounts
 from .solve import SolveCode, solve_unless_exact
 
 
 @njit(**JIT)
-def binding_component(touched, t: Rows, binding) -> Component:
-    """The joined rows on the ``touched`` links and those joined to them through links that can bind
-    (``binding``, per link; ``touched`` widened in place)."""
-    return component(touched, t, binding)
+def binding_component(seeds, touched, t: Rows, binding) -> Component:
+    """The joined rows on the ``touched`` links (``seeds``: the links the changes touched, with repeats) and those
+    joined to them through links that can bind (``binding``, per link; ``touched`` widened in place)."""
+    return component_at(seeds, touched, t, binding)
 
 
 @njit(**JIT)
@@ -51,7 +51,7 @@ def resolve_touched(now_s, touched, seeds, t: Rows, links: LinkArrays, binding, 
     nothing written; the caller solves the component (:func:`binding_component` again) and calls
     :func:`write_back`. Named tuples or plain ones (``jit.py``)."""
     t, links, counts = Rows(*t), LinkArrays(*links), MeanFieldCounts(*counts)
-    comp = binding_component(touched, t, binding)
+    comp = binding_component(seeds, touched, t, binding)
     none_i, none_f = np.empty(0, np.int64), np.empty(0)
     if comp.rows.shape[0] == 0:
         return SolveCode.NOTHING.value, none_i, none_f, none_f, comp.links

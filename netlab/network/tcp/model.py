@@ -252,7 +252,7 @@ class TcpNetwork(NetworkModel):
         seeds = np.concatenate(self._touched_links) if self._touched_links else np.zeros(0, dtype=np.int64)
         self._touched_links.clear()
         if p.phase_cores:  # every solve in Python, where the cores are simulated after the mean field
-            comp = binding_component(self._touched, t, self._binding)
+            comp = binding_component(seeds, self._touched, t, self._binding)
             code = SolveCode.EXACT_NEEDED if len(comp.rows) else SolveCode.NOTHING
             ids = it = comm = np.empty(0)
             comp_links = comp.links
@@ -262,7 +262,7 @@ class TcpNetwork(NetworkModel):
                                                               tuple(self.counts))
         if code == SolveCode.EXACT_NEEDED:
             if not p.phase_cores:  # (with phase cores the component was found above)
-                comp = binding_component(self._touched, t, self._binding)
+                comp = binding_component(seeds, self._touched, t, self._binding)
             blind = np.zeros(len(comp.rows), dtype=bool)
             out, exact, mean_field = solve_component(now_s, comp.entries, arrays.capacity_gbps[comp.links],
                                                      jobs_at(t, comp.rows), t, comp.rows, p, self.counts, blind,
