@@ -78,9 +78,11 @@ RESULTS = ROOT / "benchmarks" / "results"
 TESTBED_TOPOLOGY = ROOT / "testbed" / "topologies" / "leafspine-2rack.yaml"
 #: (family, seed, referee transport) run twice (another compute-jitter draw, :func:`netlab.validate.sanity.replicate`):
 #: two 8:1 scenarios of the scoring half under deep Reno, where sharing moves most, and the calibration half's two 8:1
-#: large components, where every regime's calibration p90 misses concentrate (regimes_fit.json), under each regime
+#: large components, where every regime's calibration p90 misses concentrate (regimes_fit.json), under each regime,
+#: and DCTCP's worst calibration scenario, the overlapped 8:1 2tier-overlap 18
 NOISE_SCENARIOS = (("2tier", 7, "reno-deep"), ("2tier-overlap", 3, "reno-deep"),
-                   *(("2tier-large", s, r) for s in (32, 2) for r in ("reno-deep", "reno-shallow", "dctcp", "dcqcn")))
+                   *(("2tier-large", s, r) for s in (32, 2) for r in ("reno-deep", "reno-shallow", "dctcp", "dcqcn")),
+                   ("2tier-overlap", 18, "dctcp"))
 ISSUE_NOW = dict(source="issue 26 (ns-3 3.37, Linux Reno, drop-tail, 11 components of 9-40 jobs on 2-tier 2:1-8:1)",
                  tcp_median_ape=0.084, tcp_p90_ape=0.70, tcp_max_ape=3.18, tcp_heavy_median_signed=0.33,
                  tcp_alpha0_median_ape=0.065, tcp_alpha0_p90_ape=0.255, tcp_alpha0_heavy_signed=0.08,
