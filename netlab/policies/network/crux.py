@@ -50,7 +50,6 @@ Crux that needs no priority support from the network.
 from __future__ import annotations
 
 import bisect
-from operator import attrgetter, is_
 from typing import NamedTuple
 
 import numpy as np
@@ -68,7 +67,6 @@ PATH_MARGIN = 0.05
 #: the running jobs are decided afresh at most once per this many seconds (0: at every change; see the module doc;
 #: stated, not tuned: five minutes is short beside the hours a trace's multi-host jobs run)
 REDECIDE_S = 300.0
-_PLACEMENT = attrgetter("placement")
 
 
 def gpu_intensity(gpu_compute_s: float, flow_bytes: float, links, weights, capacity_gbps) -> float:
@@ -166,7 +164,7 @@ class CruxPolicy(NetworkPolicy):
         self._order: list = []  # the decided jobs' _Job, highest intensity first
         self._keys: list = []  # their order keys (the same order, for bisect)
         self._last: dict = {}  # the last decision
-        self._seen: tuple = ((), [], frozenset())  # running job ids, placements, (id, id(placement)) pairs last asked
+        self._seen: dict = {}  # job id -> the placement it was running on at the last call
         self._decided_s = -np.inf  # when the running jobs were last decided afresh
 
     def _candidates(self, topology, s: int, d: int) -> np.ndarray:
@@ -203,21 +201,26 @@ class CruxPolicy(NetworkPolicy):
 
     def _changes(self, running) -> tuple[list, list] | None:
         """The decided jobs that stopped or moved, and the running jobs with traffic that started or moved since
-        the last call (None: no running job started, stopped or moved at all). Read with C-level set operations
-        over (job id, placement) pairs, then Python only for what changed: a pass runs hundreds of jobs."""
-        keys = tuple(running)
-        placements = list(map(_PLACEMENT, running.values()))
-        seen_keys, seen_placements, seen_pairs = self._seen
-        if keys == seen_keys and all(map(is_, placements, seen_placements)):
+        the last call (None: no running job started, stopped or moved at all). One pass over the running jobs
+        compares each one's placement with the one last seen (by identity: a start or a move makes a new one),
+        the stopped ones are a C-level difference of the two key sets, and the seen placements are updated
+        for what changed only: a pass runs hundreds of jobs, most of them unchanged."""
+        seen = self._seen
+        get = seen.get
+        moved = [jid for jid, js in running.items() if get(jid) is not js.placement]
+        if not moved and len(seen) == len(running):
             return None
-        # the last call's placements are held in _seen, so their ids are not reused by the new ones
-        pairs = frozenset(zip(keys, map(id, placements)))
-        self._seen = (keys, placements, pairs)
         jobs = self._jobs
-        gone = [jid for jid, _ in seen_pairs - pairs if jid in jobs]
+        stopped = seen.keys() - running.keys()
+        gone = [jid for jid in stopped if jid in jobs]
+        for jid in stopped:
+            del seen[jid]
         started = []
-        for jid, _ in pairs - seen_pairs:
+        for jid in moved:
             js = running[jid]
+            if jid in seen and jid in jobs:  # restarted elsewhere: the old one goes
+                gone.append(jid)
+            seen[jid] = js.placement
             if js.demand is not None and js.demand.flow_bytes:
                 started.append((jid, js))
         return gone, started
