@@ -24,6 +24,12 @@ Writes ``benchmarks/results/referee.json``:
   ``ape_raw`` is its own iteration time); per regime pooled over families
   too; drops, ECN marks and RTOs per regime; ns-3's CPU seconds over each
   model's per scenario (median ratio).
+* ``scoring_mean_of_draws``: the scoring half of :data:`DRAW_REGIMES` (the lossy regimes, where one referee draw
+  is itself p90 13-29% from the next on 8:1 components) scored twice over the same scenarios: against the original
+  single draw (as ``families``; the figure comparable with earlier sessions) and against the per-job mean of
+  ``--draws`` draws (:mod:`netlab.validate.draws`; the extra draws are :func:`netlab.validate.sanity.replicate`
+  runs, cached like the others), per regime and family, with the draws' own spread. Models unchanged, nothing
+  fitted: only the reference moves. Families whose scenarios lack the extra draws are listed, not scored.
 * ``coverage``: how thick each of those cells is (:mod:`netlab.validate.coverage`):
   per regime, family and half, the scenarios, contended jobs, heavy jobs and
   the contention components' sizes (min / median / max jobs); the scoring
@@ -45,6 +51,7 @@ Usage:
     python benchmarks/bench_referee.py --per-family 2 --score-per-family 4 --workers 2   # what referee.json holds
     python benchmarks/bench_referee.py --score-only --score-per-family 4   # from cached runs only (no ns-3 needed)
     python benchmarks/bench_referee.py --families 3tier --seeds 6 0 --regimes dctcp --need-job-loss  # given seeds
+    python benchmarks/bench_referee.py --score-per-family 4 --families 2tier --regimes dctcp   # + its extra draws
 """
 
 from __future__ import annotations
@@ -66,6 +73,7 @@ from netlab.sim.metrics import write_json
 from netlab.validate import sanity
 from netlab.validate.compare import compare_jobs, error_summary, scenario_speed
 from netlab.validate.coverage import coverage_table, scenario_coverage, stored_family_runs
+from netlab.validate.draws import draw_spread, mean_of_draws, rescore
 from netlab.validate.families import FAMILIES, family_seeds, generate, half, scoring_seeds
 from netlab.validate.loss import job_loss_rows, loss_summary
 from netlab.validate.predict import model_specs, predict_all
@@ -83,6 +91,11 @@ TESTBED_TOPOLOGY = ROOT / "testbed" / "topologies" / "leafspine-2rack.yaml"
 NOISE_SCENARIOS = (("2tier", 7, "reno-deep"), ("2tier-overlap", 3, "reno-deep"),
                    *(("2tier-large", s, r) for s in (32, 2) for r in ("reno-deep", "reno-shallow", "dctcp", "dcqcn")),
                    ("2tier-overlap", 18, "dctcp"))
+#: the regimes whose scoring half is also scored against the mean of several referee draws (``scoring_mean_of_draws``):
+#: the lossy ones, where one draw is itself p90 13-29% from the next on 8:1 components (sanity.noise)
+DRAW_REGIMES = ("dctcp", "reno-shallow")
+#: what the mean-of-draws section keeps per model and reference
+DRAW_KEYS = ("n_contended", "n_heavy", "median_ape", "p90_ape", "max_ape", "heavy_median_signed", "heavy_mean_signed")
 ISSUE_NOW = dict(source="issue 26 (ns-3 3.37, Linux Reno, drop-tail, 11 components of 9-40 jobs on 2-tier 2:1-8:1)",
                  tcp_median_ape=0.084, tcp_p90_ape=0.70, tcp_max_ape=3.18, tcp_heavy_median_signed=0.33,
                  tcp_alpha0_median_ape=0.065, tcp_alpha0_p90_ape=0.255, tcp_alpha0_heavy_signed=0.08,
@@ -288,6 +301,62 @@ def loss_section(cells: dict) -> dict:
     return out
 
 
+def scenario_draws(store: RunStore, sc, rec: dict, n_draws: int) -> list | None:
+    """``sc``'s ``n_draws`` referee draws (its record, then :func:`sanity.replicate` 1, 2, ...) as
+    (iteration, alone) times, or None if the store lacks one of them."""
+    draws = [record_times(rec)]
+    for k in range(1, n_draws):
+        other = store.get(sanity.replicate(sc, k))
+        if other is None:
+            return None
+        draws.append(record_times(other))
+    return draws
+
+
+def draws_cell(parts: list[tuple], regime: str, n_draws: int) -> dict:
+    """One (regime, family) cell of ``scoring_mean_of_draws`` from its scenarios' (single-draw rows, mean-of-draws
+    rows, per contended job spread, jobs with fewer draws): per model both scores (:data:`DRAW_KEYS`), the regime's
+    own model's both ways, and the draws' own spread over contended jobs."""
+    single = pd.concat([p[0] for p in parts], ignore_index=True)
+    mean = pd.concat([p[1] for p in parts], ignore_index=True)
+    spread = np.array([x for p in parts for x in p[2]])
+    one, avg = error_summary(single), error_summary(mean)
+    models = {m: dict(single_draw={k: one[m][k] for k in DRAW_KEYS}, mean_of_draws={k: avg[m][k] for k in DRAW_KEYS})
+              for m in one}
+    out = dict(scenarios=len(parts), seeds=sorted(int(p[0].seed.iloc[0]) for p in parts), draws_per_scenario=n_draws,
+               jobs_with_fewer_draws=int(sum(p[3] for p in parts)),
+               spread=dict(n_contended=int(len(spread)), median_abs_diff=float(np.median(spread)),
+                           p90_abs_diff=float(np.quantile(spread, 0.9)), max_abs_diff=float(spread.max()))
+               if len(spread) else None,
+               models=models)
+    name = own_model(regime)
+    if name in models:
+        out["own_model"] = dict(model=name, **models[name])
+    return out
+
+
+def draws_section(cells: dict, not_replicated: list[dict], n_draws: int) -> dict:
+    """``scoring_mean_of_draws``: per regime and family (and per regime over the families here) the scoring half
+    scored against its original single draw and against the per-job mean of ``n_draws`` draws (:func:`draws_cell`);
+    ``cells``: (regime, family) -> list of per-scenario parts."""
+    out: dict = dict(note=(
+        "scoring half, regimes of DRAW_REGIMES: each scenario run again with other compute-jitter draws "
+        "(sanity.replicate, cached in referee_runs); per (regime, family) the same scenarios scored against the "
+        "original draw (single_draw: what families scores, the figure comparable with earlier sessions) and "
+        "against the per-job mean of the draws' iteration and alone times (mean_of_draws: heavy by the mean's "
+        "slowdown); models unchanged, nothing fitted on this half; spread: per contended job |draw 2 / draw 1 - 1| "
+        "(max over later draws); all: over the families listed here only"),
+        draws_per_scenario=n_draws, not_replicated=not_replicated, results={})
+    for regime in sorted({r for r, _ in cells}):
+        per = {f: dict(draws_cell(parts, regime, n_draws),
+                       seeds_without_draws=[d["seed"] for d in not_replicated if (d["regime"], d["family"]) == (r, f)])
+               for (r, f), parts in sorted(cells.items()) if r == regime}
+        per["all"] = draws_cell([p for (r, _), parts in sorted(cells.items()) if r == regime for p in parts],
+                                regime, n_draws)
+        out["results"][regime] = per
+    return out
+
+
 def speed_summary(infos: list[dict]) -> dict:
     per = pd.DataFrame([dict(i["speed"], regime=i["regime"]) for i in infos])
     models = [c for c in per.columns if c not in ("regime", "ns3_cpu_s")]
@@ -330,6 +399,10 @@ def main(argv=None) -> int:
     ap.add_argument("--calibration-per-family", type=int, default=20,
                     help="the calibration half's coverage counts cached runs of this many seeds per family "
                          "(bench_regimes_fit.py's --per-family)")
+    ap.add_argument("--draws-regimes", nargs="*", default=list(DRAW_REGIMES), choices=list(REGIMES),
+                    help="regimes whose scored scenarios are also scored against the mean of --draws referee draws "
+                         "(scoring_mean_of_draws; without --score-only the missing draws are run, one at a time)")
+    ap.add_argument("--draws", type=int, default=2, help="referee draws per scenario for scoring_mean_of_draws")
     ap.add_argument("--prune", action="store_true",
                     help="afterwards, delete the records in --runs-dir that this run neither scored nor checked")
     args = ap.parse_args(argv)
@@ -392,11 +465,27 @@ def main(argv=None) -> int:
                 report_one(*_measure(j))
 
     failed = failed_runs(Path(args.failed), store, failed)
+    if not args.score_only:  # the extra draws of the scored scenarios of --draws-regimes, cheapest first
+        extra = [sanity.replicate(generate(f, s, REGIMES[r]), k) for r in args.draws_regimes if r in args.regimes
+                 for f in args.families for s in scoring_seeds(f, n_score) for k in range(1, args.draws)
+                 if store.get(generate(f, s, REGIMES[r])) is not None]
+        extra = [x for x in extra if store.get(x) is None]
+        extra.sort(key=lambda x: x.meta["estimated_link_packets"])
+        for i, x in enumerate(extra):
+            t = time.time()
+            try:
+                referee_record(x, store, args.timeout_s, binary)
+            except RefereeError as exc:
+                print(f"[draw {i + 1}/{len(extra)}] {x.name} FAILED: {str(exc)[-300:]}", flush=True)
+                continue
+            print(f"[draw {i + 1}/{len(extra)}] {x.transport.name} {x.name}: {time.time() - t:.0f} s", flush=True)
     # score (the scoring half only), netlab's models warmed up first so their CPU time is a solve's
     specs = model_specs()
     warm = generate(args.families[0], 1)
     predict_all(warm, specs)
     frames, infos, not_run, covered = [], [], [], []
+    draw_cells: dict = {}
+    not_replicated: list[dict] = []
     loss_cells: dict = {}
 
     def add_loss(regime, sc, rec, rows=None):
@@ -418,6 +507,18 @@ def main(argv=None) -> int:
         infos.append(info)
         covered.append(dict(scenario_coverage(sc, rec), regime=r))
         add_loss(r, sc, rec, rows)
+        if r in args.draws_regimes:
+            draws = scenario_draws(store, sc, rec, args.draws)
+            if draws is None:
+                not_replicated.append(dict(family=f, seed=s, regime=r))
+                continue
+            record.used |= {sanity.replicate(sc, k).key() for k in range(1, args.draws)}
+            mean_iter, mean_alone, count = mean_of_draws(draws)
+            cont = rows.drop_duplicates("job_id").set_index("job_id").contended
+            spread = draw_spread(draws)
+            draw_cells.setdefault((r, f), []).append((
+                rows, rescore(sc, rows, mean_iter, mean_alone), [v for j, v in spread.items() if cont.get(j, False)],
+                sum(1 for n in count.values() if n < len(draws))))
     calibration_seeds = {f: set(family_seeds(f, args.calibration_per_family, "calibration")) for f in args.families}
     for r, sc, rec in stored_family_runs(store, {r: REGIMES[r] for r in args.regimes}, args.families, "calibration"):
         if sc.meta["seed"] in calibration_seeds[sc.meta["family"]]:
@@ -445,6 +546,7 @@ def main(argv=None) -> int:
         issue_now=ISSUE_NOW,
         sanity=sanity_out,
         results=summarise(rows, infos),
+        scoring_mean_of_draws=draws_section(draw_cells, not_replicated, args.draws),
         speed=speed_summary(infos),
         coverage=dict(note="per regime, family and half: scenarios run; jobs; contended jobs (sharing a directed "
                            "link with another job: what the scores are over); heavy jobs (contended, slowed >= 2x "
