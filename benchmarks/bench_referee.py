@@ -338,21 +338,25 @@ def draws_cell(parts: list[tuple], regime: str, n_draws: int) -> dict:
 def draws_section(cells: dict, not_replicated: list[dict], n_draws: int) -> dict:
     """``scoring_mean_of_draws``: per regime and family (and per regime over the families here) the scoring half
     scored against its original single draw and against the per-job mean of ``n_draws`` draws (:func:`draws_cell`);
-    ``cells``: (regime, family) -> list of per-scenario parts."""
+    ``all``: over the families whose every scored scenario has its draws. ``cells``: (regime, family) -> list of
+    per-scenario parts."""
     out: dict = dict(note=(
         "scoring half, regimes of DRAW_REGIMES: each scenario run again with other compute-jitter draws "
         "(sanity.replicate, cached in referee_runs); per (regime, family) the same scenarios scored against the "
         "original draw (single_draw: what families scores, the figure comparable with earlier sessions) and "
         "against the per-job mean of the draws' iteration and alone times (mean_of_draws: heavy by the mean's "
         "slowdown); models unchanged, nothing fitted on this half; spread: per contended job |draw 2 / draw 1 - 1| "
-        "(max over later draws); all: over the families listed here only"),
+        "(max over later draws); all: over the families whose every scored seed has its draws (listed in it); "
+        "a family with seeds_without_draws is shown but left out of all"),
         draws_per_scenario=n_draws, not_replicated=not_replicated, results={})
     for regime in sorted({r for r, _ in cells}):
         per = {f: dict(draws_cell(parts, regime, n_draws),
                        seeds_without_draws=[d["seed"] for d in not_replicated if (d["regime"], d["family"]) == (r, f)])
                for (r, f), parts in sorted(cells.items()) if r == regime}
-        per["all"] = draws_cell([p for (r, _), parts in sorted(cells.items()) if r == regime for p in parts],
-                                regime, n_draws)
+        whole = [f for f, c in per.items() if not c["seeds_without_draws"]]  # families with every scored seed drawn
+        if whole:
+            per["all"] = dict(draws_cell([p for f in whole for p in cells[(regime, f)]], regime, n_draws),
+                              families=whole)
         out["results"][regime] = per
     return out
 

@@ -110,4 +110,7 @@ def test_the_benchmark_cell_scores_both_ways_and_the_spread_by_hand(chain):
     section = bench.draws_section({("dctcp", "chain"): [(single, rescore(chain, single, it, al), spread, 0)]},
                                   [dict(family="chain", seed=5, regime="dctcp")], 2)
     assert section["results"]["dctcp"]["chain"]["seeds_without_draws"] == [5]
+    assert "all" not in section["results"]["dctcp"]  # chain lacks seed 5's draw: not pooled
+    section = bench.draws_section({("dctcp", "chain"): [(single, rescore(chain, single, it, al), spread, 0)]}, [], 2)
     assert section["results"]["dctcp"]["all"]["models"]["m"] == cell["models"]["m"]
+    assert section["results"]["dctcp"]["all"]["families"] == ["chain"]
