@@ -69,8 +69,8 @@ def links_frame(topology, t0, t1, link, load, over) -> pd.DataFrame:
     """The per-link table from column arrays (link ids index ``topology``'s links).
 
     The table takes the arrays as its columns (``copy=False``; the callers pass arrays made for it): pandas
-    otherwise stacks the six float columns into one new block, a copy that cost 0.67 s CPU of the 2.5 s this
-    table takes on full Philly (7.5M rows); the values and dtypes are the same either way."""
+    otherwise stacks the six float columns into one new block, a copy of the whole table (millions of rows
+    on a long trace) for the same values and dtypes."""
     import pandas as pd
 
     cap = topology.link_capacity_gbps[link]

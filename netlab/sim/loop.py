@@ -35,9 +35,9 @@ class KernelLoop(Mechanism):
 
         Arrivals in submit order are armed one at a time, each when the one before it arrives, with the sequence
         numbers they would have had armed all at once (:meth:`Kernel.reserve`): the events run in the same order,
-        but the kernel's heap holds the running set's events and one arrival, not every job of the trace
-        (82,247 on full Philly), so each event's push and pop walk a shallower heap (``heappop`` was 3% of a
-        full-Philly run). Arrivals out of submit order are armed all at once, as before.
+        but the kernel's heap holds the running set's events and one arrival, not every job of the trace, so
+        each event's push and pop walk a heap as deep as the running set, not the trace. Arrivals out of submit
+        order are armed all at once.
         """
         self.kernel, self.scheduler = kernel, scheduler
         self._pass_pending = False

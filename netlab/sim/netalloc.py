@@ -40,13 +40,13 @@ def rerouted(topology, zoo, js: JobState, alloc: NetAllocation, memo: dict | Non
     """``js``'s demand built again with ``alloc`` (its paths; the fabric's ECMP where ``paths`` is None).
 
     ``memo`` (a dict the caller keeps for one run on one topology): a network policy moves a trace's jobs
-    between a few path choices of the same host sets thousands of times (Crux on Philly's first 20k jobs: 23k
-    re-routes and 12k starts with a path choice), and a path choice changes only the route (links, flows per
-    link, the rate alone there) of the demand the job already has on its placement. So the placement's flows
-    (``job_flows``) and each choice's route are memoised, the route found as ``build_demand`` finds it
-    (``Topology.route`` with the paths), and the rest (bytes, compute, overlap, intra-host time, pattern cap,
-    steps) copied from the job's demand: the values ``build_demand`` gives. A path choice of None (hash ECMP
-    keys flows by job id), or one of the wrong length (``build_demand`` refuses it), takes ``build_demand``."""
+    between a few path choices of the same host sets thousands of times, and a path choice changes only the
+    route (links, flows per link, the rate alone there) of the demand the job already has on its placement.
+    So the placement's flows (``job_flows``) and each choice's route are memoised, the route found as
+    ``build_demand`` finds it (``Topology.route`` with the paths), and the rest (bytes, compute, overlap,
+    intra-host time, pattern cap, steps) copied from the job's demand: the values ``build_demand`` gives. A
+    path choice of None (hash ECMP keys flows by job id), or one of the wrong length (``build_demand`` refuses
+    it), takes ``build_demand``."""
     p, old = js.placement, js.demand
     if memo is None or alloc.paths is None:
         return _built(topology, zoo, js, alloc)

@@ -326,7 +326,7 @@ class CruxPolicy(NetworkPolicy):
     def _decide(self, view, seq: list, prev: list, margin: float, classes: int):
         """:func:`_decide` over the jobs ``seq`` in that order, with their last picks ``prev`` (-1: none). Each
         job's flows go in packed (:attr:`_Flows.packed`): three concatenations a call instead of six (a call
-        decides ~70 jobs of ~240 flows on Philly, thousands of times a run)."""
+        decides tens of jobs, thousands of times a run)."""
         packed, secs, n_flows, intensity = zip(*[(j.flows.packed, j.flows.secs, len(j.flows.n_paths), j.intensity)
                                                  for j in seq])
         return _decide_packed(np.concatenate(packed), np.concatenate(secs), np.array(n_flows, dtype=np.int64),
