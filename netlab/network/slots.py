@@ -10,9 +10,10 @@ the jobs whose times moved. A freed row is reused (last freed, first reused).
 
 The table also keeps, per link, the joined rows on it (a doubly linked list
 of nodes, one node per link of a joined row, updated as rows join and leave),
-so finding a component walks its own links and rows: on 131,072 GPUs a change
-reaches tens of rows of a table of thousands, and the sweep over every row it
-replaced cost ~1.4 ms of a ~4.6 ms re-solve. The nodes live in blocks, one per
+so finding a component walks its own links and rows, at a cost in proportion
+to the component rather than to the whole table (where a component is a large
+share of the running jobs, as on a busy rail fabric, the two cost about the
+same). The nodes live in blocks, one per
 row (kept when the row is reused), not in a column per link of every row: the
 index costs memory in proportion to the joined jobs' links, not to rows x the
 widest job.
