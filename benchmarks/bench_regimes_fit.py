@@ -103,11 +103,20 @@ TARGET = dict(median_ape=0.05, p90_ape=0.15, heavy_median_signed=0.05)
 #: ``--model-checks``: the registered regime models (``{}``) and one-parameter departures from them, scored through
 #: the models' own solves (the fit's grid adds its tails and cuts after solves at other points)
 MODEL_CHECKS = {"dcqcn": [{}, {"goodput_k": 0.1}, {"goodput_k": 0.15}, {"stretch": 0.1}, {"alpha": 0.0}],
-                "dctcp": [{}, {"lead": 2.0}, {"cut_k": 0.0}, {"alpha": 0.25, "goodput_k": 0.3, "cut_k": 0.0},
-                          {"alpha": 0.5, "cut_k": 2.0}, {"slow_k": 0.1}, {"slow_k": 0.2, "cut_k": 0.0}],
+                "dctcp": [{}, {"lead": 2.0}, {"cut_k": 0.0}, {"alpha": 0.375, "goodput_k": 0.1, "cut_k": 0.5},
+                          {"alpha": 0.25, "goodput_k": 0.3, "cut_k": 0.0}, {"alpha": 0.5, "goodput_k": 0.1, "cut_k": 2.0},
+                          {"slow_k": 0.1}, {"slow_k": 0.2, "cut_k": 0.0}],
                 "reno-shallow": [{}, {"alpha": 0.0, "goodput_k": 0.3}, {"alpha": -0.25, "goodput_k": 0.75},
                                  {"rto_k": 0.172, "alpha": 0.0, "stretch": 0.0, "goodput_k": 0.3},
                                  {"slow_k": 0.4, "stretch": 0.0}, {"slow_k": 0.2, "stretch": 0.1}]}
+
+
+#: ``--joint``: the registered model's own solve over a joint grid of the parameters the stage-wise fit sets one at a
+#: time (its alpha first, then the goodput term at that alpha, then the cut at both), where the stages' answers
+#: interact: for DCTCP the cut and the goodput term both lengthen contended jobs, so the goodput stage, run without a
+#: cut, chooses a goodput term the cut then makes too much (``joint_grid`` in ``regimes_fit.json``)
+JOINT = {"dctcp": dict(alpha=(0.125, 0.25, 0.375, 0.5), goodput_k=(0.0, 0.05, 0.1, 0.2, 0.3),
+                       cut_k=(0.0, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0))}
 
 
 def objective(s: dict) -> float:
@@ -474,29 +483,42 @@ def lumpy_check(scenarios: list[tuple], best: dict, shares: dict, buffer_packets
     return out
 
 
+def by_regime(table: dict, store: RunStore, per_family: int, only: list[str] | None):
+    """(regime name, its entry of ``table``, the regime, its calibration scenarios) for each regime of ``table``
+    (``only``: these of them)."""
+    from netlab.network.regimes import regime
+
+    for name, entry in table.items():
+        if only and name not in only:
+            continue
+        r = regime(name)
+        yield name, entry, r, calibration_scenarios(store, r.referee, per_family)
+
+
+def model_rows(scenarios: list[tuple], specs: dict) -> pd.DataFrame:
+    """compare_jobs rows of every model of ``specs`` (:func:`netlab.validate.predict.predict_all`: its own solve)
+    on every (scenario, record), with each scenario's family and oversubscription."""
+    frames = []
+    for sc, rec in scenarios:
+        ref_iter, ref_alone = record_times(rec)
+        rows = compare_jobs(sc, ref_iter, ref_alone, predict_all(sc, specs))
+        rows["family"], rows["oversub"] = sc.meta["family"], sc.meta["oversub"]
+        frames.append(rows)
+    return pd.concat(frames, ignore_index=True)
+
+
 def model_checks(store: RunStore, per_family: int, only: list[str] | None = None) -> dict:
     """Per regime of :data:`MODEL_CHECKS` (``only``: these of them): each variant of its registered model (name ->
     kwargs) scored on the calibration half as the fit scores (contended jobs, :func:`objective`); for a regime the
     testbed judges too (:data:`TESTBED_TIE_BREAK`), each variant's testbed check (``testbed``) and the worst of both
     objectives (``objective_with_testbed``)."""
-    from netlab.network.regimes import regime
     from netlab.network.tcp.params import TRANSPORT_PARAMS
 
     out = {}
-    for name, variants in MODEL_CHECKS.items():
-        if only and name not in only:
-            continue
-        r = regime(name)
-        scenarios = calibration_scenarios(store, r.referee, per_family)
+    for name, variants, r, scenarios in by_regime(MODEL_CHECKS, store, per_family, only):
         specs = {",".join(f"{k}={v:g}" for k, v in kw.items()) or r.network: (r.network, kw, "solve")
                  for kw in variants}
-        frames = []
-        for sc, rec in scenarios:
-            ref_iter, ref_alone = record_times(rec)
-            rows = compare_jobs(sc, ref_iter, ref_alone, predict_all(sc, specs))
-            rows["family"] = sc.meta["family"]
-            frames.append(rows)
-        summ = error_summary(pd.concat(frames, ignore_index=True))
+        summ = error_summary(model_rows(scenarios, specs))
         out[name] = dict(network=r.network, scenarios=len(scenarios),
                          variants={k: dict(kwargs=kw, median_ape=summ[k]["median_ape"], p90_ape=summ[k]["p90_ape"],
                                            heavy_median_signed=summ[k]["heavy_median_signed"],
@@ -514,6 +536,55 @@ def model_checks(store: RunStore, per_family: int, only: list[str] | None = None
     return out
 
 
+def joint_choice(table: list[dict]) -> dict:
+    """The best point of a joint grid (rows with ``objective`` and the grid's parameters): the smallest objective
+    (to 3 decimals), ties to the smaller cut, then the smaller goodput term, then ``alpha`` nearer 1 (the simpler
+    model, as the stage-wise fit breaks its ties)."""
+    return min(table, key=lambda x: (round(x["objective"], 3), x.get("cut_k", 0.0), x.get("goodput_k", 0.0),
+                                     abs(1.0 - x.get("alpha", 1.0))))
+
+
+def joint_grid(store: RunStore, per_family: int, only: list[str] | None = None) -> dict:
+    """Per regime of :data:`JOINT` (``only``: these of them): every point of its joint grid through the registered
+    model's own solve (its other defaults kept), scored on the calibration half as the fit scores; the registered
+    model itself (``registered``) and the best point (:func:`joint_choice`), with its per-family figures."""
+    out = {}
+    for name, grid, r, scenarios in by_regime(JOINT, store, per_family, only):
+        points = [dict(zip(grid, vals)) for vals in itertools.product(*grid.values())]
+        specs = {",".join(f"{k}={v:g}" for k, v in p.items()): (r.network, p, "solve") for p in points}
+        specs[r.network] = (r.network, {}, "solve")
+        rows = model_rows(scenarios, specs)
+        summ = error_summary(rows)
+        by_family = {f: error_summary(d) for f, d in rows.groupby("family")}
+        by_oversub = {f"{o:g}:1": error_summary(d) for o, d in rows.groupby("oversub")}
+
+        def scored(key, extra):
+            s = summ[key]
+            return dict(extra, median_ape=s["median_ape"], p90_ape=s["p90_ape"], max_ape=s["max_ape"],
+                        heavy_median_signed=s["heavy_median_signed"], n_contended=s["n_contended"],
+                        n_heavy=s["n_heavy"], objective=objective(s))
+
+        def detail(key):
+            return {group: {g: dict(median_ape=v[key]["median_ape"], p90_ape=v[key]["p90_ape"],
+                                    heavy_median_signed=v[key]["heavy_median_signed"],
+                                    n_contended=v[key]["n_contended"]) for g, v in parts.items()}
+                    for group, parts in (("per_family", by_family), ("per_oversub", by_oversub))}
+
+        table = [scored(k, p) for k, p in zip(specs, points)]
+        best = joint_choice(table)
+        best_key = ",".join(f"{k}={v:g}" for k, v in best.items() if k in grid)
+        out[name] = dict(network=r.network, scenarios=len(scenarios), grid=grid, table=table,
+                         registered=dict(scored(r.network, {}), **detail(r.network)),
+                         best=dict(best, **detail(best_key)),
+                         rule="the registered model's own solve at every grid point, other defaults kept; best: "
+                              "joint_choice (smallest objective, ties to the smaller cut, goodput term, alpha nearer 1)")
+        reg, b = out[name]["registered"], out[name]["best"]
+        print(f"{name}: registered {reg['median_ape']:.3f}/{reg['p90_ape']:.3f}/{reg['heavy_median_signed']:+.3f} "
+              f"obj {reg['objective']:.3f}; joint best {best_key} {b['median_ape']:.3f}/{b['p90_ape']:.3f}/"
+              f"{b['heavy_median_signed']:+.3f} obj {b['objective']:.3f}", flush=True)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs-dir", default=str(RESULTS / "referee_runs"))
@@ -523,16 +594,20 @@ def main(argv=None) -> int:
     ap.add_argument("--model-checks", action="store_true",
                     help="only score the registered models and MODEL_CHECKS' variants (of --regimes, if given); add "
                          "them to --out")
+    ap.add_argument("--joint", action="store_true",
+                    help="only score JOINT's grids through the registered models' own solves (of --regimes, if given); "
+                         "add them to --out as joint_grid")
     args = ap.parse_args(argv)
     t0 = time.time()
     store = RunStore(args.runs_dir)
-    if args.model_checks:
-        doc = json.loads(Path(args.out).read_text())
-        kept = {k: v for k, v in doc.get("model_checks", {}).items() if args.regimes and k not in args.regimes}
-        doc["model_checks"] = dict(kept, **model_checks(store, args.per_family, args.regimes))
-        write_json(args.out, doc)
-        print(f"wrote {args.out} ({time.time() - t0:.0f} s)")
-        return 0
+    for flag, key, run in (("joint", "joint_grid", joint_grid), ("model_checks", "model_checks", model_checks)):
+        if getattr(args, flag):  # one section of --out re-scored (of --regimes, if given), the rest kept
+            doc = json.loads(Path(args.out).read_text())
+            kept = {k: v for k, v in doc.get(key, {}).items() if args.regimes and k not in args.regimes}
+            doc[key] = dict(kept, **run(store, args.per_family, args.regimes))
+            write_json(args.out, doc)
+            print(f"wrote {args.out} ({time.time() - t0:.0f} s)")
+            return 0
     grid = [dict(alpha=a, lead=ld) for a, ld in itertools.product(ALPHAS, LEADS)]
     out, checked = {}, {}
     if args.regimes and Path(args.out).exists():  # the regimes not fitted now keep their last fit and model checks
@@ -649,6 +724,8 @@ def main(argv=None) -> int:
                   f"{x['median_ape']:.3f}/"
                   f"{x['p90_ape']:.3f}/{x['max_ape']:.3f} heavy {x['heavy_median_signed']} obj {x['objective']:.2f}",
                   flush=True)
+    # the joint grids (--joint) are kept as they were: a fit does not re-run them
+    joint = json.loads(Path(args.out).read_text()).get("joint_grid") if Path(args.out).exists() else None
     # every regime's choice, also those kept from --out: a partial run used to write no testbed check at all
     chosen = {r: v["chosen"] for r, v in out.items() if "chosen" in v}
     checks = {}
@@ -671,6 +748,7 @@ def main(argv=None) -> int:
                                                   "the objective"),
                               objective="max(median/5%, p90/15%, |heavy bias|/5%)",
                               regimes=out, **({"model_checks": checked} if checked else {}),
+                              **({"joint_grid": joint} if joint else {}),
                               wall_s=time.time() - t0))
     print(f"wrote {args.out} ({time.time() - t0:.0f} s)")
     return 0

@@ -34,6 +34,15 @@ components (2tier-large 2 and 32), which a term that only adds time cannot
 reach, and where the lossy transports' referee runs are themselves p90
 13-29% apart from run to run (``referee.json``, ``sanity.noise``). So
 ``slow_k`` is 0 for every transport.
+
+Nor does the stall help inside the mean-field fixed point (a prototype on the calibration half, not kept): a job waiting for its
+slowest flow leaves its links idle part of every step, so with its presence on the links (its duty) and its own
+time both taken as (1 + stall) x its network time, its neighbours would get more. It raises every job's prediction
+by about the same (+1.5 to +3.5% per job at slow_k 0.4, over- and under-predicted jobs alike: the small jobs' own
+stalls outweigh what their neighbours leave), and the calibration objective rises in both lossy regimes at every
+slow_k tried; with alpha, the goodput term and the cut or stretch refitted around it, DCTCP is still best without
+it and shallow Reno within 1% either way (at a higher median APE). The presence half
+alone (no time added) does lower the over-predicted jobs most, but pulls the heavy jobs' bias to -8 to -14% (slow_k 0.4-0.8).
 """
 
 from __future__ import annotations
