@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from netlab.policies import NETWORK_POLICIES, PlacementPolicy
-from netlab.policies.network.crux import (PATH_MARGIN, _decide_packed, _pick_paths, compress, contention,
-                                         gpu_intensity)
+from netlab.policies.network.crux import (PATH_MARGIN, _decide_slots, _Flows, _pick_paths,
+                                         compress, contention, gpu_intensity)
+from netlab.policies.network.decided import DecidedTable
 from netlab.sched import Placement, PolicyError
 from netlab.sim import SimConfig, Simulator
 from netlab.topology import load_topology
@@ -83,29 +84,80 @@ def test_a_flow_keeps_its_path_unless_another_beats_it_by_the_margin():
 
 
 
-def _packed(*jobs):
-    """``_decide_packed``'s arrays for jobs given as lists of flows (each as ``_flat`` takes it)."""
-    parts = [_flat(*flows) for flows in jobs]
-    packed = np.concatenate([np.concatenate([n, h, links]) for n, h, links, _ in parts])
-    return packed, np.concatenate([secs for *_, secs in parts]), np.array([len(n) for n, *_ in parts])
+def _slots(*jobs, intensity, picks=None):
+    """Jobs given as lists of flows (each as ``_flat`` takes it) in the slots of a ``DecidedTable`` (with their
+    ``intensity`` and, if given, their ``picks`` per job): the table, the slots and ``_decide_slots``' arrays."""
+    t = DecidedTable()
+    slots = np.array([t.add(_flows(*flows), i) for flows, i in zip(jobs, intensity)])
+    for s, p in zip(slots, picks or []):
+        t.picks_of(s)[:] = p
+    return t, slots, (t.packed, t.secs, t.picks, t.pk_off, t.sec_off, t.pick_off, t.n_flows, t.n_entries,
+                      t.intensity)
 
 
-def test_packed_jobs_decide_as_the_flat_flows_do():
-    # the margin example above, as two jobs of one flow each (packed: n_paths, hops, links job after job).
+def test_jobs_in_table_slots_decide_as_the_flat_flows_do():
+    # the margin example above, as two jobs of one flow each (in table slots: n_paths, hops, links job after job).
     # Flow 1 alone on its path 1 (links 1, 3): no link shared, one class; kept on path 0 (within the margin of
     # 1.04 s against 1.0 s) it shares link 0 with job 0, whose intensity (3) weighs the edge: two classes leave
     # nothing inside, job 0 first
     base, near = [[(0, 1.0)]], [[(0, 0.04)]]
     alt = [[(0, 1.0), (2, 0.5)], [(1, 1.0), (3, 0.5)]]
-    intensity = np.array([3.0, 1.0])
-    picks, classes = _decide_packed(*_packed([base], [alt]), np.array([-1, -1]), PATH_MARGIN, 4, intensity, 8)
-    assert picks.tolist() == [0, 1] and classes.tolist() == [0, 0]
-    picks, classes = _decide_packed(*_packed([near], [alt]), np.array([-1, 0]), PATH_MARGIN, 4, intensity, 8)
-    assert picks.tolist() == [0, 0] and classes.tolist() == [0, 1]
-    # a job of two flows (the base flow, then the alternatives) packs its flows together: the same picks as flat
-    picks, classes = _decide_packed(*_packed([base, alt]), np.array([-1, -1]), PATH_MARGIN, 4, intensity[:1], 8)
+    t, slots, args = _slots([base], [alt], intensity=[3.0, 1.0])
+    moved, classes = _decide_slots(slots, *args, PATH_MARGIN, 4, 8, 0)
+    assert [t.picks_of(s).tolist() for s in slots] == [[0], [1]] and classes.tolist() == [0, 0]
+    t, slots, args = _slots([near], [alt], intensity=[3.0, 1.0], picks=[[-1], [0]])
+    moved, classes = _decide_slots(slots, *args, PATH_MARGIN, 4, 8, 0)
+    assert [t.picks_of(s).tolist() for s in slots] == [[0], [0]] and classes.tolist() == [0, 1]
+    assert moved.tolist() == [True, False]  # job 0 from no path (-1) to path 0; job 1 kept its path 0
+    # a job of two flows (the base flow, then the alternatives) keeps its flows together: the same picks as flat
+    t, slots, args = _slots([base, alt], intensity=[3.0])
+    _, classes = _decide_slots(slots, *args, PATH_MARGIN, 4, 8, 0)
     flat, _ = _pick_paths(*_flat(base, alt), np.array([-1, -1]), PATH_MARGIN, 4, np.array([0, 0]), 0)
-    assert picks.tolist() == flat.tolist() == [0, 1] and classes.tolist() == [0]
+    assert t.picks_of(slots[0]).tolist() == flat.tolist() == [0, 1] and classes.tolist() == [0]
+
+
+def _flows(*flows):
+    """A ``_Flows`` for a job given as lists of flows (each as ``_flat`` takes it)."""
+    n, h, links, secs = _flat(*flows)
+    return _Flows(n, h, links, secs, np.concatenate([n, h, links]))
+
+
+def test_table_slots_keep_their_picks_and_are_written_from_the_position_asked():
+    # the margin example of test_jobs_in_table_slots_decide_as_the_flat_flows_do, its two jobs. Decided
+    # afresh in the order (job 0, job 1) with no picks yet: job 1 takes path 1 (1.0 s against 2.0 s), both move
+    # (from -1), no link shared: one class. Its picks stay in the table: decided again with job 0 now at 0.04 s
+    # (near), job 1 keeps path 1 (it is the best); fitted in with an infinite margin and only the second job's
+    # picks written (write_from 1), the first keeps its table picks whatever it would pick
+    base, near = [[(0, 1.0)]], [[(0, 0.04)]]
+    alt = [[(0, 1.0), (2, 0.5)], [(1, 1.0), (3, 0.5)]]
+    t = DecidedTable(slots=1, pool=2)  # grown and rebuilt on the way
+    s0, s1 = t.add(_flows(base), 3.0), t.add(_flows(alt), 1.0)
+    assert t.picks_of(s0).tolist() == [-1] and t.cls[s1] == -1
+    args = (t.packed, t.secs, t.picks, t.pk_off, t.sec_off, t.pick_off, t.n_flows, t.n_entries, t.intensity)
+    moved, classes = _decide_slots(np.array([s0, s1]), *args, PATH_MARGIN, 4, 8, 0)
+    assert [t.picks_of(s0).tolist(), t.picks_of(s1).tolist()] == [[0], [1]]
+    assert moved.tolist() == [True, True] and classes.tolist() == [0, 0]
+    # a third job (near, on link 0 only) in a new slot; the table is rebuilt around the live slots
+    t.remove(s0)
+    s2 = t.add(_flows(near), 3.0)
+    t.picks_of(s2)[:] = 0
+    big = t.add(_flows(alt, alt, alt), 0.5)  # the pools are full: rebuilt from the live slots, picks kept
+    assert [t.picks_of(s).tolist() for s in (s1, s2, big)] == [[1], [0], [-1, -1, -1]]
+    # job 0's region dropped: slot by slot, s2 (job 0's slot again: 1 + 1 + 1 link) from 0, s1 (1 + 1 + 2 x 2
+    # links) from 3, the new job from 9 (before the rebuild s2 sat at 9, after job 0 and s1)
+    assert (s2, s1) == (s0, 1) and [t.pk_off[s] for s in (s2, s1, big)] == [0, 3, 9]
+    t.remove(big)
+    args = (t.packed, t.secs, t.picks, t.pk_off, t.sec_off, t.pick_off, t.n_flows, t.n_entries, t.intensity)
+    moved, _ = _decide_slots(np.array([s2, s1]), *args, PATH_MARGIN, 4, 8, 0)
+    assert t.picks_of(s1).tolist() == [1] and moved.tolist() == [False, False]
+    # job 1 set back on path 0 (1.04 s behind near against 1.0 s on path 1) and decided with no margin: it
+    # moves to path 1, but with nothing written from position 2 on its table pick stays 0; written from 1: 1
+    t.picks_of(s1)[:] = 0
+    moved, _ = _decide_slots(np.array([s2, s1]), *args, 0.0, 4, 0, 2)
+    assert t.picks_of(s1).tolist() == [0] and moved.tolist() == [False, True]
+    moved, _ = _decide_slots(np.array([s2, s1]), *args, 0.0, 4, 0, 1)
+    assert t.picks_of(s1).tolist() == [1] and moved.tolist() == [False, True]
+
 
 # Two racks of two one-GPU hosts, two spines, hash ECMP: 50 Gbit/s per ToR-spine link (see test_netpolicy.py).
 TOPO = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=1,oversub=2,spines=2,ecmp=hash")

@@ -59,6 +59,7 @@ from ...sched import NetAllocation
 from ...sched.allocation import PRIORITY_CLASSES
 from ...sched.routes import job_flows
 from ..base import NETWORK_POLICIES, NetworkPolicy
+from .decided import DecidedTable
 
 GBIT = 1e9
 #: a flow moves off its path only to one that finishes it this much sooner (a fraction of the seconds on its
@@ -160,9 +161,11 @@ class CruxPolicy(NetworkPolicy):
         self._paths: dict = {}
         self._flows: dict = {}  # (model, pattern, hosts, gpus) -> _Flows
         self._jobs: dict = {}  # job id -> _Job of the jobs decided on (its placement, order key, flows)
-        self._picks: dict = {}  # job id -> the path index of each of its flows last decided
         self._order: list = []  # the decided jobs' _Job, highest intensity first
         self._keys: list = []  # their order keys (the same order, for bisect)
+        self._slot_order: list = []  # their slots in the table (the same order)
+        self._table = DecidedTable()  # their flows, last path picks and classes (decided.py)
+        self._allocs: dict = {}  # (class, paths) -> the NetAllocation handed out for them
         self._last: dict = {}  # the last decision
         self._seen: dict = {}  # job id -> the placement it was running on at the last call
         self._decided_s = -np.inf  # when the running jobs were last decided afresh
@@ -190,9 +193,10 @@ class CruxPolicy(NetworkPolicy):
             n_paths = np.array([c.shape[0] for c in cands], dtype=np.int64)
             hops = np.array([c.shape[1] for c in cands], dtype=np.int64)
             links = np.concatenate([c.ravel() for c in cands])
-            flows = _Flows(n_paths, hops, links,
-                           np.concatenate([(d.flow_bytes * 8 * w / (cap[c] * GBIT)).ravel()
-                                           for c, w in zip(cands, fweights)]),
+            # seconds per hop entry: each entry's flow weight repeated over its flow's entries, the same
+            # operations per entry as flow by flow (bytes x 8 x weight / (capacity x 1e9))
+            w = np.repeat(np.asarray(fweights, dtype=float), n_paths * hops)
+            flows = _Flows(n_paths, hops, links, d.flow_bytes * 8 * w / (cap[links] * GBIT),
                            np.concatenate([n_paths, hops, links]))
             if len(self._flows) >= 100_000:  # bounded, as the topology's route memos
                 self._flows.clear()
@@ -238,7 +242,7 @@ class CruxPolicy(NetworkPolicy):
         last = self._last
         for jid in gone:
             self._drop(jid)
-        added = set()
+        added = []
         for jid, js in started:
             if jid in self._jobs:  # restarted elsewhere since the last call
                 self._drop(jid)
@@ -246,7 +250,8 @@ class CruxPolicy(NetworkPolicy):
             at = bisect.bisect(self._keys, j.key)
             self._keys.insert(at, j.key)
             self._order.insert(at, j)
-            added.add(jid)
+            self._slot_order.insert(at, self._table.add(j.flows, j.intensity))
+            added.append(j)
         jobs = self._order
         if not jobs:
             self._last = {}
@@ -257,64 +262,59 @@ class CruxPolicy(NetworkPolicy):
             return dict(out)
         if fresh:
             self._decided_s = view.now
-            return self._afresh(view, jobs, added, last)
+            return self._afresh(view, jobs, last)
         return self._fit_in(view, jobs, added, last)
 
     def _drop(self, jid: int) -> None:
         """Forget a decided job (it stopped, or restarted elsewhere)."""
         j = self._jobs.pop(jid)
         at = bisect.bisect_left(self._keys, j.key)
-        del self._keys[at], self._order[at]
-        self._picks.pop(jid, None)
+        self._table.remove(self._slot_order[at])
+        del self._keys[at], self._order[at], self._slot_order[at]
 
-    def _afresh(self, view, jobs: list, added: set, last: dict) -> dict:
-        """Every job decided afresh (steps 1-3): paths with :data:`PATH_MARGIN` from the last picks, classes."""
-        picks_of = self._picks
-        prev = [picks_of.get(j.key[1]) for j in jobs]
-        prev = [np.full(len(j.flows.n_paths), -1, dtype=np.int64) if p is None else p for j, p in zip(jobs, prev)]
-        picks, classes = self._decide(view, jobs, prev, PATH_MARGIN, self.classes if self.priorities else 0)
-        n_flows = [len(j.flows.n_paths) for j in jobs]
-        starts = np.cumsum([0, *n_flows[:-1]])
-        moved = np.logical_or.reduceat(picks != np.concatenate(prev), starts)
-        old_class = np.array([-1 if (a := last.get(j.key[1])) is None or j.key[1] in added else a.priority
-                              for j in jobs])
+    def _afresh(self, view, jobs: list, last: dict) -> dict:
+        """Every job decided afresh (steps 1-3): paths with :data:`PATH_MARGIN` from the last picks (none for a
+        job added since: picks -1, class -1 in the table), classes."""
+        t = self._table
+        order = np.array(self._slot_order, dtype=np.int64)
+        moved, classes = _decide_slots(order, t.packed, t.secs, t.picks, t.pk_off, t.sec_off, t.pick_off, t.n_flows,
+                                       t.n_entries, t.intensity, PATH_MARGIN, view.topology.n_links,
+                                       self.classes if self.priorities else 0, 0)
+        changed = np.flatnonzero(moved | (classes != t.cls[order])).tolist()
+        t.cls[order] = classes
         out = dict(last)
-        for i in np.flatnonzero(moved | (classes != old_class)).tolist():
+        for i in changed:
             j = jobs[i]
             jid = j.key[1]
-            p = picks[starts[i]:starts[i] + n_flows[i]].copy()
-            picks_of[jid] = p
-            out[jid] = self._allocation(j, p, int(classes[i]), last.get(jid))
+            out[jid] = self._allocation(j, t.picks_of(order[i]), int(classes[i]), last.get(jid))
         return self._done(out, jobs)
 
-    def _fit_in(self, view, jobs: list, added: set, last: dict) -> dict:
-        """The jobs that started since are fitted in: the running ones keep their paths and classes and go first
-        (an infinite margin), so a started job's flows see every running job's load; a started job takes the
-        class of the job just above it in intensity (class 0 if none)."""
-        picks_of = self._picks
-        new = [j for j in jobs if j.key[1] in added]
-        if any(j.multi for j in new):
-            seq = [j for j in jobs if j.key[1] not in added] + new
-            prev = [picks_of[j.key[1]] if j.key[1] not in added else
-                    np.full(len(j.flows.n_paths), -1, dtype=np.int64) for j in seq]
-            picks, _ = self._decide(view, seq, prev, np.inf, 0)
-            at = sum(len(j.flows.n_paths) for j in seq[:len(seq) - len(new)])
-            mine = {}
-            for j in new:
-                nf = len(j.flows.n_paths)
-                mine[j.key[1]] = picks[at:at + nf].copy()
-                at += nf
+    def _fit_in(self, view, jobs: list, added: list, last: dict) -> dict:
+        """The jobs that started since (``added``) are fitted in: the running ones keep their paths and classes
+        and go first (an infinite margin), so a started job's flows see every running job's load; a started job
+        takes the class of the job just above it in intensity (class 0 if none)."""
+        t = self._table
+        order = np.array(self._slot_order, dtype=np.int64)
+        new = t.cls[order] < 0  # (in intensity order)
+        if any(j.multi for j in added):
+            seq = np.concatenate((order[~new], order[new]))
+            _decide_slots(seq, t.packed, t.secs, t.picks, t.pk_off, t.sec_off, t.pick_off, t.n_flows, t.n_entries,
+                          t.intensity, np.inf, view.topology.n_links, 0, len(order) - int(new.sum()))
         else:  # no path to pick
-            mine = {j.key[1]: np.zeros(len(j.flows.n_paths), np.int64) for j in new}
+            for s in order[new].tolist():
+                t.picks_of(s)[:] = 0
+        at = np.flatnonzero(new)
+        if self.priorities:  # the class of the nearest job above that was decided before (0 if none)
+            above = np.maximum.accumulate(np.where(new, -1, np.arange(len(order))))[at]
+            classes = np.where(above >= 0, t.cls[order[np.maximum(above, 0)]], 0)
+        else:
+            classes = np.zeros(len(at), dtype=np.int64)
+        t.cls[order[at]] = classes
         out = dict(last)
-        above = 0
-        for j in jobs:  # in intensity order
+        for i, c in zip(at.tolist(), classes.tolist()):
+            j = jobs[i]
             jid = j.key[1]
-            if jid not in added:
-                above = last[jid].priority
-                continue
-            p = picks_of[jid] = mine[jid]
-            out[jid] = self._allocation(j, p, above if self.priorities else 0, last.get(jid))
+            out[jid] = self._allocation(j, t.picks_of(order[i]), c, last.get(jid))
         return self._done(out, jobs)
 
     def _done(self, out: dict, jobs: list) -> dict:
@@ -323,23 +323,21 @@ class CruxPolicy(NetworkPolicy):
         out = self._last = {j.key[1]: out[j.key[1]] for j in jobs}
         return dict(out)
 
-    def _decide(self, view, seq: list, prev: list, margin: float, classes: int):
-        """:func:`_decide` over the jobs ``seq`` in that order, with their last picks ``prev`` (-1: none). Each
-        job's flows go in packed (:attr:`_Flows.packed`): three concatenations a call instead of six (a call
-        decides tens of jobs, thousands of times a run)."""
-        packed, secs, n_flows, intensity = zip(*[(j.flows.packed, j.flows.secs, len(j.flows.n_paths), j.intensity)
-                                                 for j in seq])
-        return _decide_packed(np.concatenate(packed), np.concatenate(secs), np.array(n_flows, dtype=np.int64),
-                              np.concatenate(prev), margin, view.topology.n_links, np.array(intensity), classes)
-
-    @staticmethod
-    def _allocation(j: _Job, picks: np.ndarray, c: int, old: NetAllocation | None) -> NetAllocation:
-        """A job's allocation from its path picks and class, the old one again if they are its."""
+    def _allocation(self, j: _Job, picks: np.ndarray, c: int, old: NetAllocation | None) -> NetAllocation:
+        """A job's allocation from its path picks and class, the old one again if they are its. Allocations are
+        immutable and a run hands out the same few (class, paths) again and again: one object each, memoised
+        (a new one checks every field, a cost per class change or re-route)."""
         # a job whose every flow has one path keeps the fabric's routing (the same links): nothing to re-route
         paths = tuple(picks.tolist()) if j.multi else None
         if old is not None and old.priority == c and old.paths == paths:
             return old
-        return NetAllocation(priority=c, paths=paths)
+        key = (c, paths)
+        hit = self._allocs.get(key)
+        if hit is None:
+            if len(self._allocs) >= 100_000:  # bounded, as the route memos
+                self._allocs.clear()
+            hit = self._allocs[key] = NetAllocation(priority=c, paths=paths)
+        return hit
 
 
 @NETWORK_POLICIES.register("crux-paths")
@@ -360,7 +358,7 @@ def contention(share: np.ndarray, intensity: list[float]) -> np.ndarray:
 class _Flows(NamedTuple):
     """A job's flows for :func:`_pick_paths`: flow ``f`` has ``n_paths[f]`` equal-cost paths of ``hops[f]`` links
     each; ``links`` and ``secs`` (seconds of its traffic on that link per iteration) list them path by path, flow
-    by flow; ``packed``: ``n_paths``, ``hops`` and ``links`` one after the other (what :func:`_decide_packed`
+    by flow; ``packed``: ``n_paths``, ``hops`` and ``links`` one after the other (what :func:`_decide_slots`
     unpacks)."""
 
     n_paths: np.ndarray
@@ -383,32 +381,6 @@ class _Job(NamedTuple):
     intensity: float
     flows: _Flows
     multi: bool  # some flow has a choice of paths
-
-
-@njit(cache=True)
-def _decide_packed(packed, secs, n_flows, prev, margin, n_links, intensity, classes):  # pragma: no cover
-    """:func:`_decide` of jobs whose flows come packed (:attr:`_Flows.packed`, job after job; ``n_flows``: each
-    job's flows): unpacked into the flat arrays first."""
-    total = n_flows.sum()
-    n_paths = np.empty(total, dtype=np.int64)
-    hops = np.empty(total, dtype=np.int64)
-    flow_job = np.empty(total, dtype=np.int64)
-    links = np.empty(len(packed) - 2 * total, dtype=np.int64)
-    at, f, e = 0, 0, 0
-    for i in range(len(n_flows)):
-        nf = n_flows[i]
-        n_hops = 0
-        for k in range(nf):
-            n_paths[f + k] = packed[at + k]
-            hops[f + k] = packed[at + nf + k]
-            flow_job[f + k] = i
-            n_hops += packed[at + k] * packed[at + nf + k]
-        for k in range(n_hops):
-            links[e + k] = packed[at + 2 * nf + k]
-        at += 2 * nf + n_hops
-        f += nf
-        e += n_hops
-    return _decide(n_paths, hops, links, secs, prev, margin, n_links, flow_job, intensity, classes)
 
 
 @njit(cache=True)
@@ -475,3 +447,51 @@ def _pick_paths(n_paths, hops, links, secs, prev, margin, n_links, flow_job, n_j
                 share[on_job[order[a]], on_job[order[b]]] = True
         i = j
     return picks, share
+
+
+@njit(cache=True)
+def _decide_slots(seq, packed, secs_pool, picks, pk_off, sec_off, pick_off, n_flows, n_entries, intensity_of,
+                  margin, n_links, classes, write_from):  # pragma: no cover  (compiled; tested through CruxPolicy)
+    """:func:`_decide` of the jobs in the table slots ``seq`` (``decided.DecidedTable``'s arrays), in that order,
+    with their picks in the table as the last ones (-1: none). The new picks of the jobs from position
+    ``write_from`` on are written into the table; returns whether each job's picks moved, and the classes."""
+    n = len(seq)
+    total_f, total_e = 0, 0
+    for i in range(n):
+        total_f += n_flows[seq[i]]
+        total_e += n_entries[seq[i]]
+    n_paths = np.empty(total_f, dtype=np.int64)
+    hops = np.empty(total_f, dtype=np.int64)
+    flow_job = np.empty(total_f, dtype=np.int64)
+    prev = np.empty(total_f, dtype=np.int64)
+    links = np.empty(total_e, dtype=np.int64)
+    secs = np.empty(total_e)
+    intensity = np.empty(n)
+    f, e = 0, 0
+    for i in range(n):
+        s = seq[i]
+        nf, ne, a, b, c = n_flows[s], n_entries[s], pk_off[s], sec_off[s], pick_off[s]
+        for k in range(nf):
+            n_paths[f + k] = packed[a + k]
+            hops[f + k] = packed[a + nf + k]
+            flow_job[f + k] = i
+            prev[f + k] = picks[c + k]
+        for k in range(ne):
+            links[e + k] = packed[a + 2 * nf + k]
+            secs[e + k] = secs_pool[b + k]
+        intensity[i] = intensity_of[s]
+        f += nf
+        e += ne
+    new, cls = _decide(n_paths, hops, links, secs, prev, margin, n_links, flow_job, intensity, classes)
+    moved = np.zeros(n, dtype=np.bool_)
+    f = 0
+    for i in range(n):
+        s = seq[i]
+        c = pick_off[s]
+        for k in range(n_flows[s]):
+            if new[f + k] != prev[f + k]:
+                moved[i] = True
+            if i >= write_from:
+                picks[c + k] = new[f + k]
+        f += n_flows[s]
+    return moved, cls
