@@ -45,22 +45,22 @@ from netlab.traces import load_trace  # noqa: E402
 TOL = MF_TOL  # the fixed point's tolerance
 
 
-def capture(n_jobs: int, every: int) -> tuple[list[tuple], dict]:
-    """Every ``every``-th incremental re-solve whose component has more than ``max_exact_jobs`` jobs, its
-    inputs copied (now, link capacities, entries, jobs); and the run's mean-field counts by name."""
-    calls, seen, models = [], [0], []
+def replay(n_jobs: int, every: int, take) -> dict:
+    """Run the first ``n_jobs`` of Philly under ``tcp`` and call ``take(model, now_s, comp)`` before every
+    ``every``-th incremental re-solve whose component has more than ``max_exact_jobs`` jobs (``comp``: the
+    component, found as the re-solve finds it); the run's mean-field counts by name."""
+    seen, models = [0], []
     resolve = TcpNetwork.resolve
 
     def spy(self, now_s):
         if not models:
             models.append(self)
-        links, t = self._links, self._slots.rows
-        comp = component(self._touched.copy(), t, self._offered > links.capacity_gbps * (1 + 1e-9))
+        comp = component(self._touched.copy(), self._slots.rows,
+                         self._offered > self._links.capacity_gbps * (1 + 1e-9))
         if len(comp.rows) > self.params.max_exact_jobs:
             seen[0] += 1
             if seen[0] % every == 0:
-                entries = Entries(*(np.copy(x) for x in comp.entries))
-                calls.append((now_s, links.capacity_gbps[comp.links].copy(), entries, jobs_at(t, comp.rows)))
+                take(self, now_s, comp)
         return resolve(self, now_s)
 
     TcpNetwork.resolve = spy
@@ -68,7 +68,20 @@ def capture(n_jobs: int, every: int) -> tuple[list[tuple], dict]:
         philly_run(load_trace("philly", seed=0), n_jobs, network="tcp")
     finally:
         TcpNetwork.resolve = resolve
-    return calls, models[0].mean_field_stats()
+    return models[0].mean_field_stats()
+
+
+def capture(n_jobs: int, every: int) -> tuple[list[tuple], dict]:
+    """Every ``every``-th incremental re-solve whose component has more than ``max_exact_jobs`` jobs, its
+    inputs copied (now, link capacities, entries, jobs); and the run's mean-field counts by name."""
+    calls = []
+
+    def take(model, now_s, comp):
+        entries = Entries(*(np.copy(x) for x in comp.entries))
+        calls.append((now_s, model._links.capacity_gbps[comp.links].copy(), entries,
+                      jobs_at(model._slots.rows, comp.rows)))
+
+    return calls, replay(n_jobs, every, take)
 
 
 def _solve(model: TcpNetwork, now_s, cap_link, e, jobs) -> np.ndarray:

@@ -98,6 +98,18 @@ def mean_field(e: Entries, cap_link, jobs: MeanFieldJobs, rate0, max_iter=MF_MAX
     the iteration settles on those a full pass checks it (the result is a fixed point over every link, as
     before; a link that has come to limit someone makes the check move, and the live set is formed again).
     About a fifth less work at the same fixed point (``margin = inf``: every link in every pass).
+
+    Why a plain damped iteration, not an accelerated one: at the fixed point the undamped map's Jacobian (in
+    log rates) has a zero diagonal (a job's own term does not move its own level), a few eigenvalue pairs
+    near the imaginary axis of modulus about 1 (pulls of opposite sign: a competitor held back elsewhere takes
+    more of a link as its rate rises, one at the level takes less, its duty falling), which the damping must
+    hold, and the others small; and it is far from normal (singular values in the tens: an error in the jobs
+    that fill a link reaches the jobs left its remainder amplified).
+    Anderson acceleration, two-step iterations and constant steps other than a half save an eighth of the
+    iterations at best, and a pass is cheap enough (a few microseconds) that what they add per iteration
+    (logarithms, least squares) costs as much or more; Newton's method needs a third of the iterations, but
+    one dense solve of the component's size costs several passes. ``benchmarks/bench_mean_field_accel.py``
+    measures it (``mean_field_accel.json``).
     """
     job, link, weight = e.job, e.link, e.weight
     cap_job, phi, gbit, pre_s, tail_s = jobs.cap_gbps, jobs.weight, jobs.gbit, jobs.pre_s, jobs.tail_s
