@@ -91,6 +91,19 @@ def test_a_setup_that_wins_on_average_names_its_losing_seed():
     assert vs.cause.startswith("seed 10 only (0.800x): running:")
 
 
+def test_one_losing_seed_that_pulls_the_mean_of_ratios_below_1_is_named_not_the_means_gain():
+    # seed 10: host 100 s, CASSINI 125 s (0.8x); seed 11 ten times longer: host 1000 s, CASSINI 50 + 850 = 900 s
+    # (1.111x). Mean of ratios (0.8 + 1.111) / 2 = 0.956 < 1, but mean JCTs 550 s host vs 512.5 s CASSINI: the
+    # means' cause would read -38 s per job, a gain; the losing seed's own cause (+25 s) is given instead.
+    scaled = [{k: v * 10 if k in ("avg_jct_s", "avg_wait_s", "avg_run_s", "avg_net_s", "p99_jct_s") else v
+               for k, v in r.items()} for r in losing_run(11, "dcqcn", 5.0, 85.0)]
+    runs = pd.DataFrame(losing_run(10, "dcqcn", 12.0, 113.0) + scaled)
+    vs = repro.cassini_vs_host(repro.cassini_table(runs)).iloc[0]
+    assert vs.ratio == pytest.approx((0.8 + 1000 / 900) / 2) and vs.seeds_below_1 == 1
+    assert vs.cause.startswith("seed 10 only (0.800x; the seed mean of ratios is below 1, the seeds' mean average "
+                               "JCT is not: -38 s per job): running: average JCT +25 s per job")
+
+
 def test_every_claim_row_names_a_registered_regime_and_the_papers_regime():
     runs = pd.DataFrame(losing_run(10, "dcqcn", 12.0, 113.0) + losing_run(10, "reno-deep", 5.0, 75.0)[:3])
     claims = repro.cassini_claims(repro.cassini_summary(repro.cassini_table(runs)))
