@@ -68,6 +68,11 @@ def _materialise() -> None:
 
 def _swap(numba) -> None:
     global _numba
+    from numba.core import caching
+
+    from .numba_cache import install_locator
+
+    install_locator(caching)  # before any dispatcher exists: a kernel's cache stamp covers the kernels it calls
     _numba = numba
     for kernel in _pending:
         kernel.dispatcher = numba.njit(**kernel.options)(kernel.py_func)

@@ -26,10 +26,22 @@ functions then cache there too, in their own subfolders.
 imported (numba chooses a function's cache locator when it is decorated); it does not
 import numba (about a second on a loaded machine), but updates numba's config when
 numba was imported first.
+
+numba stamps each cache entry with its *own* source file only, but a compiled kernel
+carries the kernels it calls (and the constants it reads) from other files: after an
+edit of ``mean_field.py``, the cached ``resolve_touched`` of ``incremental.py`` would
+still run the old mean field, with no error, in a source checkout. So
+:func:`install_locator` (called by :mod:`netlab.jit` when numba is first imported)
+puts a locator in front of numba's own for netlab's files: the same cache folder as
+numba would choose, stamped also with one hash of every kernel module's text
+(:func:`kernels_stamp`), so an edit of any kernel module recompiles every kernel.
+A constant a kernel reads from a module that declares no kernel is not in the hash.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -70,3 +82,61 @@ def configure(environ=os.environ, package_dir: Path = PACKAGE_DIR) -> Path | Non
     if config is not None and environ is os.environ:  # numba came first: its config read the environment already
         config.CACHE_DIR = str(where)
     return where
+
+
+def kernel_sources(package_dir: Path = PACKAGE_DIR) -> list[Path]:
+    """The package's modules that declare compiled kernels (their text names ``njit``), in path order."""
+    return sorted(p for p in package_dir.rglob("*.py") if b"njit" in p.read_bytes())
+
+
+@functools.lru_cache(maxsize=None)
+def kernels_stamp(package_dir: Path = PACKAGE_DIR) -> str:
+    """One hash of every kernel module's path and text: what each netlab cache entry is stamped with, beside
+    numba's stamp of its own file."""
+    digest = hashlib.sha256()
+    for path in kernel_sources(package_dir):
+        digest.update(str(path.relative_to(package_dir)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def install_locator(caching, package_dir: Path = PACKAGE_DIR) -> type:
+    """Put a cache locator for ``package_dir``'s kernels first in numba's list (``caching``: the module
+    ``numba.core.caching``); returns its class. Idempotent. It wraps the locator numba would have chosen
+    (same folder, same disambiguator) and adds :func:`kernels_stamp` to its source stamp."""
+    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # renamed in numba 0.61
+    for cls in impl._locator_classes:
+        if getattr(cls, "package_dir", None) == package_dir:
+            return cls
+    numba_own = list(impl._locator_classes)
+
+    class PackageLocator(caching._CacheLocator):
+        """numba's own locator for a file of ``package_dir``, stamped with every kernel module's hash too."""
+
+        def __init__(self, inner):
+            self._inner = inner
+
+        def ensure_cache_path(self):
+            self._inner.ensure_cache_path()
+
+        def get_cache_path(self):
+            return self._inner.get_cache_path()
+
+        def get_source_stamp(self):
+            return self._inner.get_source_stamp(), kernels_stamp(package_dir)
+
+        def get_disambiguator(self):
+            return self._inner.get_disambiguator()
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if not Path(py_file).resolve().is_relative_to(package_dir):
+                return None
+            for other in numba_own:
+                inner = other.from_function(py_func, py_file)
+                if inner is not None:
+                    return cls(inner)
+            return None
+
+    PackageLocator.package_dir = package_dir
+    impl._locator_classes.insert(0, PackageLocator)
+    return PackageLocator

@@ -89,3 +89,46 @@ def test_an_installed_copy_caches_outside_site_packages_and_the_editable_install
     assert "tiresias" in policies.stdout and "tcp" in policies.stdout
     where = _run([python, "-c", "import netlab, netlab.network; print(netlab.__file__)"], env, tmp_path)
     assert where.stdout.strip() == str(src / "netlab" / "__init__.py")
+
+
+CALLER = "from numba import njit\nfrom callee import g\n\n\n@njit(cache=True)\ndef f():\n    return g() + 10\n"
+CALLEE = "from numba import njit\n\n\n@njit(cache=True)\ndef g():\n    return {value}\n"
+RUN = ("import sys\nfrom pathlib import Path\nfrom numba.core import caching\n"
+       "from netlab.numba_cache import install_locator\n"
+       "install_locator(caching, Path(sys.argv[1]).resolve())\n"
+       "sys.path.insert(0, sys.argv[1])\nfrom caller import f\nprint(f())\n")
+
+
+def test_an_edited_callee_recompiles_its_cached_caller(tmp_path):
+    """numba stamps a cache entry with its own file only: the caller's entry, compiled with the callee inside,
+    would survive the callee's edit. The package locator stamps it with every kernel module's text too."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "caller.py").write_text(CALLER)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run() -> str:
+        return subprocess.run([sys.executable, "-c", RUN, str(package)], env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    (package / "callee.py").write_text(CALLEE.format(value=1))
+    assert run() == "11"
+    assert list((tmp_path / "cache").rglob("caller.f-*.nbi"))  # the caller's entry is on disk
+    (package / "callee.py").write_text(CALLEE.format(value=2))
+    assert run() == "12"
+
+
+def test_the_kernels_stamp_follows_kernel_modules_only(tmp_path):
+    from netlab.numba_cache import kernel_sources, kernels_stamp
+
+    (tmp_path / "a.py").write_text("from numba import njit\n")
+    (tmp_path / "plain.py").write_text("X = 1\n")
+    assert kernel_sources(tmp_path) == [tmp_path / "a.py"]
+    before = kernels_stamp(tmp_path)
+    kernels_stamp.cache_clear()
+    (tmp_path / "plain.py").write_text("X = 2\n")
+    assert kernels_stamp(tmp_path) == before
+    kernels_stamp.cache_clear()
+    (tmp_path / "a.py").write_text("from numba import njit  # edited\n")
+    assert kernels_stamp(tmp_path) != before
+    kernels_stamp.cache_clear()
