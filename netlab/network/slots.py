@@ -59,14 +59,14 @@ class Rows(NamedTuple):
     anchor_s: np.ndarray  # tcp: one of its iterations started then (NaN: no phase state)
     period_s: np.ndarray  # tcp: its period since
     anchor_phase: np.ndarray  # tcp: the policy's phase when it was anchored (a new one re-anchors it)
-    member: np.ndarray  # bool scratch of :func:`component_at` (all False between calls)
+    member: np.ndarray  # bool scratch of the component walk (all False between calls)
     node_base: np.ndarray  # int64: the row's block of nodes (node of ``links[row, k]``: node_base + k; -1: none)
     node_cap: np.ndarray  # int64: its block's size
     node_row: np.ndarray  # int32 per node: its row
     node_next: np.ndarray  # int32 per node: the next node on its link's list (-1: none)
     node_prev: np.ndarray  # int32 per node: the one before (-1: none, the list's head)
     link_head: np.ndarray  # int64 per link: the first node on its list (-1: no joined row)
-    link_seen: np.ndarray  # bool per link: scratch of :func:`component_at` (all False between calls)
+    link_seen: np.ndarray  # bool per link: scratch of the component walk (all False between calls)
     link_local: np.ndarray  # int64 per link: scratch of :func:`first_met_table` (all -1 between calls)
 
 
@@ -327,12 +327,68 @@ def component_at(seeds, touched, t: Rows, couple) -> Component:
 
     ``seeds``: the touched links (repeats allowed); ``touched`` may hold more, but only coupling links of the
     component (what an earlier call widened it to). ``touched`` is widened in place to every coupling link of
-    the component. A walk from the seeds: each link met gives its joined rows (the table's per-link lists),
-    each new row its coupling links, until nothing new is met: the least set of rows on a touched link whose
-    coupling links are all touched, as a sweep over every row until nothing changes would find it, at a cost
-    in proportion to the component. Rows come in row order, links in the order first met: the order every sum
-    over them is taken in.
+    the component (:func:`component_rows`). Rows come in row order, links in the order first met: the order
+    every sum over them is taken in.
     """
+    rows = component_rows(seeds, touched, t, couple)
+    nnz = 0
+    for r in rows:
+        nnz += t.n_links[r]
+    job, glink, weight = np.empty(nnz, np.int64), np.empty(nnz, np.int64), np.empty(nnz)
+    e = 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for k in range(t.n_links[r]):
+            job[e], glink[e], weight[e] = i, t.links[r, k], t.weights[r, k]
+            e += 1
+    link, comp_links = first_met_table(glink, t.link_local)
+    return Component(rows, comp_links, Entries(job, link, weight))
+
+
+@njit(**JIT)
+def component_kept_at(seeds, touched, t: Rows, couple, keep):
+    """:func:`component_at` with entries only on the ``keep`` links (per link), and every link of the
+    component's rows apart: (component, all links). The component's ``links`` are the kept ones, in the order
+    first met, as are ``all links`` (the ``links`` :func:`component_at` gives: the same ids in the same order).
+
+    Why: a solve that reads only some links (``tcp`` reads the links that can bind) need not have entries on
+    the others; on a busy rail fabric a component's rows have a few percent of their job x link pairs on
+    links that can bind, and building and renumbering the rest cost more than the solve."""
+    rows = component_rows(seeds, touched, t, couple)
+    nnz = n_all = 0
+    for r in rows:
+        for k in range(t.n_links[r]):
+            g = t.links[r, k]
+            if keep[g]:
+                nnz += 1
+            if not t.link_seen[g]:  # every link once, in the order first met (the scratch reset below)
+                t.link_seen[g] = True
+                n_all += 1
+    all_links = np.empty(n_all, np.int64)
+    job, glink, weight = np.empty(nnz, np.int64), np.empty(nnz, np.int64), np.empty(nnz)
+    e = n = 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for k in range(t.n_links[r]):
+            g = t.links[r, k]
+            if t.link_seen[g]:
+                t.link_seen[g] = False
+                all_links[n] = g
+                n += 1
+            if keep[g]:
+                job[e], glink[e], weight[e] = i, g, t.weights[r, k]
+                e += 1
+    link, comp_links = first_met_table(glink, t.link_local)
+    return Component(rows, comp_links, Entries(job, link, weight)), all_links
+
+
+@njit(**JIT)
+def component_rows(seeds, touched, t: Rows, couple):
+    """The component's rows, in row order (see :func:`component_at`). A walk from the seeds: each link met
+    gives its joined rows (the table's per-link lists), each new row its coupling links, until nothing new is
+    met: the least set of rows on a touched link whose coupling links are all touched, as a sweep over every
+    row until nothing changes would find it, at a cost in proportion to the component. ``touched`` widened in
+    place to every coupling link of the component."""
     n_index = t.link_head.shape[0]
     queue = np.empty(seeds.shape[0] + 1024, np.int64)  # links met, to walk (grown inline: a call per push costs
     n_queue = 0  # more than the walk)
@@ -370,19 +426,9 @@ def component_at(seeds, touched, t: Rows, couple) -> Component:
     for i in range(n_queue):
         t.link_seen[queue[i]] = False
     rows = np.sort(found[:n_found])
-    nnz = 0
     for r in rows:
         t.member[r] = False
-        nnz += t.n_links[r]
-    job, glink, weight = np.empty(nnz, np.int64), np.empty(nnz, np.int64), np.empty(nnz)
-    e = 0
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        for k in range(t.n_links[r]):
-            job[e], glink[e], weight[e] = i, t.links[r, k], t.weights[r, k]
-            e += 1
-    link, comp_links = first_met_table(glink, t.link_local)
-    return Component(rows, comp_links, Entries(job, link, weight))
+    return rows
 
 
 @njit(**JIT)

@@ -7,7 +7,11 @@ their times and phase state, so their relative phases persist. Whether a link
 can bind follows from ``offered``, per link the sum of its jobs' isolated
 rates, kept up to date as jobs join and leave, and so does the mask of the
 links that can bind (:func:`update_binding`, on the links a change moves):
-a re-solve reads the mask instead of testing every link of the fabric.
+a re-solve reads the mask instead of testing every link of the fabric. The
+solve itself reads only the component's links that bind in it: the entries
+on other links are left out as the component is built (those that cannot
+bind in any solve, :func:`update_binding`'s ``may_bind``) and after its own
+binding test (:func:`binding_part`), with the same result.
 
 A job's time-averaged load on each of its links is its bytes per iteration
 over its period, whatever the sharing, so loads are kept per row
@@ -21,7 +25,7 @@ import numpy as np
 from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..links import LinkArrays
-from ..slots import Component, Rows, component_at, jobs_at
+from ..slots import Component, Entries, Rows, component_at, component_kept_at, jobs_at
 from .components import Solved
 from .mean_field import MeanFieldCounts
 from .solve import SolveCode, solve_unless_exact
@@ -35,53 +39,115 @@ def binding_component(seeds, touched, t: Rows, binding) -> Component:
 
 
 @njit(**JIT)
-def update_binding(binding, links, offered, capacity):
-    """Whether each of ``links`` can bind now (``offered`` above its capacity), into the ``binding`` mask."""
+def binding_component_kept(seeds, touched, t: Rows, binding, may_bind):
+    """:func:`binding_component` with entries only on the links that ``may_bind``, and every link of its rows
+    apart (:func:`~netlab.network.slots.component_kept_at`): (component, all links)."""
+    return component_kept_at(seeds, touched, t, binding, may_bind)
+
+
+@njit(**JIT)
+def update_binding(binding, may_bind, links, offered, capacity, jobs):
+    """Whether each of ``links`` can bind now (``offered`` above its capacity), into the ``binding`` mask, and
+    whether a solve of any component may find it binding, into ``may_bind``: a binding link, or one with two
+    jobs or more (``jobs``: running jobs per link) whose offered load is within 1e-6 of its capacity.
+
+    Why ``may_bind``: a solve tests each link of its component on the component's own sum
+    (:func:`binding_part`), a sum over some of the link's jobs, so it may differ from ``offered`` (kept by
+    adding and subtracting as jobs come and go) by rounding, about 1e-16 of the sums' size per operation, far
+    below 1e-6. A link with one job never binds in a solve: a job's isolated rate is the least of its links'
+    capacity / flows (``demand.py``), so its flows there offer at most the capacity, to rounding. Entries on
+    other links are left out of the solve (:func:`~netlab.network.slots.component_kept_at`): with them out,
+    the solve's own test keeps exactly the links it kept before."""
     for g in links:
         binding[g] = offered[g] > capacity[g] * (1 + 1e-9)
+        may_bind[g] = binding[g] or (jobs[g] >= 2 and offered[g] > capacity[g] * (1 - 1e-6))
 
 
 @njit(**JIT)
-def resolve_touched(now_s, touched, seeds, t: Rows, links: LinkArrays, binding, max_exact, alpha, rtol,
+def binding_part(comp: Component, cap_link, t: Rows):
+    """The entries of ``comp`` (built with entries on every link that may bind, or on every link) on the links
+    that can bind in its solve (``cap_link``: per link of the component),
+    their links renumbered in the same order, and which of the component's links they are (``kept``):
+    (entries, kept).
+
+    Why: a solve reads a job's links only where they can bind (every job on the link at its isolated, capped
+    rate at once would exceed the capacity): the offered sums, the union of jobs into components and the mean
+    field's claims are over binding links, and a non-binding link gets no overload or queue. On a busy rail
+    fabric a large job has thousands of links of which few can bind (its NIC links carry only its own flows,
+    most others are far from full), so the solve's passes run over a small part of its entries. Exact: the test is
+    :func:`~netlab.network.tcp.components.binding_components`' own (the same products summed in the same
+    order), so the solve finds the same binding links and, on them, the same entries in the same order."""
+    e = comp.entries
+    m = comp.links.shape[0]
+    offered = np.zeros(m)
+    for x in range(e.job.shape[0]):
+        r = comp.rows[e.job[x]]
+        offered[e.link[x]] += e.weight[x] * min(t.rate_cap_gbps[r], t.iso_rate_gbps[r])
+    local = np.full(m, -1, np.int64)
+    kept = np.empty(m, np.int64)
+    n_kept = 0
+    for b in range(m):
+        if offered[b] > cap_link[b] * (1.0 + 1e-9):
+            local[b], kept[n_kept] = n_kept, b
+            n_kept += 1
+    n_e = 0
+    for x in range(e.job.shape[0]):
+        if local[e.link[x]] >= 0:
+            n_e += 1
+    job, link, weight = np.empty(n_e, np.int64), np.empty(n_e, np.int64), np.empty(n_e)
+    k = 0
+    for x in range(e.job.shape[0]):
+        if local[e.link[x]] >= 0:
+            job[k], link[k], weight[k] = e.job[x], local[e.link[x]], e.weight[x]
+            k += 1
+    return Entries(job, link, weight), kept[:n_kept].copy()
+
+
+@njit(**JIT)
+def resolve_touched(now_s, touched, seeds, t: Rows, links: LinkArrays, binding, may_bind, max_exact, alpha, rtol,
                     counts: MeanFieldCounts):
     """The component of the ``touched`` links (``seeds``: their ids, with repeats; ``touched`` widened in place;
-    ``binding``: the links that can bind) solved
-    and written back, when no part of it is for the exact simulation: (code, job ids, iteration s, comm s of
-    the jobs whose time moved, the component's links), the code a :class:`SolveCode` value. ``EXACT_NEEDED``:
-    nothing written; the caller solves the component (:func:`binding_component` again) and calls
-    :func:`write_back`. Named tuples or plain ones (``jit.py``)."""
+    ``binding``: the links that can bind; ``may_bind``: those a solve may find binding, :func:`update_binding`)
+    solved and written back, when no part of it is for the exact simulation: (code, job ids, iteration s, comm
+    s of the jobs whose time moved, the component (entries on ``may_bind`` links), every link of its rows, its
+    entries on links that bind in its solve and which of its links those are (:func:`binding_part`)), the code
+    a :class:`SolveCode` value. ``EXACT_NEEDED``: nothing written; the caller solves the component's binding
+    part (returned, so that it is not found a second time) and calls :func:`write_back`. Named tuples or plain
+    ones (``jit.py``)."""
     t, links, counts = Rows(*t), LinkArrays(*links), MeanFieldCounts(*counts)
-    comp = binding_component(seeds, touched, t, binding)
+    comp, all_links = binding_component_kept(seeds, touched, t, binding, may_bind)
     none_i, none_f = np.empty(0, np.int64), np.empty(0)
     if comp.rows.shape[0] == 0:
-        return SolveCode.NOTHING.value, none_i, none_f, none_f, comp.links
-    code, out = solve_unless_exact(now_s, comp.entries, links.capacity_gbps[comp.links], jobs_at(t, comp.rows), t,
-                                   comp.rows, max_exact, alpha, counts)
+        return SolveCode.NOTHING.value, none_i, none_f, none_f, comp, all_links, comp.entries, none_i
+    cap = links.capacity_gbps[comp.links]
+    sub, kept = binding_part(comp, cap, t)
+    code, out = solve_unless_exact(now_s, sub, cap[kept], jobs_at(t, comp.rows), t, comp.rows, max_exact, alpha,
+                                   counts)
     if code == SolveCode.EXACT_NEEDED:
-        return code.value, none_i, none_f, none_f, comp.links
-    ids, it, comm = write_back(touched, seeds, comp, out, rtol, t, links)
-    return code.value, ids, it, comm, comp.links
+        return code.value, none_i, none_f, none_f, comp, all_links, sub, kept
+    ids, it, comm = write_back(touched, seeds, comp, all_links, kept, out, rtol, t, links)
+    return code.value, ids, it, comm, comp, all_links, sub, kept
 
 
 @njit(**JIT)
-def write_back(touched, seeds, comp: Component, out: Solved, rtol, t: Rows, links: LinkArrays):
-    """A component's solve into the links and rows, in place: the links' overload and queue (touched links
-    cleared first), and the rows whose iteration time moved (their time and loads); those rows' (job id,
-    iteration s, comm s).
+def write_back(touched, seeds, comp: Component, all_links, kept, out: Solved, rtol, t: Rows, links: LinkArrays):
+    """A component's solve into the links and rows, in place: the links' overload and queue (``out``'s per link
+    of ``comp.links[kept]``, the links the solve read; the other links of its rows, ``all_links``, cannot bind in
+    it and get none: cleared, as the seeds, the links the changes touched), and the rows whose iteration time
+    moved (their time and loads); those rows' (job id, iteration s, comm s).
 
-    The touched links are the ``seeds`` (the links the changes touched) and those the component widened them
-    to, all among its links: they are cleared by id, not by a pass over every link of the fabric.
+    The links are cleared by id, not by a pass over every link of the fabric.
 
     A fixed point converges to a tolerance, so unaffected jobs' times wobble by about that much: only a
     change beyond ``rtol`` moves a job (and its completion); the others keep their time.
     """
     for g in seeds:
         links.overload_gbps[g] = links.queue_frac[g] = 0.0
-    for g in comp.links:
-        if touched[g]:
-            links.overload_gbps[g] = links.queue_frac[g] = 0.0
-    for b in range(comp.links.shape[0]):
-        links.overload_gbps[comp.links[b]], links.queue_frac[comp.links[b]] = out.overload_gbps[b], out.queue_frac[b]
+    for g in all_links:
+        links.overload_gbps[g] = links.queue_frac[g] = 0.0
+    for b in range(kept.shape[0]):
+        g = comp.links[kept[b]]
+        links.overload_gbps[g], links.queue_frac[g] = out.overload_gbps[b], out.queue_frac[b]
     rows, it = comp.rows, out.iter_s
     moved = np.zeros(rows.shape[0], np.bool_)
     for a in range(rows.shape[0]):

@@ -163,6 +163,7 @@ class TcpNetwork(NetworkModel):
         self._demands: dict[int, CommDemand] = {}
         self._offered = np.zeros(n)  # per link: every job on it at its isolated rate at once
         self._binding = np.zeros(n, dtype=bool)  # per link: it can bind (offered above capacity)
+        self._may_bind = np.zeros(n, dtype=bool)  # per link: a solve may find it binding (incremental.py)
         # per link: what a binding link delivers (goodput.py), kept where offered and flows change
         self._capacity_eff = links.capacity_gbps.copy()
         self._touched_links: list[np.ndarray] = []  # the links set in _touched, by change
@@ -196,7 +197,7 @@ class TcpNetwork(NetworkModel):
     def _moved(self, ids: np.ndarray) -> None:
         """The offered load (and flows) on links ``ids`` moved: whether they can bind, and what they deliver."""
         cap, p = self._links.capacity_gbps, self.params
-        update_binding(self._binding, ids, self._offered, cap)
+        update_binding(self._binding, self._may_bind, ids, self._offered, cap, self._links.jobs)
         if p.goodput_k:
             self._capacity_eff[ids] = effective_capacity(cap[ids], self._flows[ids], self._offered[ids], p.goodput_k,
                                                          p.buffer_packets)
@@ -255,28 +256,27 @@ class TcpNetwork(NetworkModel):
             comp = binding_component(seeds, self._touched, t, self._binding)
             code = SolveCode.EXACT_NEEDED if len(comp.rows) else SolveCode.NOTHING
             ids = it = comm = np.empty(0)
-            comp_links = comp.links
-        else:
-            code, ids, it, comm, comp_links = resolve_touched(now_s, self._touched, seeds, tuple(t), tuple(arrays),
-                                                              self._binding, p.max_exact_jobs, p.alpha, REPORT_RTOL,
-                                                              tuple(self.counts))
+            all_links, sub, kept = comp.links, comp.entries, np.arange(len(comp.links))  # the cores read every link
+        else:  # (the component and its binding part come back for the exact path: not found a second time)
+            code, ids, it, comm, comp, all_links, sub, kept = resolve_touched(
+                now_s, self._touched, seeds, tuple(t), tuple(arrays), self._binding, self._may_bind,
+                p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts))
         if code == SolveCode.EXACT_NEEDED:
-            if not p.phase_cores:  # (with phase cores the component was found above)
-                comp = binding_component(seeds, self._touched, t, self._binding)
             blind = np.zeros(len(comp.rows), dtype=bool)
-            out, exact, mean_field = solve_component(now_s, comp.entries, arrays.capacity_gbps[comp.links],
+            out, exact, mean_field = solve_component(now_s, sub, arrays.capacity_gbps[comp.links[kept]],
                                                      jobs_at(t, comp.rows), t, comp.rows, p, self.counts, blind,
                                                      self._core_cache)
             self.exact_solves += exact
             self.mean_field_solves += mean_field
-            ids, it, comm = write_back(self._touched, seeds, comp, out, REPORT_RTOL, t, links.arrays())
+            ids, it, comm = write_back(self._touched, seeds, comp, all_links, kept, out, REPORT_RTOL, t,
+                                       links.arrays())
             phase_blind = None  # per job, below
         else:
             self.mean_field_solves += code == SolveCode.MEAN_FIELD
             phase_blind = bool(code == SolveCode.MEAN_FIELD)  # the whole component by the mean field
         self._new.clear()
         # what was written: the links the changes touched and the component's (the touched ones widened to)
-        written = np.concatenate([seeds, comp_links])
+        written = np.concatenate([seeds, all_links])
         links.mark(written)
         self._touched[written] = False
         ids = ids.tolist()
