@@ -20,13 +20,18 @@ from .decision import Placement
 class JobState:
     """A job's run-time state. Policies read it; only the scheduler writes it."""
 
-    __slots__ = ("job", "status", "placement", "first_start_s", "end_s", "remaining", "iter_s", "comm_s",
+    __slots__ = ("job", "job_id", "gpus", "submit_s", "status", "placement", "first_start_s", "end_s", "remaining", "iter_s", "comm_s",
                  "last_update_s", "progress_from_s", "attained_gpu_s", "run_s", "progress_s", "comm_time_s",
                  "preemptions", "iso_iter_s", "key", "version", "key_version", "phase", "demand", "last_start_s",
                  "allocation", "extra", "runs", "migrations", "phase_blind", "phase_blind_s")
 
     def __init__(self, job: Job, iso_iter_s: float):
         self.job = job
+        # The job's identity, size and arrival copied from it (a frozen Job: they never change): the pass reads
+        # them hundreds of thousands of times a run, a plain slot costs no property call.
+        self.job_id: int = job.job_id
+        self.gpus: int = job.gpus
+        self.submit_s: float = job.submit_s
         self.status = "pending"  # pending -> waiting -> running -> done (running <-> waiting on preemption)
         self.placement: Placement | None = None
         self.first_start_s = None
@@ -54,19 +59,6 @@ class JobState:
         self.runs: list = []  # (start_s, end_s, placement) of each run a preemption ended (the timeline draws them)
         self.phase_blind = False  # its current time came from a solve blind to phase (the network model says)
         self.phase_blind_s = 0.0  # progress time at such times
-
-    # Read-only conveniences for policies.
-    @property
-    def job_id(self) -> int:
-        return self.job.job_id
-
-    @property
-    def gpus(self) -> int:
-        return self.job.gpus
-
-    @property
-    def submit_s(self) -> float:
-        return self.job.submit_s
 
     @property
     def isolated_s(self) -> float:
