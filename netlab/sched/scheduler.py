@@ -287,16 +287,20 @@ class Scheduler:
         # the pass stops at the first job, in priority order over all sizes, that cannot start, and that
         # job may be one too big for the free GPUs.
         heads, sources = [], {}
+        free_total = mech.free_total  # nothing starts before the merge begins
         for size, items in self.waiting_by_size.items():
             if not items:
                 continue
-            if size <= mech.free_total or not backfill:
+            if size <= free_total or not backfill:
                 bound = None
+                # the whole bucket: the list's own iterator, not irange's bisection and slice (one a bucket a
+                # pass, tens of thousands of passes a run; no bucket changes during the merge)
+                it = iter(items)
             elif may_preempt and worst is not None and items[0] < (worst,):
                 bound = (worst,)
+                it = items.irange(maximum=bound, inclusive=(True, False))
             else:
                 continue
-            it = items.irange(maximum=bound, inclusive=(True, False))
             heads.append((next(it), size))
             sources[size] = (it, bound)
         if not heads:
