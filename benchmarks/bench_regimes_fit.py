@@ -104,7 +104,8 @@ TARGET = dict(median_ape=0.05, p90_ape=0.15, heavy_median_signed=0.05)
 #: the models' own solves (the fit's grid adds its tails and cuts after solves at other points)
 MODEL_CHECKS = {"dcqcn": [{}, {"goodput_k": 0.1}, {"goodput_k": 0.15}, {"stretch": 0.1}, {"alpha": 0.0}],
                 "dctcp": [{}, {"lead": 2.0}, {"cut_k": 0.0}, {"alpha": 0.375, "goodput_k": 0.1, "cut_k": 0.5},
-                          {"alpha": 0.25, "goodput_k": 0.3, "cut_k": 0.0}, {"alpha": 0.5, "goodput_k": 0.1, "cut_k": 2.0},
+                          {"alpha": 0.25, "goodput_k": 0.3, "cut_k": 0.0},
+                          {"alpha": 0.5, "goodput_k": 0.1, "cut_k": 2.0},
                           {"slow_k": 0.1}, {"slow_k": 0.2, "cut_k": 0.0}],
                 "reno-shallow": [{}, {"alpha": 0.0, "goodput_k": 0.3}, {"alpha": -0.25, "goodput_k": 0.75},
                                  {"rto_k": 0.172, "alpha": 0.0, "stretch": 0.0, "goodput_k": 0.3},

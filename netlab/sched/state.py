@@ -20,10 +20,10 @@ from .decision import Placement
 class JobState:
     """A job's run-time state. Policies read it; only the scheduler writes it."""
 
-    __slots__ = ("job", "job_id", "gpus", "submit_s", "status", "placement", "first_start_s", "end_s", "remaining", "iter_s", "comm_s",
-                 "last_update_s", "progress_from_s", "attained_gpu_s", "run_s", "progress_s", "comm_time_s",
-                 "preemptions", "iso_iter_s", "key", "version", "key_version", "phase", "demand", "last_start_s",
-                 "allocation", "extra", "runs", "migrations", "phase_blind", "phase_blind_s")
+    __slots__ = ("job", "job_id", "gpus", "submit_s", "status", "placement", "first_start_s", "end_s", "remaining",
+                 "iter_s", "comm_s", "last_update_s", "progress_from_s", "attained_gpu_s", "run_s", "progress_s",
+                 "comm_time_s", "preemptions", "iso_iter_s", "key", "version", "key_version", "phase", "demand",
+                 "last_start_s", "allocation", "extra", "runs", "migrations", "phase_blind", "phase_blind_s")
 
     def __init__(self, job: Job, iso_iter_s: float):
         self.job = job

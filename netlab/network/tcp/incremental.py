@@ -39,13 +39,6 @@ def binding_component(seeds, touched, t: Rows, binding) -> Component:
 
 
 @njit(**JIT)
-def binding_component_kept(seeds, touched, t: Rows, binding, may_bind):
-    """:func:`binding_component` with entries only on the links that ``may_bind``, and every link of its rows
-    apart (:func:`~netlab.network.slots.component_kept_at`): (component, all links)."""
-    return component_kept_at(seeds, touched, t, binding, may_bind)
-
-
-@njit(**JIT)
 def update_binding(binding, may_bind, links, offered, capacity, jobs):
     """Whether each of ``links`` can bind now (``offered`` above its capacity), into the ``binding`` mask, and
     whether a solve of any component may find it binding, into ``may_bind``: a binding link, or one with two
@@ -115,7 +108,7 @@ def resolve_touched(now_s, touched, seeds, t: Rows, links: LinkArrays, binding, 
     part (returned, so that it is not found a second time) and calls :func:`write_back`. Named tuples or plain
     ones (``jit.py``)."""
     t, links, counts = Rows(*t), LinkArrays(*links), MeanFieldCounts(*counts)
-    comp, all_links = binding_component_kept(seeds, touched, t, binding, may_bind)
+    comp, all_links = component_kept_at(seeds, touched, t, binding, may_bind)  # binding links couple its rows
     none_i, none_f = np.empty(0, np.int64), np.empty(0)
     if comp.rows.shape[0] == 0:
         return SolveCode.NOTHING.value, none_i, none_f, none_f, comp, all_links, comp.entries, none_i
