@@ -30,6 +30,12 @@ Writes ``benchmarks/results/referee.json``:
   ``--draws`` draws (:mod:`netlab.validate.draws`; the extra draws are :func:`netlab.validate.sanity.replicate`
   runs, cached like the others), per regime and family, with the draws' own spread. Models unchanged, nothing
   fitted: only the reference moves. Families whose scenarios lack the extra draws are listed, not scored.
+  ``cross_draw_heavy``: the heavy-job bias with heavy chosen on one draw and the error read on the other
+  (:func:`netlab.validate.draws.cross_heavy`): heavy is the referee's own slowdown >= 2x, so against the draw that
+  chose it a job that drew a slow run (a timeout) is under-predicted by that draw's luck alone.
+* ``calibration_draws``: the same three ways for the calibration half's scenarios that have the draws, the regimes'
+  own models as registered, over all and per oversubscription: whether the fit's misses are the referee's noise
+  (they shrink against the mean of draws) or the model's (they stay).
 * ``coverage``: how thick each of those cells is (:mod:`netlab.validate.coverage`):
   per regime, family and half, the scenarios, contended jobs, heavy jobs and
   the contention components' sizes (min / median / max jobs); the scoring
@@ -73,7 +79,7 @@ from netlab.sim.metrics import write_json
 from netlab.validate import sanity
 from netlab.validate.compare import compare_jobs, error_summary, scenario_speed
 from netlab.validate.coverage import coverage_table, scenario_coverage, stored_family_runs
-from netlab.validate.draws import draw_spread, mean_of_draws, rescore
+from netlab.validate.draws import cross_heavy, draw_spread, mean_of_draws, rescore
 from netlab.validate.families import FAMILIES, family_seeds, generate, half, scoring_seeds
 from netlab.validate.loss import job_loss_rows, loss_summary
 from netlab.validate.predict import model_specs, predict_all
@@ -96,6 +102,8 @@ NOISE_SCENARIOS = (("2tier", 7, "reno-deep"), ("2tier-overlap", 3, "reno-deep"),
 DRAW_REGIMES = ("dctcp", "reno-shallow")
 #: what the mean-of-draws section keeps per model and reference
 DRAW_KEYS = ("n_contended", "n_heavy", "median_ape", "p90_ape", "max_ape", "heavy_median_signed", "heavy_mean_signed")
+#: what the cross-draw heavy-job bias keeps per model (heavy by one draw, the error on another)
+CROSS_KEYS = ("n_heavy", "heavy_median_signed", "heavy_mean_signed")
 ISSUE_NOW = dict(source="issue 26 (ns-3 3.37, Linux Reno, drop-tail, 11 components of 9-40 jobs on 2-tier 2:1-8:1)",
                  tcp_median_ape=0.084, tcp_p90_ape=0.70, tcp_max_ape=3.18, tcp_heavy_median_signed=0.33,
                  tcp_alpha0_median_ape=0.065, tcp_alpha0_p90_ape=0.255, tcp_alpha0_heavy_signed=0.08,
@@ -315,14 +323,22 @@ def scenario_draws(store: RunStore, sc, rec: dict, n_draws: int) -> list | None:
 
 def draws_cell(parts: list[tuple], regime: str, n_draws: int) -> dict:
     """One (regime, family) cell of ``scoring_mean_of_draws`` from its scenarios' (single-draw rows, mean-of-draws
-    rows, per contended job spread, jobs with fewer draws): per model both scores (:data:`DRAW_KEYS`), the regime's
-    own model's both ways, and the draws' own spread over contended jobs."""
+    rows, per contended job spread, jobs with fewer draws[, cross-draw rows]): per model both scores
+    (:data:`DRAW_KEYS`) and, where the parts carry :func:`netlab.validate.draws.cross_heavy` rows, the heavy-job
+    bias with heavy chosen on one draw and the error read on another (``cross_draw_heavy``: without the selection
+    bias of a draw's own noise), the regime's own model's the same ways, and the draws' own spread over contended
+    jobs."""
     single = pd.concat([p[0] for p in parts], ignore_index=True)
     mean = pd.concat([p[1] for p in parts], ignore_index=True)
     spread = np.array([x for p in parts for x in p[2]])
     one, avg = error_summary(single), error_summary(mean)
     models = {m: dict(single_draw={k: one[m][k] for k in DRAW_KEYS}, mean_of_draws={k: avg[m][k] for k in DRAW_KEYS})
               for m in one}
+    crossed = [p[4] for p in parts if len(p) > 4 and not p[4].empty]
+    if crossed:  # heavy by one draw, the error on another (netlab.validate.draws.cross_heavy)
+        cross = error_summary(pd.concat(crossed, ignore_index=True))
+        for m in models:
+            models[m]["cross_draw_heavy"] = {k: cross[m][k] for k in CROSS_KEYS}
     out = dict(scenarios=len(parts), seeds=sorted(int(p[0].seed.iloc[0]) for p in parts), draws_per_scenario=n_draws,
                jobs_with_fewer_draws=int(sum(p[3] for p in parts)),
                spread=dict(n_contended=int(len(spread)), median_abs_diff=float(np.median(spread)),
@@ -332,6 +348,51 @@ def draws_cell(parts: list[tuple], regime: str, n_draws: int) -> dict:
     name = own_model(regime)
     if name in models:
         out["own_model"] = dict(model=name, **models[name])
+    return out
+
+
+def draw_parts(sc, rows: pd.DataFrame, draws: list) -> tuple:
+    """One scenario's part of a :func:`draws_cell`: ``rows`` (against the first draw), the rows against the mean of
+    ``draws``, the contended jobs' spread, the jobs with fewer draws, and the cross-draw rows (heavy by one draw,
+    scored on another: :func:`netlab.validate.draws.cross_heavy`)."""
+    mean_iter, mean_alone, count = mean_of_draws(draws)
+    cont = rows.drop_duplicates("job_id").set_index("job_id").contended
+    spread = draw_spread(draws)
+    per_draw = [rows] + [rescore(sc, rows, *d) for d in draws[1:]]
+    return (rows, rescore(sc, rows, mean_iter, mean_alone), [v for j, v in spread.items() if cont.get(j, False)],
+            sum(1 for n in count.values() if n < len(draws)), cross_heavy(per_draw))
+
+
+def calibration_draws_section(store: RunStore, regimes: list[str], families: list[str], seeds: dict, specs: dict,
+                              n_draws: int, used: set | None = None) -> dict:
+    """The calibration half's scenarios that have ``n_draws`` referee draws, scored for the regime's own model only
+    (as registered: what the fit chose on the first draws) the three ways of :func:`draws_cell`, per regime over all
+    of them and per oversubscription: whether a miss is the referee's draw-to-draw noise (it shrinks against the
+    mean of draws) or the model's (it stays). ``seeds``: family -> the calibration seeds counted; ``used``: the
+    keys of the records scored here are added to it (``--prune`` keeps them)."""
+    cells: dict = {}
+    for r, sc, rec in stored_family_runs(store, {r: REGIMES[r] for r in regimes}, families, "calibration"):
+        if sc.meta["seed"] not in seeds[sc.meta["family"]]:
+            continue
+        draws = scenario_draws(store, sc, rec, n_draws)
+        rows = own_model_errors(r, sc, rec, specs)
+        if draws is None or rows is None:
+            continue
+        if used is not None:
+            used |= {sc.key()} | {sanity.replicate(sc, k).key() for k in range(1, n_draws)}
+        rows = rows.assign(family=sc.meta["family"], seed=sc.meta["seed"], half="calibration", regime=r)
+        part = draw_parts(sc, rows, draws)
+        cells.setdefault((r, "all"), []).append(part)
+        cells.setdefault((r, f"{sc.meta['oversub']:g}:1"), []).append(part)
+    out: dict = dict(note=(
+        "calibration half (what bench_regimes_fit.py fits on), regimes of --draws-regimes, every scenario with "
+        "--draws referee draws: the regime's own model as registered scored against the first draw, the per-job "
+        "mean of the draws and heavy-by-one-draw-scored-on-another (cross_draw_heavy); all and per "
+        "oversubscription; spread as in scoring_mean_of_draws"), draws_per_scenario=n_draws, results={})
+    for (r, cell), parts in sorted(cells.items()):
+        c = draws_cell(parts, r, n_draws)
+        c["scenarios_named"] = sorted(f"{p[0].family.iloc[0]}-{int(p[0].seed.iloc[0])}" for p in parts)
+        out["results"].setdefault(r, {})[cell] = c
     return out
 
 
@@ -345,7 +406,9 @@ def draws_section(cells: dict, not_replicated: list[dict], n_draws: int) -> dict
         "(sanity.replicate, cached in referee_runs); per (regime, family) the same scenarios scored against the "
         "original draw (single_draw: what families scores, the figure comparable with earlier sessions) and "
         "against the per-job mean of the draws' iteration and alone times (mean_of_draws: heavy by the mean's "
-        "slowdown); models unchanged, nothing fitted on this half; spread: per contended job |draw 2 / draw 1 - 1| "
+        "slowdown); cross_draw_heavy: heavy by one draw, the signed error on another (both orders pooled: no "
+        "selection bias from a draw's own noise); models unchanged, nothing fitted on this half; spread: per "
+        "contended job |draw 2 / draw 1 - 1| "
         "(max over later draws); all: over the families whose every scored seed has its draws (listed in it); "
         "a family with seeds_without_draws is shown but left out of all"),
         draws_per_scenario=n_draws, not_replicated=not_replicated, results={})
@@ -517,12 +580,7 @@ def main(argv=None) -> int:
                 not_replicated.append(dict(family=f, seed=s, regime=r))
                 continue
             record.used |= {sanity.replicate(sc, k).key() for k in range(1, args.draws)}
-            mean_iter, mean_alone, count = mean_of_draws(draws)
-            cont = rows.drop_duplicates("job_id").set_index("job_id").contended
-            spread = draw_spread(draws)
-            draw_cells.setdefault((r, f), []).append((
-                rows, rescore(sc, rows, mean_iter, mean_alone), [v for j, v in spread.items() if cont.get(j, False)],
-                sum(1 for n in count.values() if n < len(draws))))
+            draw_cells.setdefault((r, f), []).append(draw_parts(sc, rows, draws))
     calibration_seeds = {f: set(family_seeds(f, args.calibration_per_family, "calibration")) for f in args.families}
     for r, sc, rec in stored_family_runs(store, {r: REGIMES[r] for r in args.regimes}, args.families, "calibration"):
         if sc.meta["seed"] in calibration_seeds[sc.meta["family"]]:
@@ -551,6 +609,9 @@ def main(argv=None) -> int:
         sanity=sanity_out,
         results=summarise(rows, infos),
         scoring_mean_of_draws=draws_section(draw_cells, not_replicated, args.draws),
+        calibration_draws=calibration_draws_section(store, [r for r in args.draws_regimes if r in args.regimes],
+                                                    args.families, calibration_seeds, specs, args.draws,
+                                                    record.used),
         speed=speed_summary(infos),
         coverage=dict(note="per regime, family and half: scenarios run; jobs; contended jobs (sharing a directed "
                            "link with another job: what the scores are over); heavy jobs (contended, slowed >= 2x "

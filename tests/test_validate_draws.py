@@ -9,7 +9,7 @@ import pytest
 
 from netlab.topology import load_topology
 from netlab.validate.compare import compare_jobs
-from netlab.validate.draws import draw_spread, mean_of_draws, rescore
+from netlab.validate.draws import cross_heavy, draw_spread, mean_of_draws, rescore
 from netlab.validate.predict import alone_iter_s
 from netlab.validate.scenario import RefereeJob, RefereeScenario
 
@@ -83,13 +83,20 @@ def _bench():
     return bench
 
 
-def test_the_benchmark_cell_scores_both_ways_and_the_spread_by_hand(chain):
-    bench = _bench()
+def _two_draws_scored(chain):
+    """Two draws of the chain (job 2 heavy in the first only, job 3 in the second only) and the rows of a model
+    predicting 2x alone for every job, against the first, labelled as a scoring-half dctcp scenario."""
     alone = {j: 0.1 for j in range(1, 6)}
     d1 = ({1: 0.1, 2: 0.25, 3: 0.18, 4: 0.15, 5: 0.1}, alone)
     d2 = ({1: 0.1, 2: 0.13, 3: 0.24, 4: 0.15, 5: 0.1}, alone)
     single = compare_jobs(chain, *d1, _model_rows(chain, 2.0))
     single["family"], single["seed"], single["half"], single["regime"] = "chain", 3, "scoring", "dctcp"
+    return d1, d2, single
+
+
+def test_the_benchmark_cell_scores_both_ways_and_the_spread_by_hand(chain):
+    bench = _bench()
+    d1, d2, single = _two_draws_scored(chain)
     it, al, n = mean_of_draws([d1, d2])
     cont = single.drop_duplicates("job_id").set_index("job_id").contended
     spread = [v for j, v in draw_spread([d1, d2]).items() if cont[j]]
@@ -114,3 +121,52 @@ def test_the_benchmark_cell_scores_both_ways_and_the_spread_by_hand(chain):
     section = bench.draws_section({("dctcp", "chain"): [(single, rescore(chain, single, it, al), spread, 0)]}, [], 2)
     assert section["results"]["dctcp"]["all"]["models"]["m"] == cell["models"]["m"]
     assert section["results"]["dctcp"]["all"]["families"] == ["chain"]
+
+
+def test_cross_heavy_chooses_on_one_draw_and_scores_on_the_other(chain):
+    alone = {j: 0.1 for j in range(1, 6)}
+    # job 2: 2.5x in draw 1 (heavy), 1.3x in draw 2; job 3: 1.8x then 2.4x (heavy in draw 2); job 4: 1.5x both
+    d1 = ({1: 0.1, 2: 0.25, 3: 0.18, 4: 0.15, 5: 0.1}, alone)
+    d2 = ({1: 0.1, 2: 0.13, 3: 0.24, 4: 0.15, 5: 0.1}, alone)
+    first = compare_jobs(chain, *d1, _model_rows(chain, 2.0))
+    second = rescore(chain, first, *d2)
+    cross = cross_heavy([first, second])
+    assert len(cross) == 2 * len(first)  # two ordered pairs, every row once in each
+    h = cross[cross.heavy & cross.contended].set_index("job_id")
+    # heavy by draw 1 (job 2) scored on draw 2: 0.2 / 0.13 - 1; heavy by draw 2 (job 3) scored on draw 1: 0.2 / 0.18 - 1
+    assert sorted(h.index) == [2, 3]
+    assert h.signed[2] == pytest.approx(0.2 / 0.13 - 1) and h.signed[3] == pytest.approx(0.2 / 0.18 - 1)
+    assert (h.chosen_by[2], h.scored_on[2], h.chosen_by[3], h.scored_on[3]) == (0, 1, 1, 0)
+    # against the draw that chose them, both look under-predicted: 0.2 / 0.25 - 1 = -0.2 and 0.2 / 0.24 - 1
+    assert first.set_index("job_id").signed[2] == pytest.approx(-0.2)
+    assert second.set_index("job_id").signed[3] == pytest.approx(0.2 / 0.24 - 1)
+    assert cross_heavy([first]).empty  # one draw: no pair
+
+
+def test_cross_heavy_a_job_one_draw_lacks_is_not_heavy_by_it(chain):
+    alone = {j: 0.1 for j in range(1, 6)}
+    d1 = ({1: 0.1, 2: 0.25, 3: 0.18, 4: 0.15, 5: 0.1}, alone)
+    d2 = ({1: 0.1, 3: 0.24, 4: 0.15, 5: 0.1}, alone)  # job 2 has no steady window in draw 2
+    first = compare_jobs(chain, *d1, _model_rows(chain, 2.0))
+    second = rescore(chain, first, *d2)
+    cross = cross_heavy([first, second])
+    two = cross[cross.job_id == 2].set_index("chosen_by")
+    assert bool(two.heavy[0]) and pd.isna(two.signed[0])  # heavy by draw 1, no error against draw 2
+    assert not bool(two.heavy[1])  # draw 2 cannot call it heavy
+
+
+def test_the_benchmark_cell_reads_the_cross_draw_heavy_bias_by_hand(chain):
+    bench = _bench()
+    d1, d2, single = _two_draws_scored(chain)
+    part = bench.draw_parts(chain, single, [d1, d2])
+    cell = bench.draws_cell([part], "dctcp", 2)
+    m = cell["models"]["m"]
+    # as before: single draw heavy job 2 at -0.2; mean heavy job 3 at 0.2 / 0.21 - 1
+    assert m["single_draw"]["heavy_median_signed"] == pytest.approx(-0.2)
+    assert m["mean_of_draws"]["heavy_median_signed"] == pytest.approx(0.2 / 0.21 - 1)
+    # cross: job 2 (heavy by draw 1) on draw 2: 0.2 / 0.13 - 1 = 0.538; job 3 (heavy by draw 2) on draw 1: 0.111
+    x = m["cross_draw_heavy"]
+    assert x["n_heavy"] == 2
+    assert x["heavy_median_signed"] == pytest.approx(((0.2 / 0.13 - 1) + (0.2 / 0.18 - 1)) / 2)
+    assert x["heavy_mean_signed"] == pytest.approx(((0.2 / 0.13 - 1) + (0.2 / 0.18 - 1)) / 2)
+    assert cell["spread"]["max_abs_diff"] == pytest.approx(0.48)  # the spread as the 4-part cell gives it

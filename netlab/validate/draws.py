@@ -8,6 +8,11 @@ draws. This module turns several draws' records into that estimate (per job: the
 time alone, over the draws that have the job), the draws' own spread, and scores the models' unchanged predictions
 against it (:func:`netlab.validate.compare.compare_jobs`, so ``heavy`` is the *mean's* slowdown >= 2x).
 
+Heavy jobs are chosen by the referee's own slowdown (>= 2x), so a job whose draw happened to be slow (a timeout,
+an unlucky window) is both chosen and, against that same draw, under-predicted: the heavy-job bias read on one draw
+carries a selection bias of the draw's own noise. :func:`cross_heavy` reads it without that: heavy by one draw,
+the error against another, independent one.
+
 Nothing here fits anything: it changes the reference a model is scored against, never a model.
 """
 
@@ -66,3 +71,26 @@ def rescore(sc: RefereeScenario, rows: pd.DataFrame, ref_iter_s: Mapping[int, fl
         if c in rows.columns:
             out[c] = rows[c].iloc[0]
     return out
+
+
+def cross_heavy(per_draw: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The heavy-job bias without its selection bias: for every ordered pair of different draws (i, k), draw ``k``'s
+    rows (:func:`compare_jobs` against draw k: its ``signed`` error) with ``heavy`` as draw ``i`` classified the job.
+
+    A job that one draw slows 2x by its noise alone is then judged against a draw whose noise is independent of the
+    choice, so the median signed error over these rows' heavy jobs measures the model, not the draw's luck. With one
+    draw there is no pair: an empty frame. ``per_draw``: one frame per draw, the same (model, job) rows in each (the
+    first draw's rows and :func:`rescore` of them against each later draw). A job a draw did not measure is not
+    heavy by it and has no error against it (NaN, left out of the medians).
+    """
+    frames = []
+    for i, chooser in enumerate(per_draw):
+        chosen = chooser[["model", "job_id", "heavy"]].rename(columns={"heavy": "heavy_by"})
+        for k, scored in enumerate(per_draw):
+            if k == i:
+                continue
+            r = scored.drop(columns="heavy").merge(chosen, on=["model", "job_id"], how="left")
+            r["heavy"] = r.pop("heavy_by").fillna(False).astype(bool)
+            r["chosen_by"], r["scored_on"] = i, k
+            frames.append(r)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
