@@ -154,6 +154,9 @@ TRANSPORT_PARAMS: dict[str, tuple[str, dict]] = {
     # objectives, at alpha 0, goodput_k 1, stretch 0.1: referee 3.4% / 21.5% / -6.5% (objective 1.44 against 1.57),
     # testbed 6.2% / 22.7% / -7.1%; not kept either: its heavy-job bias leaves the +-5% target and the testbed's mean
     # signed error is worse (-7.1% against -5.9%), for p90 gains of a flat landscape
+    # Its heavy-job bias on the scoring half (-31% against one referee draw) is the referee choosing heavy jobs on the
+    # draw it is scored against (a job that drew timeouts is both heavy and under-predicted): heavy by one draw and
+    # read on the other, +2% (referee.json scoring_mean_of_draws, cross_draw_heavy)
     "tcp-shallow": ("TCP over shallow-buffer drop-tail queues (losses, retransmission timeouts)",
                     {"alpha": -0.25, "lead": 0.0, "stretch": 0.2, "goodput_k": 0.75, "buffer_packets": 100.0,
                      "rto_k": 0.0, "core_alpha": None}),
@@ -169,6 +172,11 @@ TRANSPORT_PARAMS: dict[str, tuple[str, dict]] = {
     # overlapped 8:1 scenarios every job's window at its share is under 3 packets and the referee's marks per job
     # follow the analysis' marked fraction (Spearman 0.86), but the link stays full through the cuts, so cut_k 2
     # (an earlier fit) over-predicts them (2tier-overlap 18: 19% / 76% median / p90 APE, 8% / 36% without the cut)
+    # The 8:1 miss is the model's, not the referee's noise: against the mean of two referee draws the calibration
+    # half's 8:1 p90 is 28% (31% against one; per-job draw spread p90 14%, referee.json calibration_draws), and the
+    # misses are per job (grouping jobs by binding link explains no more of the error than random groups). Tried on
+    # the calibration half and not kept: share weights by ring-step bytes (8:1 p90 26-28% but objective 1.08-2.5
+    # against 1.05), phase-aware solves (phase cores 2.60, the exact fluid 2.42)
     "dctcp": ("DCTCP with ECN marking: per-connection sharing, short queues",
               {"alpha": 0.25, "lead": 0.0, "stretch": 0.0, "goodput_k": 0.0, "buffer_packets": 20.0, "cut_k": 1.0,
                "core_alpha": None}),
