@@ -191,6 +191,8 @@ class Capabilities:
     #: the per-job allocation kinds (of :data:`ALLOCATION_KINDS`) the model honours; the others it refuses
     #: (:meth:`NetworkModel.check_allocation`). Ignored without ``contention``.
     allocations: frozenset = frozenset()
+    #: a re-routed job's flows move in place (:meth:`NetworkModel.relink`), else they leave and join again
+    relinks: bool = False
 
 
 class UnsupportedAllocation(ValueError):
@@ -275,6 +277,12 @@ class NetworkModel:
         self._new.discard(job_id)
         self.forget(job_id)
         self._await_resolve(demand)
+
+    def relink(self, job_id: int, demand: CommDemand, now_s: float) -> float | None:  # pragma: no cover
+        """A running job's flows moved to ``demand``'s links (a new path choice: the job's demand built again;
+        the fabric has moved its count on ``links.jobs``), in place: the result :meth:`leave` and :meth:`join`
+        give, as :meth:`join` answers. Only a model whose ``capabilities.relinks`` says so has one."""
+        raise NotImplementedError
 
     def change(self, job_id: int, now_s: float, *, phase: float | None = None, allocation=None) -> None:
         """Something about a running job changed: ``phase`` (a policy's shift), ``allocation`` (its new

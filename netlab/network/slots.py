@@ -449,3 +449,25 @@ def first_met_table(glink, local):
     for i in range(n):
         local[comp_links[i]] = -1
     return link, comp_links[:n].copy()
+
+
+@njit(**JIT)
+def relink_row(r, t: Rows, links, weights):
+    """Joined row ``r`` moved onto new ``links`` (``weights`` flows on each) in place: what removing the row and
+    adding it again leaves (the row a removal frees is the one the next add takes): off its old links' lists and
+    onto the heads of its new ones', no load on its links, no solution or phase state. The caller has checked
+    that the row's width and block of nodes and the per-link lists hold the new links, and writes the demand's
+    other fields (:meth:`SlotTable.rewrite`). Named tuple or plain (``jit.py``).
+
+    Why: a network policy's re-route (a new path choice) moves tens of thousands of rows on full Philly, and a
+    removal and an add cost three calls into compiled code and their bookkeeping in Python; the row, its block of
+    nodes and the order of the lists come out the same."""
+    t = Rows(*t)
+    unindex_row(r, t)
+    k = links.shape[0]
+    t.n_links[r] = k
+    for i in range(k):
+        t.links[r, i], t.weights[r, i] = links[i], weights[i]
+    t.link_load[r, :] = 0.0
+    t.iter_s[r] = t.rate_gbps[r] = t.anchor_s[r] = t.period_s[r] = t.anchor_phase[r] = np.nan
+    index_row(r, t)

@@ -75,7 +75,8 @@ class Fabric:
         """A network policy gave a running job a new ``NetAllocation``. Without ``demand`` the model takes its
         class, weight and cap in place (:meth:`NetworkModel.change`; the paths must be those the job's demand
         was built with); with ``demand`` (the job's demand built again with the new paths: ``build_demand(...,
-        allocation=allocation)``) the job's flows leave their old links and join the new ones. Either way the
+        allocation=allocation)``) the job's flows leave their old links and join the new ones (in place, as
+        :meth:`NetworkModel.relink`, where the model's ``capabilities.relinks`` says it can). Either way the
         model refuses, before anything changes, what it cannot honour; :meth:`solve` then gives the times (with
         ``demand``, the rejoined job's per-flow rate if known at once, as :meth:`join`)."""
         if demand is None:
@@ -84,6 +85,19 @@ class Fabric:
             return None
         demand.allocation = allocation
         self.model.check_allocation(allocation, job_id)
+        if self.model.capabilities.relinks:  # the model moves the flows in place (as leave + join would)
+            old = self.demands.get(job_id)
+            if old is None:
+                raise KeyError(f"job {job_id} has no flows in the fabric")
+            self._flush(now)
+            self.demands[job_id] = demand
+            self.links.jobs[old.links] -= 1
+            self.links.jobs[demand.links] += 1
+            version = self.links.version
+            rate = self.model.relink(job_id, demand, now)
+            if self.links.version != version:
+                self._record(now)
+            return rate
         if not self.leave(job_id, now):
             raise KeyError(f"job {job_id} has no flows in the fabric")
         return self.join(job_id, demand, now)

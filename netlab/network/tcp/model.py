@@ -7,7 +7,7 @@ import numpy as np
 from ..links import LinkState
 from ..model import (ALLOCATION_KINDS, NETWORKS, Capabilities, CommDemand, Moved, NetSolution, NetworkModel,
                      _same_paths, _treatment, incidence)
-from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of
+from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of, relink_row
 from .components import Solved
 from .cores import CoreCache
 from .exposed import exposed_s
@@ -19,6 +19,7 @@ from .params import (ALPHA, BUFFER_PACKETS, BUFFER_US, CORE_ALPHA, CUT_K, DRAWS,
                      HORIZON, JITTER, LEAD, MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES, REPORT_RTOL, RTO_K,
                      RTO_MIN_S, RTT_US, SEGMENT_BYTES, SLOW_K, STRETCH, WARMUP, TcpParams)
 from .ratecut import cut_s, demands_cut_s
+from .relink import relink_sums
 from .rto import demand_duty, demands_tail_s, solved_share, tail_s
 from .scenarios import simulate_starts
 from .slowest import demands_slowest_s, slowest_s
@@ -37,7 +38,7 @@ class TcpNetwork(NetworkModel):
 
     name = "tcp"
     capabilities = Capabilities(uses_phase=True, moves_phase=True, incremental=True,
-                                allocations=frozenset(ALLOCATION_KINDS))
+                                allocations=frozenset(ALLOCATION_KINDS), relinks=True)
 
     def __init__(self, alpha: float = ALPHA, jitter: float = JITTER, lead: float = LEAD, horizon: int = HORIZON,
                  warmup: int = WARMUP, max_exact_jobs: int = MAX_EXACT_JOBS, max_events: int = MAX_EVENTS,
@@ -185,11 +186,16 @@ class TcpNetwork(NetworkModel):
         self._share[job_id] = demand_duty(demand)
         self._active[demand.links] += demand.weights * self._share[job_id]
         self._moved(demand.links)
-        if alone:  # it binds no link: it runs at its isolated rate and nobody else changes
+        return self._joined(job_id, row, demand, rate, alone)
+
+    def _joined(self, job_id: int, row: int, demand: CommDemand, rate: float, alone: bool) -> float | None:
+        """A job's row joined (or re-routed): if it binds no link (``alone``) it runs at its isolated ``rate`` and
+        nobody else changes (that rate, its load written); else it waits for :meth:`resolve` (None)."""
+        if alone:
             t = self._slots.rows
             t.rate_gbps[row], t.iter_s[row] = rate, demand.iter_s(rate)
-            links.write(demand.links)
-            row_loads(np.array([row]), tuple(t), links.load_gbps)
+            self._links.write(demand.links)
+            row_loads(np.array([row]), tuple(t), self._links.load_gbps)
             return rate
         self._await_resolve(demand, job_id)
         return None
@@ -223,6 +229,36 @@ class TcpNetwork(NetworkModel):
         if bound or job_id in self._new:
             self._await_resolve(demand)
         self._new.discard(job_id)
+
+    def relink(self, job_id, demand, now_s):
+        """A re-route in place: what :meth:`leave` and :meth:`join` again would do, bit for bit (the same row,
+        the same sums in the same order: ``relink.py``), without their bookkeeping twice over."""
+        self.check_allocation(demand.allocation, job_id)
+        old = self._demands[job_id]
+        slots, links = self._slots, self._links
+        r, t, k = slots.row(job_id), slots.rows, len(demand.links)
+        links.write(old.links)
+        share = self._share[job_id]
+        self._share[job_id] = new_share = demand_duty(demand)
+        rate = demand.alone_rate_gbps
+        bound, alone = relink_sums(r, t.n_links[r], t.links, t.weights, t.link_load, old.alone_rate_gbps, share,
+                                   demand.links, demand.weights, rate, new_share, tuple(links.arrays()),
+                                   self._offered, self._flows, self._active, self._binding, self._may_bind)
+        if self.params.goodput_k:  # what leave and join's _moved also keep (update_binding ran in relink_sums)
+            self._moved(old.links)
+            self._moved(demand.links)
+        self._core_cache.warm.pop(job_id, None)
+        if bound or job_id in self._new:
+            self._await_resolve(old)
+        self._new.discard(job_id)
+        self._demands[job_id] = demand
+        if k > t.links.shape[1] or k > t.node_cap[r] or (k and demand.links.max() >= len(t.link_head)):
+            slots.remove(job_id)  # the row must grow: removed and added again (the same row)
+            slots.add(job_id, demand)
+        else:
+            relink_row(r, tuple(t), demand.links, demand.weights)
+            slots.rewrite(job_id, demand)
+        return self._joined(job_id, r, demand, rate, alone)
 
     def change(self, job_id, now_s, *, phase=None, allocation=None):
         if allocation is not None:
