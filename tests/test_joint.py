@@ -125,9 +125,7 @@ def test_a_bad_period_is_refused():
 def test_the_one_link_program_matches_the_lp_solver():
     # One binding link is solved by the greedy (a fractional knapsack); HiGHS on the same programs must agree on
     # the objective (the optimum; speeds may differ only where ties leave a choice).
-    from scipy.optimize import linprog
-
-    from netlab.policies.joint.program import _one_link
+    from netlab.policies.joint.program import _highs_lp, _one_link
 
     rng = np.random.default_rng(7)
     for n in (2, 3, 5, 12, 40):
@@ -135,9 +133,40 @@ def test_the_one_link_program_matches_the_lp_solver():
         a *= rng.uniform(1.1, 3.0) / a.sum()  # overloaded: sum a in (1.1, 3)
         floor = min(0.05, 1.0 / a.sum())
         z = _one_link(util, a, floor)
-        ref = linprog(-util, A_ub=a[None, :], b_ub=[1.0], bounds=[(floor, 1.0)] * n, method="highs")
+        ref = _highs_lp(util, a[None, :], floor)
         assert a @ z <= 1 + 1e-9 and z.min() >= floor - 1e-12 and z.max() <= 1 + 1e-12
-        assert util @ z == pytest.approx(-ref.fun, rel=1e-9)
+        assert util @ z == pytest.approx(util @ ref, rel=1e-9)
+
+
+def test_two_links_sharing_the_most_intensive_job_give_it_what_the_others_leave():
+    # Links 0 and 1, 10 Gbit/s each. Job 1 (1.5 GPU-s/s alone) is on both, job 0 (1 GPU-s/s) on link 0 only,
+    # job 2 (1 GPU-s/s) on link 1 only; each takes 0.6 of each link it is on at full speed (6 Gbit in a 1 s
+    # iteration). Per link job 1 is the most intensive (1.5 / 0.6 against 1 / 0.6), but serving it first costs
+    # both links: z1 = 1 leaves z0 = z2 = (1 - 0.6) / 0.6 = 2/3, utilisation 1.5 + 2 x 2/3 = 2.83. Jobs 0 and 2
+    # at full speed leave z1 = 2/3: 1 + 1 + 1.5 x 2/3 = 3, the optimum (along z0 = z2 = 5/3 - z1 the utilisation
+    # 10/3 - z1 / 2 falls as z1 grows past 2/3; below it the links are not full). HiGHS solves it (two links).
+    s = solve([JointJob(0, 1.0, 1.0, np.array([0]), np.array([6.0])),
+               JointJob(1, 1.5, 1.0, np.array([0, 1]), np.array([6.0, 6.0])),
+               JointJob(2, 1.0, 1.0, np.array([1]), np.array([6.0]))], np.array([10.0, 10.0]))
+    assert s.speed == pytest.approx({0: 1.0, 1: 2 / 3, 2: 1.0}, abs=1e-9)
+    assert s.gpu_util == pytest.approx(3.0)
+    assert s.constrained == {0, 1, 2}
+
+
+def test_the_solver_prints_nothing(capfd):
+    # HiGHS logs a banner at a new instance's first call unless its output is off before: a new thread makes a
+    # new instance (one per thread), and neither it nor the solve may print.
+    import threading
+
+    from netlab.policies.joint.program import _highs_lp
+
+    out = []
+    t = threading.Thread(target=lambda: out.append(_highs_lp(np.array([1.0, 2.0]), np.array([[0.6, 0.6], [0.6, 0.0]]),
+                                                           0.05)))
+    t.start()
+    t.join()
+    assert out[0] == pytest.approx([2 / 3, 1.0])  # 2 GPU-s/s first: z1 = 1, z0 = (1 - 0.6) / 0.6
+    assert capfd.readouterr().out == ""
 
 
 def test_jobs_are_grouped_by_the_binding_links_that_connect_them():
@@ -152,3 +181,27 @@ def test_jobs_are_grouped_by_the_binding_links_that_connect_them():
     a[2, [1, 2]] = 0.9
     a[3, 5] = 1.2
     assert [g.tolist() for g in _components(a)] == [[0, 3, 4], [1, 2], [5]]
+    # Two groups found apart, then joined: link 0 joins jobs 2 and 3, link 1 jobs 0 and 1, link 2 jobs 1 and 3.
+    a = np.zeros((3, 5))
+    a[0, [2, 3]] = a[1, [0, 1]] = a[2, [1, 3]] = 0.6
+    assert [g.tolist() for g in _components(a)] == [[0, 1, 2, 3], [4]]
+
+
+def test_the_grouping_matches_scipy_connected_components_on_random_programs():
+    # The compiled union-find against SciPy's graph search (links and jobs as nodes), groups by their first job.
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from netlab.policies.joint.program import _components
+
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        m, n = rng.integers(1, 30), rng.integers(1, 40)
+        a = rng.uniform(0.1, 1.0, (m, n)) * (rng.random((m, n)) < rng.uniform(0.02, 0.3))
+        rows, cols = np.nonzero(a)
+        graph = coo_matrix((np.ones(len(rows)), (rows, m + cols)), shape=(m + n, m + n))
+        label = connected_components(graph, directed=False)[1][m:]
+        want = {}
+        for j in range(n):
+            want.setdefault(label[j], []).append(j)
+        assert [g.tolist() for g in _components(a)] == sorted(want.values())
