@@ -1,0 +1,203 @@
+"""Phase-aware cores at scale (``tcp``'s opt-in ``phase_cores``): what they cost, how much of full Philly they make
+phase-aware, and whether the packet-level referee prefers them. Writes ``benchmarks/results/phase_cores.json``.
+
+Why: issue 26 asks that at most 10% of full Philly's job-time be solved phase-blind, with full Philly under the
+default model in at most 30 s. By default about two thirds of it is (the random-phase mean field on components of
+more than 8 jobs); the opt-in cores (:mod:`netlab.network.tcp.cores`) cut that to a tenth at several times the
+CPU. Making them the default is only worth it if phase awareness at scale agrees better with the referee, and
+affordable if a cheaper setting keeps most of the share.
+
+* ``referee``: ``tcp`` without and with ``phase_cores`` (``max_core_jobs`` of :data:`CORE_SIZES`) on the stored
+  referee runs of the 9-100-job families (``benchmarks/results/referee_runs``, reno-deep: the default model's
+  regime; scored from cached runs, no ns-3), per half: median / p90 / max APE and heavy-job bias of contended jobs
+  (:func:`netlab.validate.compare.error_summary`), and the same restricted to the jobs a core moved. The calibration
+  half decides; the scoring half is reported.
+* ``philly``: full Philly (Tiresias, consolidated, the 4:1 leaf-spine of ``bench_core.py``) by default and with
+  ``phase_cores`` at each ``max_core_jobs``, each a fresh process, the default run first and last: CPU seconds,
+  phase-blind shares of job- and GPU-seconds, average JCT, the cores' simulation events and cache look-ups, with the
+  load average around each run (the machine is shared: CPU seconds grow with its load).
+
+Usage:
+    python benchmarks/bench_phase_cores.py --part referee
+    python benchmarks/bench_phase_cores.py --part philly --sizes 8 16 32 64 [--trace-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+OUT = RESULTS / "phase_cores.json"
+CORE_SIZES = (8, 16, 32, 64)
+REGIME = "reno-deep"  # the default model's regime (netlab.network.regimes)
+
+
+def _commit() -> str:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "netlab"], capture_output=True, text=True, cwd=ROOT)
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+
+
+def _merge(section: str, value) -> None:
+    """Write ``value`` as ``section`` of the results file, keeping its other sections."""
+    from netlab.sim.metrics import write_json
+
+    out = json.loads(OUT.read_text()) if OUT.exists() else {}
+    out[section] = value
+    if value is None:
+        out.pop(section)
+    write_json(OUT, out)
+
+
+# -- referee ------------------------------------------------------------------------------------------------------
+
+def variants(sizes) -> dict[str, dict]:
+    """Model name -> ``tcp`` keyword arguments: the default and phase cores up to each size."""
+    return {"tcp": {}} | {f"tcp-cores{k}": dict(phase_cores=True, max_core_jobs=k) for k in sizes}
+
+
+def moved_summary(rows, base: str = "tcp") -> dict:
+    """Per variant, over the contended jobs whose prediction it moved from ``base``'s: how many, and both models'
+    median / p90 APE and median signed error on them."""
+    c = rows[rows.contended]
+    signed = c.pivot_table(index=["scenario", "job_id"], columns="model", values="signed")
+    out = {}
+    for m in signed.columns:
+        if m == base:
+            continue
+        moved = (signed[m] - signed[base]).abs() > 1e-9
+        a, b = signed[base][moved], signed[m][moved]
+        out[m] = dict(moved=int(moved.sum()), of=int(len(signed)),
+                      base_median_ape=float(a.abs().median()) if len(a) else None,
+                      base_p90_ape=float(a.abs().quantile(0.9)) if len(a) else None,
+                      median_ape=float(b.abs().median()) if len(b) else None,
+                      p90_ape=float(b.abs().quantile(0.9)) if len(b) else None,
+                      base_median_signed=float(a.median()) if len(a) else None,
+                      median_signed=float(b.median()) if len(b) else None)
+    return out
+
+
+def referee_part(sizes, per_family: int) -> dict:
+    import pandas as pd
+
+    from netlab.validate.compare import compare_jobs, error_summary
+    from netlab.validate.families import FAMILIES, family_seeds, generate
+    from netlab.validate.predict import predict_all
+    from netlab.validate.runs import RunStore, record_times
+    from netlab.validate.scenario import REGIMES
+
+    store = RunStore(RESULTS / "referee_runs")
+    specs = {name: ("tcp", kw, "solve") for name, kw in variants(sizes).items()}
+    out = {}
+    for which in ("calibration", "scoring"):
+        frames, scenarios = [], []
+        for f in FAMILIES:
+            for s in family_seeds(f, per_family, which):
+                sc = generate(f, s, REGIMES[REGIME])
+                rec = store.get(sc)
+                if rec is None:
+                    continue
+                ref_iter, ref_alone = record_times(rec)
+                rows = compare_jobs(sc, ref_iter, ref_alone, predict_all(sc, specs))
+                frames.append(rows)
+                scenarios.append(f"{f}/{s}")
+        rows = pd.concat(frames, ignore_index=True)
+        keep = ("n_contended", "n_heavy", "median_ape", "p90_ape", "max_ape", "heavy_median_signed",
+                "heavy_mean_signed")
+        out[which] = dict(scenarios=scenarios, models={m: {k: v[k] for k in keep}
+                                                       for m, v in error_summary(rows).items()},
+                          moved=moved_summary(rows))
+        print(which, {m: (round(v["median_ape"], 4), round(v["p90_ape"], 4), v["heavy_median_signed"])
+                      for m, v in out[which]["models"].items()}, flush=True)
+    return dict(regime=REGIME, doc="tcp without and with phase_cores (max_core_jobs in the name) on the stored "
+                "referee runs (contended jobs; ape = the model's slowdown applied to the referee's time alone); "
+                "'moved': the jobs whose prediction a variant moved from tcp's, both models' errors on them",
+                commit=_commit(), **out)
+
+
+# -- full Philly ----------------------------------------------------------------------------------------------------
+
+def philly_child(kwargs: dict, trace_dir: str | None, jobs: int | None) -> dict:
+    """One full-Philly run under ``tcp`` with ``kwargs``, in this process: its row."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_core import PHILLY_TOPOLOGY
+
+    from netlab.sim import SimConfig, Simulator
+    from netlab.topology import load_topology
+    from netlab.traces import load_trace
+    from netlab.workload.job import jobs_from_frame
+
+    topo = load_topology(PHILLY_TOPOLOGY)
+    df = load_trace("philly", trace_dir=trace_dir, seed=0)
+    jobs = jobs_from_frame(df if jobs is None else df.iloc[:jobs], topo)
+    sim = Simulator(topo, jobs, "tiresias", "consolidated", None, SimConfig(network="tcp", network_kwargs=kwargs))
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    res = sim.run()
+    wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
+    s, net = res.summary, sim.network
+    return dict(kwargs=kwargs, jobs=len(jobs), run_cpu_s=cpu_s, run_wall_s=wall_s, sim_wall_s=s["wall_s"],
+                avg_jct_s=s["avg_jct_s"], phase_blind_job_share=s["phase_blind_job_share"],
+                phase_blind_gpu_share=s["phase_blind_gpu_share"], exact_solves=net.exact_solves,
+                mean_field_solves=net.mean_field_solves, **net.mean_field_stats())
+
+
+def philly_part(sizes, trace_dir: str | None, jobs: int | None, bracket: bool = True) -> dict:
+    settings = [{}] + [dict(phase_cores=True, max_core_jobs=k) for k in sizes] + ([{}] if bracket else [])
+    rows = []
+    for kw in settings:
+        before = os.getloadavg()
+        argv = [sys.executable, str(Path(__file__).resolve()), "--part", "philly-child", "--kwargs", json.dumps(kw)]
+        argv += ["--trace-dir", trace_dir] if trace_dir else []
+        argv += ["--jobs", str(jobs)] if jobs else []
+        got = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+        if got.returncode != 0:
+            raise RuntimeError(got.stderr[-2000:])
+        row = json.loads(got.stdout.strip().splitlines()[-1]) | dict(loadavg_before=before,
+                                                                      loadavg_after=os.getloadavg())
+        rows.append(row)
+        print(f"{kw or 'default'}: {row['run_cpu_s']:.1f} s CPU, phase-blind {row['phase_blind_job_share']:.3f} "
+              f"of job-s ({row['phase_blind_gpu_share']:.3f} of GPU-s), avg JCT {row['avg_jct_s']:.0f} s, "
+              f"load {before[0]:.1f} -> {row['loadavg_after'][0]:.1f}", flush=True)
+        _merge("philly_partial", dict(commit=_commit(), runs=rows))  # kept if a later run is stopped
+    defaults = [r for r in rows if not r["kwargs"]]
+    base = statistics.mean(r["run_cpu_s"] for r in defaults)
+    for r in rows:
+        if r["kwargs"]:
+            r["cpu_over_default"] = r["run_cpu_s"] / base
+    return dict(order="default, phase_cores at each max_core_jobs" + (", default" if bracket else "")
+                + " (fresh processes, one at a time)",
+                jobs=jobs or "full trace", commit=_commit(), default_cpu_s_mean=base, runs=rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--part", choices=("referee", "philly", "philly-child"), required=True)
+    ap.add_argument("--sizes", nargs="*", type=int, default=list(CORE_SIZES))
+    ap.add_argument("--per-family", type=int, default=40, help="referee: seeds per family and half looked up")
+    ap.add_argument("--trace-dir", default=None)
+    ap.add_argument("--jobs", type=int, default=None, help="philly: first N jobs (default: the full trace)")
+    ap.add_argument("--no-final-default", action="store_true", help="philly: no default run after the cores' runs")
+    ap.add_argument("--kwargs", default="{}", help="philly-child: the tcp model's keyword arguments (JSON)")
+    args = ap.parse_args(argv)
+    if args.part == "philly-child":
+        print(json.dumps(philly_child(json.loads(args.kwargs), args.trace_dir, args.jobs)))
+        return 0
+    if args.part == "referee":
+        _merge("referee", referee_part(args.sizes, args.per_family))
+    else:
+        _merge("philly", philly_part(args.sizes, args.trace_dir, args.jobs, not args.no_final_default))
+        _merge("philly_partial", None)
+    print("wrote", OUT)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
