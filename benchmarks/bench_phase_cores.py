@@ -16,6 +16,12 @@ affordable if a cheaper setting keeps most of the share.
   ``phase_cores`` at each ``max_core_jobs``, each a fresh process, the default run first and last: CPU seconds,
   phase-blind shares of job- and GPU-seconds, average JCT, the cores' simulation events and cache look-ups, with the
   load average around each run (the machine is shared: CPU seconds grow with its load).
+* ``horizon``: fewer events per core. Every core simulation of the first ``--jobs`` Philly jobs with
+  ``phase_cores`` is recorded (its compiled kernel's inputs, :func:`netlab.network.tcp.core_fluid.core_periods`)
+  and simulated again over other horizons (iterations, warm-up left out; cold cores and warm ones, see
+  :mod:`netlab.network.tcp.cores`), each against the same core over :data:`LONG_HORIZON`: per-job period APE and
+  the kernel's events and CPU against today's horizons. The same horizons on the referee's calibration half are
+  scored by ``--part referee --horizons``.
 
 Usage:
     python benchmarks/bench_phase_cores.py --part referee
@@ -25,6 +31,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -38,6 +45,9 @@ RESULTS = ROOT / "benchmarks" / "results"
 OUT = RESULTS / "phase_cores.json"
 CORE_SIZES = (8, 16, 32, 64)
 REGIME = "reno-deep"  # the default model's regime (netlab.network.regimes)
+LONG_HORIZON = (48, 24)  # the reference a shorter horizon is measured against (iterations, warm-up)
+#: (cold, warm) horizons compared: today's first (cores.py's CORE_HORIZON / WARM_HORIZON and their warm-ups)
+HORIZONS = (((24, 12), (12, 4)), ((12, 4), (12, 4)), ((16, 4), (8, 2)), ((12, 4), (8, 2)))
 
 
 def _commit() -> str:
@@ -85,7 +95,20 @@ def moved_summary(rows, base: str = "tcp") -> dict:
     return out
 
 
-def referee_part(sizes, per_family: int) -> dict:
+@contextlib.contextmanager
+def core_horizon(cold: tuple[int, int]):
+    """Cold cores simulated over ``cold`` (iterations, warm-up) inside the block (cores.py's module constants)."""
+    from netlab.network.tcp import cores
+
+    was = cores.CORE_HORIZON, cores.CORE_WARMUP
+    cores.CORE_HORIZON, cores.CORE_WARMUP = cold
+    try:
+        yield
+    finally:
+        cores.CORE_HORIZON, cores.CORE_WARMUP = was
+
+
+def referee_part(sizes, per_family: int, horizons: bool = False) -> dict:
     import pandas as pd
 
     from netlab.validate.compare import compare_jobs, error_summary
@@ -95,7 +118,7 @@ def referee_part(sizes, per_family: int) -> dict:
     from netlab.validate.scenario import REGIMES
 
     store = RunStore(RESULTS / "referee_runs")
-    specs = {name: ("tcp", kw, "solve") for name, kw in variants(sizes).items()}
+    specs = {name: ("tcp", kw, "solve") for name, kw in variants(sorted(set(sizes) | {64})).items()}
     out = {}
     for which in ("calibration", "scoring"):
         frames, scenarios = [], []
@@ -106,7 +129,12 @@ def referee_part(sizes, per_family: int) -> dict:
                 if rec is None:
                     continue
                 ref_iter, ref_alone = record_times(rec)
-                rows = compare_jobs(sc, ref_iter, ref_alone, predict_all(sc, specs))
+                preds = [predict_all(sc, specs)]
+                for cold in sorted({h[0] for h in HORIZONS[1:]}) if horizons else ():  # a batch solve: cold cores
+                    with core_horizon(cold):
+                        got = predict_all(sc, {"tcp-cores64": specs["tcp-cores64"]})
+                    preds.append(got.assign(model=f"tcp-cores64-horizon{cold[0]}-{cold[1]}"))
+                rows = compare_jobs(sc, ref_iter, ref_alone, pd.concat(preds, ignore_index=True))
                 frames.append(rows)
                 scenarios.append(f"{f}/{s}")
         rows = pd.concat(frames, ignore_index=True)
@@ -119,7 +147,8 @@ def referee_part(sizes, per_family: int) -> dict:
                       for m, v in out[which]["models"].items()}, flush=True)
     return dict(regime=REGIME, doc="tcp without and with phase_cores (max_core_jobs in the name) on the stored "
                 "referee runs (contended jobs; ape = the model's slowdown applied to the referee's time alone); "
-                "'moved': the jobs whose prediction a variant moved from tcp's, both models' errors on them",
+                "'moved': the jobs whose prediction a variant moved from tcp's, both models' errors on them; "
+                "tcp-cores64-horizonH-W: cores simulated over H iterations, W left out (a batch solve's cores are cold)",
                 commit=_commit(), **out)
 
 
@@ -177,21 +206,83 @@ def philly_part(sizes, trace_dir: str | None, jobs: int | None, bracket: bool = 
                 jobs=jobs or "full trace", commit=_commit(), default_cpu_s_mean=base, runs=rows)
 
 
+def horizon_part(jobs: int, trace_dir: str | None, every: int) -> dict:
+    """Record every ``every``-th core simulation of the first ``jobs`` Philly jobs, then simulate each again over
+    each of :data:`HORIZONS` (by whether it was warm: recorded with the warm horizon) and :data:`LONG_HORIZON`."""
+    import numpy as np
+
+    import netlab.network.tcp.core_fluid as core_fluid
+    from netlab.network.tcp.cores import CORE_HORIZON, CORE_WARMUP, WARM_HORIZON, WARM_WARMUP
+
+    if (CORE_HORIZON, CORE_WARMUP) != HORIZONS[0][0] or (WARM_HORIZON, WARM_WARMUP) != HORIZONS[0][1]:
+        raise RuntimeError("HORIZONS[0] must be cores.py's horizons")
+    kernel, recorded, seen = core_fluid.core_periods, [], [0]
+
+    def recording(*args):  # the kernel's inputs (copied: the caller's arrays are reused)
+        seen[0] += 1
+        if seen[0] % every == 0:
+            recorded.append([a.copy() if isinstance(a, np.ndarray) else a for a in args])
+        return kernel(*args)
+
+    core_fluid.core_periods = recording  # (simulate_core calls it by the module's name)
+    try:
+        row = philly_child(dict(phase_cores=True), trace_dir, jobs)
+    finally:
+        core_fluid.core_periods = kernel
+    long_ape = {h: [] for h in HORIZONS}
+    events, cpu = dict.fromkeys(HORIZONS, 0), dict.fromkeys(HORIZONS, 0.0)
+    warm_count = 0
+    for args in recorded:
+        warm = (args[20], args[21]) == (WARM_HORIZON, WARM_WARMUP)  # (horizon, warmup) are its 21st and 22nd
+        warm_count += warm
+        a = list(args)
+        a[20], a[21], a[22] = *LONG_HORIZON, 10 ** 7  # max_events: the long reference always finishes
+        ok, ref, _, _ = kernel(*a)
+        if not ok:
+            continue
+        a[22] = args[22]
+        for h in HORIZONS:
+            a[20], a[21] = h[1] if warm else h[0]
+            t0 = time.process_time()
+            ok, period, _, ev = kernel(*a)
+            cpu[h] += time.process_time() - t0
+            events[h] += ev
+            if ok:
+                long_ape[h].append(np.abs(period / ref - 1.0))
+    rows = []
+    for h in HORIZONS:
+        x = np.concatenate(long_ape[h])
+        rows.append(dict(cold=list(h[0]), warm=list(h[1]), jobs=int(len(x)), median_ape=float(np.median(x)),
+                         p90_ape=float(np.quantile(x, 0.9)), p99_ape=float(np.quantile(x, 0.99)),
+                         max_ape=float(x.max()), events_over_now=events[h] / events[HORIZONS[0]],
+                         kernel_cpu_over_now=cpu[h] / cpu[HORIZONS[0]]))
+        print(rows[-1], flush=True)
+    return dict(doc=f"core simulations recorded from the first {jobs} Philly jobs with phase_cores (every {every}), "
+                f"simulated again over each (cold, warm) horizon (iterations, warm-up): per-job period APE against "
+                f"the same core over {LONG_HORIZON}, events and kernel CPU over today's horizons (the first row)",
+                commit=_commit(), philly_jobs=jobs, cores=len(recorded), warm_cores=warm_count,
+                run_cpu_s=row["run_cpu_s"], loadavg=os.getloadavg(), horizons=rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=("referee", "philly", "philly-child"), required=True)
+    ap.add_argument("--part", choices=("referee", "philly", "philly-child", "horizon"), required=True)
     ap.add_argument("--sizes", nargs="*", type=int, default=list(CORE_SIZES))
     ap.add_argument("--per-family", type=int, default=40, help="referee: seeds per family and half looked up")
     ap.add_argument("--trace-dir", default=None)
     ap.add_argument("--jobs", type=int, default=None, help="philly: first N jobs (default: the full trace)")
     ap.add_argument("--no-final-default", action="store_true", help="philly: no default run after the cores' runs")
+    ap.add_argument("--horizons", action="store_true", help="referee: tcp-cores64 at each cold horizon of HORIZONS too")
+    ap.add_argument("--every", type=int, default=2, help="horizon: every N-th core simulation recorded")
     ap.add_argument("--kwargs", default="{}", help="philly-child: the tcp model's keyword arguments (JSON)")
     args = ap.parse_args(argv)
     if args.part == "philly-child":
         print(json.dumps(philly_child(json.loads(args.kwargs), args.trace_dir, args.jobs)))
         return 0
-    if args.part == "referee":
-        _merge("referee", referee_part(args.sizes, args.per_family))
+    if args.part == "horizon":
+        _merge("horizon", horizon_part(args.jobs or 10_000, args.trace_dir, args.every))
+    elif args.part == "referee":
+        _merge("referee", referee_part(args.sizes, args.per_family, args.horizons))
     else:
         _merge("philly", philly_part(args.sizes, args.trace_dir, args.jobs, not args.no_final_default))
         _merge("philly_partial", None)

@@ -185,3 +185,19 @@ def test_a_warm_core_is_simulated_over_the_shorter_horizon():
     assert net.mean_field_stats()["core_cache_misses"] == 2
     assert warm <= cold * (WARM_HORIZON + 2) / (CORE_HORIZON + 1)
     assert warm >= cold * (WARM_HORIZON - 1) / (CORE_HORIZON + 1)
+
+
+def test_used_links_are_the_sorted_links_of_the_entries_and_each_entry_s_place_among_them():
+    # entries on links 5, 2, 5, 7 of 9: used 2, 5, 7; the entries sit at places 1, 0, 1, 2 (np.unique's answer)
+    from netlab.network.tcp.cores import used_links
+
+    links, place = used_links(np.array([5, 2, 5, 7]), 9)
+    assert links.tolist() == [2, 5, 7] and place.tolist() == [1, 0, 1, 2]
+    links, place = used_links(np.zeros(0, np.int64), 3)
+    assert links.tolist() == [] and place.tolist() == []
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        x = rng.integers(0, 50, size=int(rng.integers(1, 200)))
+        links, place = used_links(x, 50)
+        want, inverse = np.unique(x, return_inverse=True)
+        assert np.array_equal(links, want) and np.array_equal(place, inverse)
