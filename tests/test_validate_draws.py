@@ -170,3 +170,16 @@ def test_the_benchmark_cell_reads_the_cross_draw_heavy_bias_by_hand(chain):
     assert x["heavy_median_signed"] == pytest.approx(((0.2 / 0.13 - 1) + (0.2 / 0.18 - 1)) / 2)
     assert x["heavy_mean_signed"] == pytest.approx(((0.2 / 0.13 - 1) + (0.2 / 0.18 - 1)) / 2)
     assert cell["spread"]["max_abs_diff"] == pytest.approx(0.48)  # the spread as the 4-part cell gives it
+
+
+def test_the_fit_objective_against_the_draws_by_hand():
+    spec = importlib.util.spec_from_file_location(
+        "bench_regimes_fit", Path(__file__).parent.parent / "benchmarks" / "bench_regimes_fit.py")
+    fit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit)
+    # against the mean: median 4% / 5% = 0.8, p90 12% / 15% = 0.8; heavy read across draws -7% / 5% = 1.4
+    assert fit.draws_objective(dict(median_ape=0.04, p90_ape=0.12), dict(heavy_median_signed=-0.07)) == \
+        pytest.approx(1.4)
+    # no heavy job in any pair: the APEs decide
+    assert fit.draws_objective(dict(median_ape=0.04, p90_ape=0.18), dict(heavy_median_signed=None)) == \
+        pytest.approx(1.2)
