@@ -106,11 +106,11 @@ def test_a_repeated_path_choice_reuses_the_route_and_copies_the_rest_of_the_dema
 
     # jobs 7 and 8 on hosts 0 and 2, re-routed to paths (0, 1): flow 0 -> 2 on its path 0, 2 -> 0 on its path 1,
     # one flow a link, 50 Gbit/s alone (a ToR-spine link). Job 8's route comes from job 7's memo entry (the memo:
-    # the placement's flows and that route)
+    # the paths of host pairs (0, 2) and (2, 0), the placement's flows and that route)
     memo, choice = {}, NetAllocation(paths=(0, 1))
     first = rerouted(TOPO, ZOO, running(7, 0.25), choice, memo)
     second = rerouted(TOPO, ZOO, running(8, 0.5), choice, memo)
-    assert len(memo) == 2 and type(second) is CommDemand and second.links is first.links
+    assert len(memo) == 4 and type(second) is CommDemand and second.links is first.links
     expect = sorted(TOPO.paths(0, 2)[0] + TOPO.paths(2, 0)[1])
     assert second.links.tolist() == expect and second.weights.tolist() == [1.0] * len(expect)
     assert second.iso_rate_gbps == 50.0
@@ -118,9 +118,26 @@ def test_a_repeated_path_choice_reuses_the_route_and_copies_the_rest_of_the_dema
     for f in dataclasses.fields(CommDemand):  # every field as build_demand gives it: job 8's, its phase
         assert np.array_equal(getattr(second, f.name), getattr(built, f.name)), f.name
     assert (second.job_id, second.phase, second.allocation) == (8, 0.5, choice)
-    # another choice is another route (a third entry)
+    # another choice is another route (one more entry)
     other = rerouted(TOPO, ZOO, running(8, 0.5), NetAllocation(paths=(1, 0)), memo)
-    assert len(memo) == 3 and other.links.tolist() == sorted(TOPO.paths(0, 2)[1] + TOPO.paths(2, 0)[0])
+    assert len(memo) == 5 and other.links.tolist() == sorted(TOPO.paths(0, 2)[1] + TOPO.paths(2, 0)[0])
+
+
+def test_a_new_path_choice_is_routed_as_the_topology_routes_it():
+    """``netalloc``'s compiled route of a choice gives ``Topology.route``'s links and sums (the same floats), with
+    uneven flow weights, a pick past a flow's paths (modulo) and one pick for every flow; and the rate alone."""
+    from netlab.sim.netalloc import _candidates, _chosen_route
+
+    pairs = ((0, 2), (2, 0), (1, 3), (0, 1), (3, 1))  # (0, 1): inside a rack, one path
+    weights = (0.5, 2.0, 1.0, 0.3, 0.7)
+    cands = _candidates(TOPO, (pairs, weights), {})
+    for picks in ((0, 1, 1, 0, 0), (1, 0, 3, 5, 1), (1,), (2,)):
+        links, sums, iso = _chosen_route(*cands, np.array(picks, dtype=np.int64), TOPO.router.scratch,
+                                         TOPO.link_capacity_gbps)
+        want_links, want_sums = TOPO.route(pairs, 0, picks, weights)
+        assert links.tolist() == want_links.tolist() and sums.tobytes() == want_sums.tobytes()
+        assert iso == float(np.min(TOPO.link_capacity_gbps[want_links] / want_sums))
+    assert not TOPO.router.scratch.any()  # left all 0 for the next route
 
 
 def test_a_model_that_cannot_honour_a_priority_refuses_it_naming_model_job_and_kind():

@@ -23,6 +23,7 @@ NO_JIT_TESTS = [
     "tests/test_cluster_view.py",
     "tests/test_network_interface.py",
     "tests/test_net_allocation.py",
+    "tests/test_relink.py",
     "tests/test_simulator.py::test_incremental_fair_network_matches_a_full_resolve",
 ]
 

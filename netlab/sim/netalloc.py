@@ -14,13 +14,17 @@ pass, once, with its allocation (never first on the fabric's ECMP).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..errors import InputError
+from ..jit import njit
 from ..network.demand import build_demand
 from ..network.model import CommDemand, UnsupportedAllocation
 from ..sched import JobState, NetAllocation, PolicyError
 from ..sched.routes import job_flows
+from ..topology.routing import accumulate
 
 
 class AllocationRefused(UnsupportedAllocation, PolicyError, InputError):
@@ -42,8 +46,10 @@ def rerouted(topology, zoo, js: JobState, alloc: NetAllocation, memo: dict | Non
     ``memo`` (a dict the caller keeps for one run on one topology): a network policy moves a trace's jobs
     between a few path choices of the same host sets thousands of times, and a path choice changes only the
     route (links, flows per link, the rate alone there) of the demand the job already has on its placement.
-    So the placement's flows (``job_flows``) and each choice's route are memoised, the route found as
-    ``build_demand`` finds it (``Topology.route`` with the paths), and the rest (bytes, compute, overlap,
+    So the placement's flows (``job_flows``) with their candidate paths and each choice's route are memoised,
+    a new choice's route summed in one compiled call as ``build_demand`` sums it (``Topology.route`` with the
+    paths: the same links and sums; a trace's jobs with tens of flows meet thousands of new choices, each a
+    loop over the flows in Python there), and the rest (bytes, compute, overlap,
     intra-host time, pattern cap, steps) copied from the job's demand: the values ``build_demand`` gives. A
     path choice of None (hash ECMP keys flows by job id), or one of the wrong length (``build_demand`` refuses
     it), takes ``build_demand``."""
@@ -54,19 +60,80 @@ def rerouted(topology, zoo, js: JobState, alloc: NetAllocation, memo: dict | Non
     key = (*place, alloc.paths)
     route = memo.get(key)
     if route is None:
-        flows = memo.get(place)  # (a 4-tuple never equals a route's 5-tuple key)
-        if flows is None:
-            flows = memo[place] = job_flows(zoo[js.job.model], js.job.pattern, p.hosts, p.gpus)
-        pairs, flow_weights = flows
-        if len(alloc.paths) not in (1, len(pairs)):
+        cands = memo.get(place)  # (a 4-tuple never equals a route's 5-tuple key, nor a host pair's)
+        if cands is None:
+            cands = memo[place] = _candidates(topology, job_flows(zoo[js.job.model], js.job.pattern, p.hosts,
+                                                                   p.gpus), memo)
+        if len(alloc.paths) not in (1, len(cands.flow_w)):
             return _built(topology, zoo, js, alloc)
-        links, weights = topology.route(pairs, paths=alloc.paths, flow_weights=flow_weights)
-        iso = min(float(np.min(topology.link_capacity_gbps[links] / weights)), old.rate_cap_gbps)
+        links, weights, iso = _chosen_route(cands.flow_first, cands.path_start, cands.path_links, cands.flow_w,
+                                            np.asarray(alloc.paths, dtype=np.int64), topology.router.scratch,
+                                            topology.link_capacity_gbps)
         if len(memo) >= 100_000:  # bounded, as the topology's route memos
             memo.clear()
-        route = memo[key] = (links, weights, iso)
+        route = memo[key] = (links, weights, min(iso, old.rate_cap_gbps))
     return CommDemand(js.job_id, route[0], route[1], old.flow_bytes, old.compute_s, old.serial_intra_s, old.overlap,
                       old.rate_cap_gbps, route[2], js.iso_iter_s, old.phase, alloc, old.steps)
+
+
+class _Candidates(NamedTuple):
+    """A placement's flows and their equal-cost paths, flat: flow ``f``'s paths are ``flow_first[f]`` up to
+    ``flow_first[f + 1]`` (in ``Topology.paths`` order), path ``q``'s links ``path_links[path_start[q]:
+    path_start[q + 1]]``; ``flow_w``: each flow's bytes relative to the plan's (``job_flows``)."""
+
+    flow_first: np.ndarray
+    path_start: np.ndarray
+    path_links: np.ndarray
+    flow_w: np.ndarray
+
+
+def _candidates(topology, flows, memo: dict) -> _Candidates:
+    """:class:`_Candidates` of ``job_flows``' answer on ``topology``; each host pair's paths (their number, each
+    one's length, their links) memoised in ``memo`` by the pair: a trace's placements reuse a few thousand."""
+    pairs, flow_weights = flows
+    per_pair = []
+    for pair in pairs:
+        hit = memo.get(pair)
+        if hit is None:
+            paths = topology.paths(*pair)
+            hit = memo[pair] = (len(paths), np.array([len(q) for q in paths], dtype=np.int64),
+                                np.array([g for q in paths for g in q], dtype=np.int64))
+        per_pair.append(hit)
+    flow_first = np.zeros(len(pairs) + 1, dtype=np.int64)
+    np.cumsum([h[0] for h in per_pair], out=flow_first[1:])
+    lengths = np.concatenate([h[1] for h in per_pair])
+    path_start = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=path_start[1:])
+    return _Candidates(flow_first, path_start, np.concatenate([h[2] for h in per_pair]),
+                       np.array(flow_weights, dtype=np.float64))
+
+
+@njit(cache=True)
+def _chosen_route(flow_first, path_start, path_links, flow_w, picks, scratch, capacity):  # pragma: no cover
+    """``Topology.route(pairs, paths=picks, flow_weights=...)`` of a placement's flows (:class:`_Candidates`):
+    flow ``f`` takes its path ``picks[f]`` (one pick: every flow's), modulo its number of paths; each of its
+    links counts its weight. The links and weights are laid out flow by flow and summed by ``accumulate`` (the
+    same sums in the same order); also the least ``capacity / weight`` over them (the rate alone, uncapped)."""
+    n = flow_w.shape[0]
+    total = 0
+    for f in range(n):
+        a = flow_first[f]
+        q = a + picks[f if picks.shape[0] > 1 else 0] % (flow_first[f + 1] - a)
+        total += path_start[q + 1] - path_start[q]
+    links = np.empty(total, dtype=np.int64)
+    weights = np.empty(total)
+    e = 0
+    for f in range(n):
+        a = flow_first[f]
+        q = a + picks[f if picks.shape[0] > 1 else 0] % (flow_first[f + 1] - a)
+        for x in range(path_start[q], path_start[q + 1]):
+            links[e], weights[e] = path_links[x], flow_w[f]
+            e += 1
+    ids, sums = accumulate(links, weights, scratch)
+    iso = np.inf
+    for k in range(ids.shape[0]):
+        iso = min(iso, capacity[ids[k]] / sums[k])
+    return ids, sums, iso
 
 
 def _built(topology, zoo, js: JobState, alloc: NetAllocation):

@@ -92,18 +92,19 @@ def compress(weights: np.ndarray, classes: int = PRIORITY_CLASSES) -> list[int]:
 def _compress(a, classes):  # pragma: no cover  (compiled; tested through compress)
     """:func:`compress` of the upper-triangular weights ``a`` (n >= 1): each job's class as an array."""
     n = len(a)
-    # inside[i, j]: weight of edges among jobs i..j-1 = sum over a >= i of (sum over b < j of A[a, b]), each sum
-    # taken in that order (the same sums as cumulative sums along the rows, then up the columns)
+    # inside[j, i]: weight of edges among jobs i..j-1 = sum over a >= i of (sum over b < j of A[a, b]), each sum
+    # taken in that order (the same sums as cumulative sums along the rows, then up the columns); kept with i
+    # along the rows, the order the cuts' search reads it in
     c = np.zeros((n, n + 1))
     for r in range(n):
         for j in range(n):
             c[r, j + 1] = c[r, j] + a[r, j]
     inside = np.zeros((n + 1, n + 1))
     for j in range(n + 1):
-        inside[n - 1, j] = c[n - 1, j]
+        inside[j, n - 1] = c[n - 1, j]
     for r in range(n - 2, -1, -1):
         for j in range(n + 1):
-            inside[r, j] = inside[r + 1, j] + c[r, j]
+            inside[j, r] = inside[j, r + 1] + c[r, j]
     k_max = min(classes, n)
     best, cut = _cuts(inside, k_max, n)
     k = 1  # the fewest classes reaching the least weight
@@ -123,16 +124,17 @@ def _compress(a, classes):  # pragma: no cover  (compiled; tested through compre
 @njit(cache=True)
 def _cuts(inside, k_max, n):  # pragma: no cover  (compiled; tested through compress)
     """``best[k, j]``: least inside-weight of the first ``j`` jobs in ``k`` classes; ``cut[k, j]``: where the
-    last class starts (the first of equal candidates, as ``np.argmin``)."""
+    last class starts (the first of equal candidates, as ``np.argmin``). ``inside[j, i]``: the weight inside jobs
+    ``i..j-1``."""
     best = np.full((k_max + 1, n + 1), np.inf)
     cut = np.zeros((k_max + 1, n + 1), dtype=np.int64)
     for j in range(1, n + 1):
-        best[1, j] = inside[0, j]
+        best[1, j] = inside[j, 0]
     for k in range(2, k_max + 1):
         for j in range(k, n + 1):
             b, at = np.inf, k - 1
             for i in range(k - 1, j):
-                v = best[k - 1, i] + inside[i, j]
+                v = best[k - 1, i] + inside[j, i]
                 if v < b:
                     b, at = v, i
             best[k, j], cut[k, j] = b, at
@@ -159,11 +161,12 @@ class CruxPolicy(NetworkPolicy):
         """A new run: forget what was memoised about the last one's topology and jobs."""
         self.rng = rng
         self._paths: dict = {}
-        self._flows: dict = {}  # (model, pattern, hosts, gpus) -> _Flows
+        self._flows: dict = {}  # (model, pattern, hosts, gpus) -> (_Flows, whether some flow has a choice)
         self._jobs: dict = {}  # job id -> _Job of the jobs decided on (its placement, order key, flows)
         self._order: list = []  # the decided jobs' _Job, highest intensity first
         self._keys: list = []  # their order keys (the same order, for bisect)
         self._slot_order: list = []  # their slots in the table (the same order)
+        self._ids: list = []  # their job ids (the same order)
         self._table = DecidedTable()  # their flows, last path picks and classes (decided.py)
         self._allocs: dict = {}  # (class, paths) -> the NetAllocation handed out for them
         self._last: dict = {}  # the last decision
@@ -186,8 +189,8 @@ class CruxPolicy(NetworkPolicy):
         cap = topo.link_capacity_gbps
         intensity = gpu_intensity(js.gpus * d.compute_s, d.flow_bytes, d.links, d.weights, cap)
         key = (js.job.model, js.job.pattern, p.hosts, p.gpus)
-        flows = self._flows.get(key)
-        if flows is None:
+        hit = self._flows.get(key)
+        if hit is None:
             pairs, fweights = job_flows(view.zoo[js.job.model], js.job.pattern, p.hosts, p.gpus)
             cands = [self._candidates(topo, s, t) for s, t in pairs]
             n_paths = np.array([c.shape[0] for c in cands], dtype=np.int64)
@@ -200,8 +203,8 @@ class CruxPolicy(NetworkPolicy):
                            np.concatenate([n_paths, hops, links]))
             if len(self._flows) >= 100_000:  # bounded, as the topology's route memos
                 self._flows.clear()
-            self._flows[key] = flows
-        return _Job(p, (-intensity, jid), intensity, flows, flows.multi)
+            hit = self._flows[key] = (flows, flows.multi)
+        return _Job(p, (-intensity, jid), intensity, *hit)
 
     def _changes(self, running) -> tuple[list, list] | None:
         """The decided jobs that stopped or moved, and the running jobs with traffic that started or moved since
@@ -251,6 +254,7 @@ class CruxPolicy(NetworkPolicy):
             self._keys.insert(at, j.key)
             self._order.insert(at, j)
             self._slot_order.insert(at, self._table.add(j.flows, j.intensity))
+            self._ids.insert(at, jid)
             added.append(j)
         jobs = self._order
         if not jobs:
@@ -258,8 +262,7 @@ class CruxPolicy(NetworkPolicy):
             return {}
         fresh = view.now >= self._decided_s + self.redecide_s
         if not added and not fresh:  # jobs only ended: the others keep theirs
-            out = self._last = {j.key[1]: last[j.key[1]] for j in jobs}
-            return dict(out)
+            return self._done(last)
         if fresh:
             self._decided_s = view.now
             return self._afresh(view, jobs, last)
@@ -270,7 +273,7 @@ class CruxPolicy(NetworkPolicy):
         j = self._jobs.pop(jid)
         at = bisect.bisect_left(self._keys, j.key)
         self._table.remove(self._slot_order[at])
-        del self._keys[at], self._order[at], self._slot_order[at]
+        del self._keys[at], self._order[at], self._slot_order[at], self._ids[at]
 
     def _afresh(self, view, jobs: list, last: dict) -> dict:
         """Every job decided afresh (steps 1-3): paths with :data:`PATH_MARGIN` from the last picks (none for a
@@ -287,7 +290,7 @@ class CruxPolicy(NetworkPolicy):
             j = jobs[i]
             jid = j.key[1]
             out[jid] = self._allocation(j, t.picks_of(order[i]), int(classes[i]), last.get(jid))
-        return self._done(out, jobs)
+        return self._done(out)
 
     def _fit_in(self, view, jobs: list, added: list, last: dict) -> dict:
         """The jobs that started since (``added``) are fitted in: the running ones keep their paths and classes
@@ -315,13 +318,14 @@ class CruxPolicy(NetworkPolicy):
             j = jobs[i]
             jid = j.key[1]
             out[jid] = self._allocation(j, t.picks_of(order[i]), c, last.get(jid))
-        return self._done(out, jobs)
+        return self._done(out)
 
-    def _done(self, out: dict, jobs: list) -> dict:
+    def _done(self, out: dict) -> dict:
         """``out`` over the jobs decided on, in intensity order (the order the simulator carries them out in),
         kept as the last decision."""
-        out = self._last = {j.key[1]: out[j.key[1]] for j in jobs}
-        return dict(out)
+        ids = self._ids
+        self._last = dict(zip(ids, map(out.__getitem__, ids)))
+        return dict(self._last)
 
     def _allocation(self, j: _Job, picks: np.ndarray, c: int, old: NetAllocation | None) -> NetAllocation:
         """A job's allocation from its path picks and class, the old one again if they are its. Allocations are
@@ -436,16 +440,29 @@ def _pick_paths(n_paths, hops, links, secs, prev, margin, n_links, flow_job, n_j
     share = np.full((n_jobs, n_jobs), False)
     if n_jobs == 0:
         return picks, share
-    order = np.argsort(on_link, kind="mergesort")
-    i = 0
-    while i < taken:  # each link's run of (link, job) entries: every two of its jobs share it
-        j = i
-        while j < taken and on_link[order[j]] == on_link[order[i]]:
-            j += 1
-        for a in range(i, j):
-            for b in range(i, j):
-                share[on_job[order[a]], on_job[order[b]]] = True
-        i = j
+    # the entries by link, each link's in the order taken (a counting sort: links are few beside the entries),
+    # so a link's jobs come in order, each once however many of its flows cross it
+    start = np.zeros(n_links + 1, dtype=np.int64)
+    for x in range(taken):
+        start[on_link[x] + 1] += 1
+    for g in range(n_links):
+        start[g + 1] += start[g]
+    fill = start[:n_links].copy()
+    by_link = np.empty(taken, dtype=np.int64)
+    for x in range(taken):
+        by_link[fill[on_link[x]]] = on_job[x]
+        fill[on_link[x]] += 1
+    jobs = np.empty(n_jobs, dtype=np.int64)
+    for g in range(n_links):  # every two jobs on a link share it
+        m = 0
+        for x in range(start[g], start[g + 1]):
+            b = by_link[x]
+            if m == 0 or jobs[m - 1] != b:
+                jobs[m] = b
+                m += 1
+        for a in range(m):
+            for b in range(m):
+                share[jobs[a], jobs[b]] = True
     return picks, share
 
 
