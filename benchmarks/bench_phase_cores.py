@@ -271,6 +271,7 @@ def main(argv=None) -> int:
     ap.add_argument("--per-family", type=int, default=40, help="referee: seeds per family and half looked up")
     ap.add_argument("--trace-dir", default=None)
     ap.add_argument("--jobs", type=int, default=None, help="philly: first N jobs (default: the full trace)")
+    ap.add_argument("--section", default="philly", help="philly: the results file's section written")
     ap.add_argument("--no-final-default", action="store_true", help="philly: no default run after the cores' runs")
     ap.add_argument("--horizons", action="store_true", help="referee: tcp-cores64 at each cold horizon of HORIZONS too")
     ap.add_argument("--every", type=int, default=2, help="horizon: every N-th core simulation recorded")
@@ -284,7 +285,7 @@ def main(argv=None) -> int:
     elif args.part == "referee":
         _merge("referee", referee_part(args.sizes, args.per_family, args.horizons))
     else:
-        _merge("philly", philly_part(args.sizes, args.trace_dir, args.jobs, not args.no_final_default))
+        _merge(args.section, philly_part(args.sizes, args.trace_dir, args.jobs, not args.no_final_default))
         _merge("philly_partial", None)
     print("wrote", OUT)
     return 0
