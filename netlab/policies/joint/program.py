@@ -197,15 +197,18 @@ _local = threading.local()  # one HiGHS instance per thread, made at its first p
 
 
 def _highs_lp(util: np.ndarray, a: np.ndarray, floor: float) -> np.ndarray:
-    """The program's optimal ``z`` from HiGHS (its defaults: presolve, then the simplex method), the model
-    handed over column-wise in one call. Why not SciPy's ``linprog``, which runs the same solver: its per-call
-    input checks and option set-up cost twice HiGHS's own solve on these programs (about 1.2 of 1.8 ms). One
-    solver instance is kept per thread; each model passed replaces the last, so every program is solved from
-    scratch (no basis is carried over: the answer does not depend on the programs solved before). Where the
-    optimum is not unique (jobs alike in ``G_j`` and ``a_je`` on the same links), which optimal speeds come back
-    is the solver's choice and may change with its version: SciPy's HiGHS 1.12 and highspy's 1.16 return the
-    same bits on 98.4% of the first 20k Philly jobs' programs and another optimum (equal objective) on the
-    rest."""
+    """The program's optimal ``z`` from HiGHS (dual simplex, presolve off), the model handed over column-wise in
+    one call. Why not SciPy's ``linprog``, which runs the same solver: its per-call input checks and option set-up
+    cost twice HiGHS's own solve on these programs (about 1.2 of 1.8 ms). Why no presolve: on these programs (tens
+    of jobs, up to ~190 links, most rows repeating others) it was more than half of HiGHS's time (1.6 against 0.7
+    ms a program on the first 20k Philly jobs), and the simplex alone reaches an optimum as well. One solver
+    instance is kept per thread; each model passed replaces the last, so every program is solved from scratch
+    (no basis is carried over: the answer does not depend on the programs solved before).
+
+    Where the optimum is not unique (jobs alike in ``G_j`` and ``a_je`` on the same links: a third of the
+    programs on Philly), which optimal speeds come back is the solver's choice, and changes with its version and
+    options; the objective does not. Of the 4,805 programs of the first 20k Philly jobs, presolve-less HiGHS
+    1.16 and SciPy's HiGHS 1.12 with presolve agree to 5e-13 on 64% and return another optimum on 36%."""
     import highspy
 
     h = getattr(_local, "highs", None)
@@ -214,6 +217,7 @@ def _highs_lp(util: np.ndarray, a: np.ndarray, floor: float) -> np.ndarray:
         # banner to stdout before its output can be switched off
         h = _local.highs = highspy._Highs()
         h.setOptionValue("output_flag", False)
+        h.setOptionValue("presolve", "off")
     m, n = a.shape
     col, row = np.nonzero(a.T)  # column-major: the matrix's entries job by job
     start = np.searchsorted(col, np.arange(n)).astype(np.int32)
