@@ -7,10 +7,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netlab.network.slots import Component, Entries, SlotTable, component_at, component_kept_at
+from netlab.network.slots import Component, Entries, SlotTable, component_at, component_kept_at, keep_link
 from netlab.network.tcp.incremental import binding_part, update_binding
 
-from test_slots_index import _demand, scratch_clear, tables
+from test_slots_index import _demand, scratch_clear
 
 
 def _kept_view(full: Component, keep: np.ndarray):
@@ -23,16 +23,54 @@ def _kept_view(full: Component, keep: np.ndarray):
             [float(full.entries.weight[x]) for x in sel])
 
 
+def _kept(t, r) -> list:
+    """Row ``r``'s kept places."""
+    return t.node_kept[t.node_base[r]:t.node_base[r] + t.n_kept[r]].tolist()
+
+
+def _kept_places_hold(table: SlotTable, keep) -> bool:
+    """Every joined row's kept places are its places on ``keep`` links, ascending (what :func:`keep_link` keeps)."""
+    t = table.rows
+    return all(_kept(t, r) == [k for k in range(t.n_links[r]) if keep[t.links[r, k]]] for r in np.flatnonzero(t.joined))
+
+
+@st.composite
+def kept_tables(draw):
+    """A table after random joins (each with the keep mask of its time), leaves and links joining or leaving the
+    kept links (each through :func:`keep_link`, as the tcp model's ``may_bind`` flips), and the final mask."""
+    n_links = draw(st.integers(1, 40))
+    table, keep = SlotTable(rows=2, width=2), np.zeros(n_links, dtype=bool)
+    alive, next_id = [], 0
+    for _ in range(draw(st.integers(0, 60))):
+        op = draw(st.integers(0, 3))
+        if op == 0 and alive:
+            table.remove(alive.pop(draw(st.integers(0, len(alive) - 1))))
+        elif op == 1:
+            g = draw(st.integers(0, n_links - 1))
+            keep[g] = not keep[g]
+            keep_link(g, keep[g], table.rows)
+        else:
+            links = draw(st.lists(st.integers(0, n_links - 1), min_size=1, max_size=6, unique=True))
+            weights = draw(st.lists(st.floats(0.5, 4.0), min_size=len(links), max_size=len(links)))
+            table.add(next_id, _demand(next_id, links, weights), keep=keep)
+            alive.append(next_id)
+            next_id += 1
+    return table, keep
+
+
 @settings(max_examples=300, deadline=None)
-@given(tables(), st.data())
+@given(kept_tables(), st.data())
 def test_the_kept_component_is_the_full_one_on_the_kept_links(case, data):
-    table, couple, seeds, n_links = case
-    keep = np.array(data.draw(st.lists(st.booleans(), min_size=n_links, max_size=n_links))) | couple
+    table, keep = case
+    n_links = len(keep)
+    assert _kept_places_hold(table, keep)
+    couple = keep & np.array(data.draw(st.lists(st.booleans(), min_size=n_links, max_size=n_links)))
+    seeds = np.array(data.draw(st.lists(st.integers(0, n_links - 1), max_size=8)), dtype=np.int64)
     touched = np.zeros(n_links, dtype=bool)
     touched[seeds] = True
     full_touched = touched.copy()
     full = component_at(seeds, full_touched, table.rows, couple)
-    got, all_links = component_kept_at(seeds, touched, table.rows, couple, keep)
+    got, all_links = component_kept_at(seeds, touched, table.rows, couple)
     assert touched.tolist() == full_touched.tolist() and scratch_clear(table)
     assert got.rows.tolist() == full.rows.tolist()
     assert all_links.tolist() == full.links.tolist()  # every link of its rows, in the same order
@@ -42,13 +80,33 @@ def test_the_kept_component_is_the_full_one_on_the_kept_links(case, data):
     assert got.entries.weight.tolist() == weight
 
 
+def test_kept_places_by_hand():
+    """Rows 0 (links 3, 1, 2) and 1 (links 2, 5); links 1 and 2 kept at their joins, then 3 joins the kept links
+    and 2 leaves them, then 5 joins (row 1 only) and row 0 leaves."""
+    table, keep = SlotTable(rows=2, width=2), np.zeros(6, dtype=bool)
+    keep[[1, 2]] = True
+    table.add(0, _demand(0, [3, 1, 2]), keep=keep)
+    table.add(1, _demand(1, [2, 5]), keep=keep)
+    t = table.rows
+    assert _kept(t, 0) == [1, 2] and _kept(t, 1) == [0]
+    keep_link(3, True, t)  # row 0's place 0: at the front
+    keep_link(2, False, t)  # row 0's place 2 and row 1's place 0 go
+    t = table.rows
+    assert _kept(t, 0) == [0, 1] and t.n_kept[1] == 0
+    keep_link(5, True, t)
+    table.remove(0)
+    assert t.n_kept[0] == 0 and _kept(t, 1) == [1]
+    keep_link(40, True, t)  # a link beyond the index: no row on it, nothing to do
+
+
 def test_may_bind_by_hand():
     # capacity 100 on each link; offered and running jobs per link:
     offered = np.array([100.0, 99.99995, 99.99995, 99.9, 250.0, 100.0 * (1 + 2e-9)])
     jobs = np.array([1, 2, 1, 5, 1, 3])
     cap = np.full(6, 100.0)
     binding, may = np.zeros(6, bool), np.zeros(6, bool)
-    update_binding(binding, may, np.arange(6), offered, cap, jobs)
+    t = SlotTable().rows  # no joined row: no kept places to keep
+    update_binding(binding, may, np.arange(6), offered, cap, jobs, t)
     # 0: one job at exactly its capacity (its isolated rate's own link): neither
     # 1: two jobs, 5e-7 below capacity: may bind (a component's sum may round above), does not bind now
     # 2: the same load from one job: a job alone never binds
@@ -59,8 +117,17 @@ def test_may_bind_by_hand():
     assert may.tolist() == [False, True, False, False, True, True]
     # only the links named are updated
     binding[:], may[:] = False, False
-    update_binding(binding, may, np.array([4]), offered, cap, jobs)
+    update_binding(binding, may, np.array([4]), offered, cap, jobs, t)
     assert binding.tolist() == [False] * 4 + [True, False] and may.tolist() == binding.tolist()
+    # a joined row on links 5, 0, 1, 4 keeps its places on the may_bind links as they flip
+    table = SlotTable(rows=2, width=4)
+    table.add(7, _demand(7, [5, 0, 1, 4]), keep=may)  # may_bind now: link 4 only (its place 3)
+    assert _kept(table.rows, 0) == [3]
+    update_binding(binding, may, np.arange(6), offered, cap, jobs, table.rows)  # 1, 4, 5 may bind
+    assert _kept(table.rows, 0) == [0, 2, 3]
+    offered[4] = 0.0
+    update_binding(binding, may, np.array([4, 4]), offered, cap, jobs, table.rows)  # (repeats: one flip)
+    assert _kept(table.rows, 0) == [0, 2]
 
 
 def test_binding_part_by_hand():
@@ -80,3 +147,57 @@ def test_binding_part_by_hand():
     # at capacity 14 exactly link 8 does not bind either (the test is offered > capacity x (1 + 1e-9))
     sub, kept = binding_part(comp, np.full(3, 14.0), t)
     assert kept.tolist() == [] and len(sub.job) == 0
+
+
+def test_write_back_clears_only_links_a_solve_wrote_and_marks_those_it_writes():
+    """Row 0 on links 0, 1, 2 (link 1 kept and binding in the solve), seed link 3 (a leaving job's). Before: link 2
+    holds an old solve's overload 5 and queue 0.5 (written: ``solved``), link 3 likewise (7, 0.7); link 0 was never
+    written (0.0). After: links 2 and 3 cleared and no longer marked, link 1 holds the solve's 2.0 / 0.25 and is
+    marked, link 0 untouched; the touched mask is cleared on the component's links (the caller clears the seeds)."""
+    from netlab.network.links import LinkArrays
+    from netlab.network.tcp.components import Solved
+    from netlab.network.tcp.incremental import write_back
+
+    table, keep = SlotTable(rows=2, width=3), np.array([False, True, False, False])
+    table.add(0, _demand(0, [0, 1, 2]), keep=keep)
+    t = table.rows
+    touched = np.array([False, True, False, True])
+    comp, all_links = component_kept_at(np.array([1]), touched, t, keep)
+    assert comp.links.tolist() == [1] and all_links.tolist() == [0, 1, 2]
+    n = 4
+    links = LinkArrays(np.full(n, 10.0), np.ones(n, np.int64), np.zeros(n), np.array([0.0, 0.0, 5.0, 7.0]),
+                       np.array([0.0, 0.0, 0.5, 0.7]))
+    solved = np.array([False, False, True, True])
+    t.iter_s[0] = 1.0
+    out = Solved(np.array([1.0]), np.array([0.5]), np.array([12.0]), np.array([2.0]), np.array([0.25]))
+    ids, it, comm = write_back(touched, np.array([3]), comp, all_links, np.array([0]), out, 1e-3, t, links, solved)
+    assert links.overload_gbps.tolist() == [0.0, 2.0, 0.0, 0.0] and links.queue_frac.tolist() == [0.0, 0.25, 0.0, 0.0]
+    assert solved.tolist() == [False, True, False, False]
+    assert touched.tolist() == [False, False, False, True]
+    assert ids.tolist() == []  # its time did not move (1.0 as before)
+
+
+def test_a_relinked_row_keeps_its_places_on_the_links_that_may_bind():
+    """Jobs re-routed in place (``TcpNetwork.relink``) back and forth on a small leaf-spine, solved between: after
+    every step each joined row's kept places are its places on the ``may_bind`` links (the rows on the links
+    whose ``may_bind`` flipped updated, the moved row's rebuilt on its new links)."""
+    import test_relink as case
+    from netlab.network.tcp import TcpNetwork
+    from netlab.sim.fabric import Fabric
+
+    topo = case._topo()
+    net = TcpNetwork(jitter=0.0)
+    fabric = Fabric(topo, net, record_links=False)
+    fabric.join(1, case._demand(topo, 1, [(0, 2)], 0), 0.0)
+    fabric.join(2, case._demand(topo, 2, [(1, 3)], 0, flow_bytes=0.7 * case.GBIT_BYTES), 0.0)
+    fabric.join(3, case._demand(topo, 3, [(2, 0)], 1, compute_s=0.3), 0.0)
+    fabric.solve(0.0)
+    assert net._may_bind.any() and _kept_places_hold(net._slots, net._may_bind)
+    wide = [(s, d) for s in range(4) for d in range(4) if s // 2 != d // 2]
+    for now, (jid, pairs, path) in enumerate(((2, [(1, 3)], 1), (1, [(0, 2)], 1), (2, [(1, 3)], 0), (1, wide, 0),
+                                              (3, [(2, 0)], 0), (2, wide, 1)), start=1):
+        d = case._demand(topo, jid, pairs, path)
+        fabric.reallocate(jid, d.allocation, float(now), demand=d)
+        assert _kept_places_hold(net._slots, net._may_bind)
+        fabric.solve(float(now))
+        assert _kept_places_hold(net._slots, net._may_bind)

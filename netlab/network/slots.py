@@ -59,12 +59,15 @@ class Rows(NamedTuple):
     anchor_s: np.ndarray  # tcp: one of its iterations started then (NaN: no phase state)
     period_s: np.ndarray  # tcp: its period since
     anchor_phase: np.ndarray  # tcp: the policy's phase when it was anchored (a new one re-anchors it)
+    n_kept: np.ndarray  # int64: places of the row on kept links (a joined row of a table that keeps some links)
     member: np.ndarray  # bool scratch of the component walk (all False between calls)
     node_base: np.ndarray  # int64: the row's block of nodes (node of ``links[row, k]``: node_base + k; -1: none)
     node_cap: np.ndarray  # int64: its block's size
     node_row: np.ndarray  # int32 per node: its row
     node_next: np.ndarray  # int32 per node: the next node on its link's list (-1: none)
     node_prev: np.ndarray  # int32 per node: the one before (-1: none, the list's head)
+    node_kept: np.ndarray  # int32 per node: the row's kept places ``k`` (of ``links[row, k]``), ascending, in the
+    # first ``n_kept`` nodes of its block (a block holds a place per link of the row: room for every one)
     link_head: np.ndarray  # int64 per link: the first node on its list (-1: no joined row)
     link_seen: np.ndarray  # bool per link: scratch of the component walk (all False between calls)
     link_local: np.ndarray  # int64 per link: scratch of :func:`first_met_table` (all -1 between calls)
@@ -104,14 +107,17 @@ class Component(NamedTuple):
 
 
 _FILL = dict(job_id=-1, joined=False, n_links=0, links=0, weights=0.0, link_load=0.0, share=1.0, iter_s=np.nan,
-             rate_gbps=np.nan, anchor_s=np.nan, period_s=np.nan, anchor_phase=np.nan, member=False, node_base=-1,
-             node_cap=0, node_row=-1, node_next=-1, node_prev=-1, link_head=-1, link_seen=False, link_local=-1)
+             rate_gbps=np.nan, anchor_s=np.nan, period_s=np.nan, anchor_phase=np.nan, n_kept=0, member=False,
+             node_base=-1, node_cap=0, node_row=-1, node_next=-1, node_prev=-1, link_head=-1, link_seen=False,
+             link_local=-1)
 _DTYPE = dict(job_id=np.int64, joined=np.bool_, n_links=np.int64, links=np.int64, priority=np.int64, own_queue=np.bool_,
-              member=np.bool_, node_base=np.int64, node_cap=np.int64, node_row=np.int32, node_next=np.int32,
-              node_prev=np.int32, link_head=np.int64, link_seen=np.bool_, link_local=np.int64)
+              n_kept=np.int64, member=np.bool_, node_base=np.int64, node_cap=np.int64, node_row=np.int32,
+              node_next=np.int32, node_prev=np.int32, node_kept=np.int32, link_head=np.int64, link_seen=np.bool_,
+              link_local=np.int64)
 _WIDE = ("links", "weights", "link_load")  # one column per link of the row
 _PER_LINK = ("link_head", "link_seen", "link_local")  # one entry per link id
-_PER_NODE = ("node_row", "node_next", "node_prev")  # one entry per node of the index (unset until in a block)
+_PER_NODE = ("node_row", "node_next", "node_prev", "node_kept")  # one entry per node of the index (unset until
+# in a block)
 
 
 def _column(f: str, shape) -> np.ndarray:
@@ -144,8 +150,10 @@ class SlotTable:
         """The job's row, None if it has none."""
         return self._row.get(job_id)
 
-    def add(self, job_id: int, demand) -> int:
-        """A row for a job joining the incremental network: its demand written, no solution, no phase state."""
+    def add(self, job_id: int, demand, keep=None) -> int:
+        """A row for a job joining the incremental network: its demand written, no solution, no phase state.
+        ``keep`` (per link, optional): the links the table keeps the row's places on (:func:`keep_link`), for a
+        model that builds components with entries on those links only (:func:`component_kept_at`)."""
         r = self._claim(job_id)
         t, k = self.rows, len(demand.links)
         if k > t.links.shape[1]:
@@ -159,6 +167,8 @@ class SlotTable:
         t.joined[r], t.n_links[r] = True, k
         t.links[r, :k], t.weights[r, :k], t.link_load[r] = demand.links, demand.weights, 0.0
         index_row(r, tuple(t))
+        if keep is not None:
+            kept_places(r, tuple(t), keep)
         self._write(r, demand)
         return r
 
@@ -189,7 +199,7 @@ class SlotTable:
         t = self.rows
         if t.joined[r]:
             unindex_row(r, tuple(t))
-        t.job_id[r], t.joined[r] = -1, False
+        t.job_id[r], t.joined[r], t.n_kept[r] = -1, False, 0
         t.anchor_s[r] = t.period_s[r] = t.anchor_phase[r] = np.nan
         self._free.append(r)
         return r
@@ -203,7 +213,7 @@ class SlotTable:
             r, self._used = self._used, self._used + 1
         self._row[job_id] = r
         t = self.rows
-        t.job_id[r], t.joined[r], t.n_links[r] = job_id, False, 0
+        t.job_id[r], t.joined[r], t.n_links[r], t.n_kept[r] = job_id, False, 0, 0
         t.iter_s[r] = t.rate_gbps[r] = t.anchor_s[r] = t.period_s[r] = t.anchor_phase[r] = np.nan
         return r
 
@@ -308,6 +318,48 @@ def unindex_row(r, t: Rows):
 
 
 @njit(**JIT)
+def kept_places(r, t: Rows, keep):
+    """Row ``r``'s places on the ``keep`` links (per link), ascending, as its kept places. Named tuple or plain
+    (``jit.py``)."""
+    t = Rows(*t)
+    n, base = 0, t.node_base[r]
+    for k in range(t.n_links[r]):
+        if keep[t.links[r, k]]:
+            t.node_kept[base + n] = k
+            n += 1
+    t.n_kept[r] = n
+
+
+@njit(**JIT)
+def keep_link(g, keep, t: Rows):
+    """Link ``g`` joined (``keep`` True) or left the kept links: every joined row on it (its list in the index)
+    gets its place there added to or taken from its kept places, which stay ascending. Costs in proportion to
+    the rows on the link and their kept places, so a table keeps its rows' places on a mask that changes a few
+    links at a time (the ``tcp`` model's links that may bind) without a pass over its rows."""
+    if g >= t.link_head.shape[0]:  # (a link beyond the index never had a joined row)
+        return
+    e = t.link_head[g]
+    while e >= 0:
+        r = t.node_row[e]
+        base = t.node_base[r]
+        k = e - base
+        n = t.n_kept[r]
+        j = n
+        while j > 0 and t.node_kept[base + j - 1] > k:  # where k goes (or is), from the end
+            j -= 1
+        if keep:
+            for i in range(n, j, -1):
+                t.node_kept[base + i] = t.node_kept[base + i - 1]
+            t.node_kept[base + j] = k
+            t.n_kept[r] = n + 1
+        else:  # k is at j - 1
+            for i in range(j - 1, n - 1):
+                t.node_kept[base + i] = t.node_kept[base + i + 1]
+            t.n_kept[r] = n - 1
+        e = t.node_next[e]
+
+
+@njit(**JIT)
 def component(touched, t: Rows, couple) -> Component:
     """:func:`component_at` seeded with every ``touched`` link (a pass over the fabric's links to find them)."""
     return component_at(np.flatnonzero(touched), touched, t, couple)
@@ -346,49 +398,55 @@ def component_at(seeds, touched, t: Rows, couple) -> Component:
 
 
 @njit(**JIT)
-def component_kept_at(seeds, touched, t: Rows, couple, keep):
-    """:func:`component_at` with entries only on the ``keep`` links (per link), and every link of the
-    component's rows apart: (component, all links). The component's ``links`` are the kept ones, in the order
-    first met, as are ``all links`` (the ``links`` :func:`component_at` gives: the same ids in the same order).
+def component_kept_at(seeds, touched, t: Rows, couple):
+    """:func:`component_at` with entries only on the kept links (the rows' kept places, :func:`keep_link`, which
+    must hold every ``couple`` link), and every link of the component's rows apart: (component, all links). The
+    component's ``links`` are the kept ones, in the order first met, as are ``all links`` (the ``links``
+    :func:`component_at` gives: the same ids in the same order).
 
     Why: a solve that reads only some links (``tcp`` reads the links that can bind) need not have entries on
     the others; on a busy rail fabric a component's rows have a few percent of their job x link pairs on
-    links that can bind, and building and renumbering the rest cost more than the solve."""
-    rows = component_rows(seeds, touched, t, couple)
-    nnz = n_all = 0
+    links that can bind, and building and renumbering the rest cost more than the solve. The walk and the
+    entries read the rows' kept places only, so they cost in proportion to the entries kept; every link of
+    the rows is one pass (a link marked as it is first met, the marks cleared from the list)."""
+    rows = component_rows(seeds, touched, t, couple, True)
+    nnz = pairs = 0
     for r in rows:
-        for k in range(t.n_links[r]):
+        nnz += t.n_kept[r]
+        pairs += t.n_links[r]
+    all_links = np.empty(pairs, np.int64)
+    n = 0
+    for r in rows:
+        for k in range(t.n_links[r]):  # (no branch: a link met again is written and overwritten)
             g = t.links[r, k]
-            if keep[g]:
-                nnz += 1
-            if not t.link_seen[g]:  # every link once, in the order first met (the scratch reset below)
-                t.link_seen[g] = True
-                n_all += 1
-    all_links = np.empty(n_all, np.int64)
+            new = 1 - np.int64(t.link_seen[g])
+            t.link_seen[g] = True
+            all_links[n] = g
+            n += new
+    for i in range(n):
+        t.link_seen[all_links[i]] = False
     job, glink, weight = np.empty(nnz, np.int64), np.empty(nnz, np.int64), np.empty(nnz)
-    e = n = 0
+    e = 0
     for i in range(rows.shape[0]):
         r = rows[i]
-        for k in range(t.n_links[r]):
-            g = t.links[r, k]
-            if t.link_seen[g]:
-                t.link_seen[g] = False
-                all_links[n] = g
-                n += 1
-            if keep[g]:
-                job[e], glink[e], weight[e] = i, g, t.weights[r, k]
-                e += 1
+        base = t.node_base[r]
+        for j in range(t.n_kept[r]):
+            k = t.node_kept[base + j]
+            job[e], glink[e], weight[e] = i, t.links[r, k], t.weights[r, k]
+            e += 1
     link, comp_links = first_met_table(glink, t.link_local)
-    return Component(rows, comp_links, Entries(job, link, weight)), all_links
+    return Component(rows, comp_links, Entries(job, link, weight)), all_links[:n]
 
 
 @njit(**JIT)
-def component_rows(seeds, touched, t: Rows, couple):
+def component_rows(seeds, touched, t: Rows, couple, kept=False):
     """The component's rows, in row order (see :func:`component_at`). A walk from the seeds: each link met
     gives its joined rows (the table's per-link lists), each new row its coupling links, until nothing new is
     met: the least set of rows on a touched link whose coupling links are all touched, as a sweep over every
     row until nothing changes would find it, at a cost in proportion to the component. ``touched`` widened in
-    place to every coupling link of the component."""
+    place to every coupling link of the component. ``kept``: a row's coupling links are looked for among its
+    kept places only (:func:`keep_link`; they must hold every coupling link), so the walk costs in proportion
+    to them, not to every link of the rows."""
     n_index = t.link_head.shape[0]
     queue = np.empty(seeds.shape[0] + 1024, np.int64)  # links met, to walk (grown inline: a call per push costs
     n_queue = 0  # more than the walk)
@@ -412,11 +470,12 @@ def component_rows(seeds, touched, t: Rows, couple):
                 found = _grown(found, n_found, 2 * n_found)
             found[n_found] = r
             n_found += 1
-            n, links = t.n_links[r], t.links[r]
+            n, links = (t.n_kept[r] if kept else t.n_links[r]), t.links[r]
             if n_queue + n > queue.shape[0]:  # room for every link of the row
                 queue = _grown(queue, n_queue, 2 * (n_queue + n))
-            for k in range(n):
-                g = links[k]
+            base = t.node_base[r]
+            for j in range(n):
+                g = links[t.node_kept[base + j] if kept else j]
                 if couple[g]:
                     touched[g] = True
                     if not t.link_seen[g]:

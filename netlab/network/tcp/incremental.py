@@ -25,7 +25,7 @@ import numpy as np
 from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..links import LinkArrays
-from ..slots import Component, Entries, Rows, component_at, component_kept_at, jobs_at
+from ..slots import Component, Entries, Rows, component_at, component_kept_at, jobs_at, keep_link
 from .components import Solved
 from .mean_field import MeanFieldCounts
 from .solve import SolveCode, solve_unless_exact
@@ -39,10 +39,13 @@ def binding_component(seeds, touched, t: Rows, binding) -> Component:
 
 
 @njit(**JIT)
-def update_binding(binding, may_bind, links, offered, capacity, jobs):
+def update_binding(binding, may_bind, links, offered, capacity, jobs, t: Rows):
     """Whether each of ``links`` can bind now (``offered`` above its capacity), into the ``binding`` mask, and
     whether a solve of any component may find it binding, into ``may_bind``: a binding link, or one with two
-    jobs or more (``jobs``: running jobs per link) whose offered load is within 1e-6 of its capacity.
+    jobs or more (``jobs``: running jobs per link) whose offered load is within 1e-6 of its capacity. The row
+    table ``t`` (named or plain, ``jit.py``) keeps its joined rows' places on the ``may_bind`` links
+    (:func:`~netlab.network.slots.keep_link`, where a link's ``may_bind`` flips), so a component is walked and
+    built over them only.
 
     Why ``may_bind``: a solve tests each link of its component on the component's own sum
     (:func:`binding_part`), a sum over some of the link's jobs, so it may differ from ``offered`` (kept by
@@ -51,9 +54,13 @@ def update_binding(binding, may_bind, links, offered, capacity, jobs):
     capacity / flows (``demand.py``), so its flows there offer at most the capacity, to rounding. Entries on
     other links are left out of the solve (:func:`~netlab.network.slots.component_kept_at`): with them out,
     the solve's own test keeps exactly the links it kept before."""
+    t = Rows(*t)
     for g in links:
         binding[g] = offered[g] > capacity[g] * (1 + 1e-9)
-        may_bind[g] = binding[g] or (jobs[g] >= 2 and offered[g] > capacity[g] * (1 - 1e-6))
+        may = binding[g] or (jobs[g] >= 2 and offered[g] > capacity[g] * (1 - 1e-6))
+        if may != may_bind[g]:
+            may_bind[g] = may
+            keep_link(g, may, t)
 
 
 @njit(**JIT)
@@ -97,18 +104,18 @@ def binding_part(comp: Component, cap_link, t: Rows):
 
 
 @njit(**JIT)
-def resolve_touched(now_s, touched, seeds, t: Rows, links: LinkArrays, binding, may_bind, max_exact, alpha, rtol,
-                    counts: MeanFieldCounts):
+def resolve_touched(now_s, touched, seeds, t: Rows, links: LinkArrays, binding, max_exact, alpha, rtol,
+                    counts: MeanFieldCounts, solved):
     """The component of the ``touched`` links (``seeds``: their ids, with repeats; ``touched`` widened in place;
-    ``binding``: the links that can bind; ``may_bind``: those a solve may find binding, :func:`update_binding`)
-    solved and written back, when no part of it is for the exact simulation: (code, job ids, iteration s, comm
-    s of the jobs whose time moved, the component (entries on ``may_bind`` links), every link of its rows, its
-    entries on links that bind in its solve and which of its links those are (:func:`binding_part`)), the code
-    a :class:`SolveCode` value. ``EXACT_NEEDED``: nothing written; the caller solves the component's binding
-    part (returned, so that it is not found a second time) and calls :func:`write_back`. Named tuples or plain
-    ones (``jit.py``)."""
+    ``binding``: the links that can bind; ``t`` keeps its rows' places on the links a solve may find binding,
+    :func:`update_binding`) solved and written back, when no part of it is for the exact simulation: (code, job
+    ids, iteration s, comm s of the jobs whose time moved, the component (entries on those links), every link
+    of its rows, its entries on links that bind in its solve and which of its links those are
+    (:func:`binding_part`)), the code a :class:`SolveCode` value. ``EXACT_NEEDED``: nothing written; the caller
+    solves the component's binding part (returned, so that it is not found a second time) and calls
+    :func:`write_back` (``solved``: its links written). Named tuples or plain ones (``jit.py``)."""
     t, links, counts = Rows(*t), LinkArrays(*links), MeanFieldCounts(*counts)
-    comp, all_links = component_kept_at(seeds, touched, t, binding, may_bind)  # binding links couple its rows
+    comp, all_links = component_kept_at(seeds, touched, t, binding)  # binding links couple its rows
     none_i, none_f = np.empty(0, np.int64), np.empty(0)
     if comp.rows.shape[0] == 0:
         return SolveCode.NOTHING.value, none_i, none_f, none_f, comp, all_links, comp.entries, none_i
@@ -118,29 +125,41 @@ def resolve_touched(now_s, touched, seeds, t: Rows, links: LinkArrays, binding, 
                                    counts)
     if code == SolveCode.EXACT_NEEDED:
         return code.value, none_i, none_f, none_f, comp, all_links, sub, kept
-    ids, it, comm = write_back(touched, seeds, comp, all_links, kept, out, rtol, t, links)
+    ids, it, comm = write_back(touched, seeds, comp, all_links, kept, out, rtol, t, links, solved)
     return code.value, ids, it, comm, comp, all_links, sub, kept
 
 
 @njit(**JIT)
-def write_back(touched, seeds, comp: Component, all_links, kept, out: Solved, rtol, t: Rows, links: LinkArrays):
+def write_back(touched, seeds, comp: Component, all_links, kept, out: Solved, rtol, t: Rows, links: LinkArrays,
+               solved):
     """A component's solve into the links and rows, in place: the links' overload and queue (``out``'s per link
     of ``comp.links[kept]``, the links the solve read; the other links of its rows, ``all_links``, cannot bind in
     it and get none: cleared, as the seeds, the links the changes touched), and the rows whose iteration time
-    moved (their time and loads); those rows' (job id, iteration s, comm s).
+    moved (their time and loads); those rows' (job id, iteration s, comm s). ``touched`` is cleared on the
+    component's links (the seeds are the caller's).
 
-    The links are cleared by id, not by a pass over every link of the fabric.
+    The links are cleared by id, not by a pass over every link of the fabric, and only those a solve wrote
+    (``solved``, per link, kept here: a link not written since it was last cleared holds 0.0 in both, so
+    clearing it changes nothing): on a busy rail fabric a component's rows have far more links than ever bind,
+    and writing every one of them (scattered over the fabric's link arrays) cost about as much as the solve.
 
     A fixed point converges to a tolerance, so unaffected jobs' times wobble by about that much: only a
     change beyond ``rtol`` moves a job (and its completion); the others keep their time.
     """
     for g in seeds:
-        links.overload_gbps[g] = links.queue_frac[g] = 0.0
+        if solved[g]:
+            links.overload_gbps[g] = links.queue_frac[g] = 0.0
+            solved[g] = False
     for g in all_links:
-        links.overload_gbps[g] = links.queue_frac[g] = 0.0
+        if solved[g]:
+            links.overload_gbps[g] = links.queue_frac[g] = 0.0
+            solved[g] = False
+    for g in comp.links:  # every link the walk widened ``touched`` to (coupling links are among them)
+        touched[g] = False
     for b in range(kept.shape[0]):
         g = comp.links[kept[b]]
         links.overload_gbps[g], links.queue_frac[g] = out.overload_gbps[b], out.queue_frac[b]
+        solved[g] = True
     rows, it = comp.rows, out.iter_s
     moved = np.zeros(rows.shape[0], np.bool_)
     for a in range(rows.shape[0]):

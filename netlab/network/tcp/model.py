@@ -7,7 +7,7 @@ import numpy as np
 from ..links import LinkState
 from ..model import (ALLOCATION_KINDS, NETWORKS, Capabilities, CommDemand, Moved, NetSolution, NetworkModel,
                      _same_paths, _treatment, incidence)
-from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of, relink_row
+from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of, kept_places, relink_row
 from .components import Solved
 from .cores import CoreCache
 from .exposed import exposed_s
@@ -165,6 +165,7 @@ class TcpNetwork(NetworkModel):
         self._offered = np.zeros(n)  # per link: every job on it at its isolated rate at once
         self._binding = np.zeros(n, dtype=bool)  # per link: it can bind (offered above capacity)
         self._may_bind = np.zeros(n, dtype=bool)  # per link: a solve may find it binding (incremental.py)
+        self._solved = np.zeros(n, dtype=bool)  # per link: a solve wrote its overload and queue (write_back)
         # per link: what a binding link delivers (goodput.py), kept where offered and flows change
         self._capacity_eff = links.capacity_gbps.copy()
         self._touched_links: list[np.ndarray] = []  # the links set in _touched, by change
@@ -177,7 +178,7 @@ class TcpNetwork(NetworkModel):
 
     def join(self, job_id, demand, now_s):
         self.check_allocation(demand.allocation, job_id)
-        row = self._slots.add(job_id, demand)
+        row = self._slots.add(job_id, demand, keep=self._may_bind)  # its places on may_bind links kept
         self._demands[job_id] = demand
         links, rate = self._links, demand.alone_rate_gbps
         alone = adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, rate)
@@ -203,7 +204,8 @@ class TcpNetwork(NetworkModel):
     def _moved(self, ids: np.ndarray) -> None:
         """The offered load (and flows) on links ``ids`` moved: whether they can bind, and what they deliver."""
         cap, p = self._links.capacity_gbps, self.params
-        update_binding(self._binding, self._may_bind, ids, self._offered, cap, self._links.jobs)
+        update_binding(self._binding, self._may_bind, ids, self._offered, cap, self._links.jobs,
+                       tuple(self._slots.rows))
         if p.goodput_k:
             self._capacity_eff[ids] = effective_capacity(cap[ids], self._flows[ids], self._offered[ids], p.goodput_k,
                                                          p.buffer_packets)
@@ -243,7 +245,8 @@ class TcpNetwork(NetworkModel):
         rate = demand.alone_rate_gbps
         bound, alone = relink_sums(r, t.n_links[r], t.links, t.weights, t.link_load, old.alone_rate_gbps, share,
                                    demand.links, demand.weights, rate, new_share, tuple(links.arrays()),
-                                   self._offered, self._flows, self._active, self._binding, self._may_bind)
+                                   self._offered, self._flows, self._active, self._binding, self._may_bind,
+                                   tuple(t))
         if self.params.goodput_k:  # what leave and join's _moved also keep (update_binding ran in relink_sums)
             self._moved(old.links)
             self._moved(demand.links)
@@ -254,9 +257,10 @@ class TcpNetwork(NetworkModel):
         self._demands[job_id] = demand
         if k > t.links.shape[1] or k > t.node_cap[r] or (k and demand.links.max() >= len(t.link_head)):
             slots.remove(job_id)  # the row must grow: removed and added again (the same row)
-            slots.add(job_id, demand)
+            slots.add(job_id, demand, keep=self._may_bind)
         else:
             relink_row(r, tuple(t), demand.links, demand.weights)
+            kept_places(r, tuple(t), self._may_bind)  # its places on may_bind links, on its new links
             slots.rewrite(job_id, demand)
         return self._joined(job_id, r, demand, rate, alone)
 
@@ -295,8 +299,8 @@ class TcpNetwork(NetworkModel):
             all_links, sub, kept = comp.links, comp.entries, np.arange(len(comp.links))  # the cores read every link
         else:  # (the component and its binding part come back for the exact path: not found a second time)
             code, ids, it, comm, comp, all_links, sub, kept = resolve_touched(
-                now_s, self._touched, seeds, tuple(t), tuple(arrays), self._binding, self._may_bind,
-                p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts))
+                now_s, self._touched, seeds, tuple(t), tuple(arrays), self._binding,
+                p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts), self._solved)
         if code == SolveCode.EXACT_NEEDED:
             blind = np.zeros(len(comp.rows), dtype=bool)
             out, exact, mean_field = solve_component(now_s, sub, arrays.capacity_gbps[comp.links[kept]],
@@ -305,16 +309,17 @@ class TcpNetwork(NetworkModel):
             self.exact_solves += exact
             self.mean_field_solves += mean_field
             ids, it, comm = write_back(self._touched, seeds, comp, all_links, kept, out, REPORT_RTOL, t,
-                                       links.arrays())
+                                       links.arrays(), self._solved)
             phase_blind = None  # per job, below
         else:
             self.mean_field_solves += code == SolveCode.MEAN_FIELD
             phase_blind = bool(code == SolveCode.MEAN_FIELD)  # the whole component by the mean field
         self._new.clear()
-        # what was written: the links the changes touched and the component's (the touched ones widened to)
-        written = np.concatenate([seeds, all_links])
-        links.mark(written)
-        self._touched[written] = False
+        # what was written: the links the changes touched and the component's (the touched ones widened to,
+        # cleared by write_back)
+        links.mark(seeds)
+        links.mark(all_links)
+        self._touched[seeds] = False
         ids = ids.tolist()
         # the moved jobs' demands, for the terms that read them (by default none: no list built per re-solve)
         reads = p.rto_k > 0.0 or p.cut_k > 0.0 or p.slow_k > 0.0 or p.stretch != 0.0

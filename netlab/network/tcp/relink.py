@@ -25,12 +25,14 @@ from .incremental import update_binding
 
 @njit(**JIT)
 def relink_sums(r, n_old, row_links, row_weights, row_load, old_rate, old_share, new_links, new_weights, new_rate,
-                new_share, links: LinkArrays, offered, flows, active, binding, may_bind):
+                new_share, links: LinkArrays, offered, flows, active, binding, may_bind, t):
     """Row ``r``'s ``n_old`` links (``row_links[r]``, ``row_weights[r]``, its load there ``row_load[r]``, its
     isolated rate ``old_rate`` and share ``old_share``) exchanged in the per-link sums for ``new_links`` (distinct
     ids, as a route gives them, ``new_weights`` flows on each). Returns (some old link could bind before, no new
     link can bind after: the job runs at its isolated rate), as ``TcpNetwork.leave`` and ``join`` find them; the
-    row's load on its links is left at zero. ``links``: named or plain (``jit.py``)."""
+    row's load on its links is left at zero. ``links``: named or plain (``jit.py``); ``t``: the row table, plain,
+    whose kept places follow ``may_bind`` (``update_binding``; the row's own are the caller's to rebuild once it
+    has moved)."""
     links = LinkArrays(*links)
     cap, jobs, load = links.capacity_gbps, links.jobs, links.load_gbps
     old = row_links[r, :n_old]
@@ -71,7 +73,7 @@ def relink_sums(r, n_old, row_links, row_weights, row_load, old_rate, old_share,
         flows[g] += w
         active[g] += w * new_share
     # whether each link can bind: an old-only link as leave left it (its count is final), the new ones after
-    update_binding(binding, may_bind, old, offered, cap, jobs)
-    update_binding(binding, may_bind, new_links, offered, cap, jobs)
+    update_binding(binding, may_bind, old, offered, cap, jobs, t)
+    update_binding(binding, may_bind, new_links, offered, cap, jobs, t)
     return bound, alone
 
