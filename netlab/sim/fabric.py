@@ -47,11 +47,7 @@ class Fabric:
         self._flush(now)
         self.demands[job_id] = demand
         self.links.jobs[demand.links] += 1
-        version = self.links.version
-        rate = self.model.join(job_id, demand, now)
-        if self.links.version != version:
-            self._record(now)
-        return rate
+        return self._recorded(now, self.model.join, job_id, demand, now)
 
     def leave(self, job_id: int, now: float) -> bool:
         """Remove a job's flows; False if it had none."""
@@ -60,11 +56,16 @@ class Fabric:
             return False
         self._flush(now)
         self.links.jobs[demand.links] -= 1
+        self._recorded(now, self.model.leave, job_id, now)
+        return True
+
+    def _recorded(self, now: float, change, *args):
+        """``change(*args)``'s answer; the history records the loads at ``now`` if the change wrote any link."""
         version = self.links.version
-        self.model.leave(job_id, now)
+        out = change(*args)
         if self.links.version != version:
             self._record(now)
-        return True
+        return out
 
     def rephase(self, job_id: int, phase: float, now: float) -> None:
         """A policy shifted a running job's phase."""
@@ -93,11 +94,7 @@ class Fabric:
             self.demands[job_id] = demand
             self.links.jobs[old.links] -= 1
             self.links.jobs[demand.links] += 1
-            version = self.links.version
-            rate = self.model.relink(job_id, demand, now)
-            if self.links.version != version:
-                self._record(now)
-            return rate
+            return self._recorded(now, self.model.relink, job_id, demand, now)
         if not self.leave(job_id, now):
             raise KeyError(f"job {job_id} has no flows in the fabric")
         return self.join(job_id, demand, now)
