@@ -148,7 +148,8 @@ def referee_part(sizes, per_family: int, horizons: bool = False) -> dict:
     return dict(regime=REGIME, doc="tcp without and with phase_cores (max_core_jobs in the name) on the stored "
                 "referee runs (contended jobs; ape = the model's slowdown applied to the referee's time alone); "
                 "'moved': the jobs whose prediction a variant moved from tcp's, both models' errors on them; "
-                "tcp-cores64-horizonH-W: cores simulated over H iterations, W left out (a batch solve's cores are cold)",
+                "tcp-cores64-horizonH-W: cores simulated over H iterations, W left out "
+                "(a batch solve's cores are cold)",
                 commit=_commit(), **out)
 
 

@@ -511,7 +511,8 @@ def main(argv=None) -> int:
         def report_one(f, s, r, wall, error):
             nonlocal done
             done += 1
-            print(f"[{done}/{len(jobs)}] {r} {f}-{s}: {wall:.0f} s" + (f" FAILED: {error}" if error else ""), flush=True)
+            failed_note = f" FAILED: {error}" if error else ""
+            print(f"[{done}/{len(jobs)}] {r} {f}-{s}: {wall:.0f} s{failed_note}", flush=True)
             if error:
                 failed.append(dict(family=f, seed=s, regime=r, timeout_s=args.timeout_s, error=error))
 

@@ -15,8 +15,8 @@ jobs). The chosen point minimises the worst of median / 5%, p90 / 15% and
 shallow-buffer Reno the points within 5% of the best objective of each form (with the timeout tail and
 without) are decided by the worst of the referee's objective and the testbed's byte-limited queue's
 (``interleave_bytequeue_runs.parquet``: contended jobs' median APE / 5% and p90 / 15%). A second stage, at the
-chosen alpha and lead, tries the goodput term (``goodput_k``: a binding link delivers capacity / (1 + goodput_k x flows /
-buffer_packets), :mod:`netlab.network.tcp.goodput`) with every stretch, and keeps it only where it lowers the
+chosen alpha and lead, tries the goodput term (``goodput_k``: a binding link delivers capacity / (1 + goodput_k x
+flows / buffer_packets), :mod:`netlab.network.tcp.goodput`) with every stretch, and keeps it only where it lowers the
 objective. A last stage, for every transport at the chosen point (its tail or rate cut kept), tries the slowest-flow
 term (``slow_k``: a ring step waits for the slowest of its flows in binding queues, :mod:`netlab.network.tcp.slowest`)
 with every stretch, and keeps it only where it lowers the objective (for shallow Reno, the worst of the referee's and

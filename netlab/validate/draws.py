@@ -1,12 +1,13 @@
 """The referee's best estimate of a job's iteration time over several ns-3 draws of one scenario.
 
-Two ns-3 runs of the same scenario that differ only in the compute-jitter draw (:func:`netlab.validate.sanity.replicate`)
-are close under deep Reno and DCQCN, but under DCTCP and shallow Reno they are p90 13-29% apart per contended job on
-8:1 components (``referee.json`` ``sanity.noise``). A deterministic model scored against one draw cannot do better
-than about that spread over sqrt 2 there; the referee's best estimate of what a model should predict is the mean over
-draws. This module turns several draws' records into that estimate (per job: the mean iteration time and the mean
-time alone, over the draws that have the job), the draws' own spread, and scores the models' unchanged predictions
-against it (:func:`netlab.validate.compare.compare_jobs`, so ``heavy`` is the *mean's* slowdown >= 2x).
+Two ns-3 runs of the same scenario that differ only in the compute-jitter draw
+(:func:`netlab.validate.sanity.replicate`) are close under deep Reno and DCQCN, but under DCTCP and shallow Reno they
+are p90 13-29% apart per contended job on 8:1 components (``referee.json`` ``sanity.noise``). A deterministic model
+scored against one draw cannot do better than about that spread over sqrt 2 there; the referee's best estimate of
+what a model should predict is the mean over draws. This module turns several draws' records into that estimate (per
+job: the mean iteration time and the mean time alone, over the draws that have the job), the draws' own spread, and
+scores the models' unchanged predictions against it (:func:`netlab.validate.compare.compare_jobs`, so ``heavy`` is
+the *mean's* slowdown >= 2x).
 
 Heavy jobs are chosen by the referee's own slowdown (>= 2x), so a job whose draw happened to be slow (a timeout,
 an unlucky window) is both chosen and, against that same draw, under-predicted: the heavy-job bias read on one draw
