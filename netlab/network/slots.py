@@ -116,8 +116,8 @@ _DTYPE = dict(job_id=np.int64, joined=np.bool_, n_links=np.int64, links=np.int64
               link_local=np.int64)
 _WIDE = ("links", "weights", "link_load")  # one column per link of the row
 _PER_LINK = ("link_head", "link_seen", "link_local")  # one entry per link id
-_PER_NODE = ("node_row", "node_next", "node_prev", "node_kept")  # one entry per node of the index (unset until
-# in a block)
+#: one entry per node of the index (unset until in a block)
+_PER_NODE = ("node_row", "node_next", "node_prev", "node_kept")
 
 
 def _column(f: str, shape) -> np.ndarray:
