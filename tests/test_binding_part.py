@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netlab.network.slots import Component, Entries, SlotTable, component_at, component_kept_at, keep_link
+from netlab.network.slots import Component, SlotTable, component_at, component_kept_at, keep_link
 from netlab.network.tcp.incremental import binding_part, update_binding
 
 from test_slots_index import _demand, scratch_clear

@@ -7,7 +7,6 @@ import os
 import time
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from netlab.cli import app

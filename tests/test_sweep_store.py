@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from netlab.cli import app
 from netlab.errors import InputError, UnknownNameError
 from netlab.fileio import atomic_write
-from netlab.sweep import GridError, Store, StoreError, expand, load_sweep, run_sweep
+from netlab.sweep import GridError, StoreError, expand, load_sweep, run_sweep
 
 TOPO = "leafspine,racks=2,hosts_per_rack=2,gpus_per_host=8,host_gbps=100,spines=2"
 runner = CliRunner()

@@ -330,7 +330,7 @@ class Store:
             return flock.release
         try:
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
+        except OSError:
             if self.lock_path.is_symlink():
                 self.check_layout()
             raise

@@ -9,11 +9,11 @@ file or the Crux host list.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import Float, Int, Label, describe_errors
+from ..errors import Label, describe_errors
 from ..spec import Spec, SpecError
 from ..yaml_input import load_yaml_file
 from .builders import BUILDERS, Ecmp, Gbps, Gpus

@@ -10,7 +10,7 @@ import pytest
 
 from netlab.sched import NetAllocation
 from netlab.testbed import TestbedError
-from netlab.testbed.jobplan import (JobAddress, JobNet, LinkFilters, LinkLeaf, PathRule, SourceRoute, assign_slots,
+from netlab.testbed.jobplan import (JobAddress, JobNet, LinkFilters, PathRule, SourceRoute, assign_slots,
                                     plan_jobs)
 from netlab.testbed.plan import (Addressing, HtbLayout, LeafClass, LeafQueue, NetnsPlan, NextHop, U32Filter,
                                  UnicastRoute, VethPair, check_gso, plan_netns)
