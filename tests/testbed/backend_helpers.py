@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -150,6 +151,37 @@ def clean_now(before, state, root_links: bool = False) -> str:
     return f"workdir {state['workdir']} still exists" if Path(state["workdir"]).exists() else ""
 
 
+def check_guardian_cleans_up_after_sigkill(backend: str, timeout_s: float, root_links: bool = False,
+                                           guard_recorded: bool = True) -> dict:
+    """A controller child brings a ``backend`` testbed up and is SIGKILLed: its guardian removes everything
+    the child recorded within ``timeout_s``, then exits. Returns the child's state (what it had made)."""
+    before = snapshot()
+    proc, state = start_child(backend, guard_recorded=guard_recorded)
+    made = snapshot()
+    assert f"nl{state['tid']}-h1" in made["netns"]
+    if root_links:  # the backend's own links in the root namespace (Mininet's bridges) are there too
+        assert any(n.startswith(f"nl{state['tid']}") for n in made["links"]), made["links"]
+    proc.kill()
+    proc.wait()
+    deadline, why = time.monotonic() + timeout_s, "?"
+    while time.monotonic() < deadline and (why := clean_now(before, state, root_links)):
+        time.sleep(0.05)
+    log = Path(state["workdir"], "guard.log")
+    assert not why, f"guardian did not clean up: {why}; guard.log: {log.read_text() if log.exists() else '-'}"
+    wait_until(lambda: proc_start_time(state["guard"]) is None, 5.0, "the guardian to exit")
+    return state
+
+
+def check_sigterm_cleans_up(backend: str, timeout_s: float, root_links: bool = False,
+                            guard_recorded: bool = True) -> None:
+    """A controller child is sent SIGTERM: its handler removes everything, then the default action ends it."""
+    before = snapshot()
+    proc, state = start_child(backend, guard_recorded=guard_recorded)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=timeout_s) == -signal.SIGTERM
+    assert clean_now(before, state, root_links) == "", "SIGTERM handler did not clean up"
+
+
 def qdisc_lines(netns, ifname: str) -> list[str]:
     """``tc -s qdisc show dev ifname`` in a namespace (None: the root namespace), as the kernel reports it."""
     argv = ["tc", "-s", "qdisc", "show", "dev", ifname]
@@ -190,5 +222,40 @@ def check_byte_limited_queue(tb, queue_bytes: int, overload_mbit: float = 150.0,
             p.wait(timeout=5)
     assert client.returncode == 0, err
     after = tb.link_stats().set_index(["src", "dst"]).loc[("swL", "swR")]
-    return dict(backlog=backlog, drops=int(after.drops - before.drops), packets=int(after.packets - before.packets),
-                lost_percent=float(json.loads(out)["end"]["sum"]["lost_percent"]))  # as the receiver counted
+    got = dict(backlog=backlog, drops=int(after.drops - before.drops), packets=int(after.packets - before.packets),
+               lost_percent=float(json.loads(out)["end"]["sum"]["lost_percent"]))  # as the receiver counted
+    assert len(got["backlog"]) >= 10, got  # sampled all along the overload
+    assert max(got["backlog"]) <= queue_bytes  # never above the limit (a pfifo of 100 packets reaches ~150 kB)
+    assert max(got["backlog"]) >= queue_bytes - 2 * 1514  # the queue did fill up to about its limit
+    # 150 Mbit offered, 100 Mbit leaves: about a third of the packets are refused at the bottleneck.
+    assert 0.15 < got["drops"] / (got["drops"] + got["packets"]) < 0.5, got
+    return got
+
+
+def check_bottleneck_shaping(tb) -> None:
+    """The dumbbell ``tb`` shapes its bottleneck (swL -> swR, 100 Mbit) and its host links (200 Mbit): TCP
+    from l0 to r0 reaches the bottleneck's rate through its HTB class, and ``set_link_rate`` moves that rate
+    (the links are put back as they were, whatever happens)."""
+    rates = tb.link_rates().set_index(["src", "dst"])
+    assert rates.loc[("swL", "swR"), "rate_mbit"] == pytest.approx(100.0)
+    assert rates.loc[("l0", "swL"), "rate_mbit"] == pytest.approx(200.0)
+    l0, r0 = tb.host("l0"), tb.host("r0")
+    stats0 = tb.link_stats().set_index(["src", "dst"])
+    got = iperf_mbit(tb, l0, r0)
+    assert got == pytest.approx(100 * 0.955, rel=0.10)
+    stats1 = tb.link_stats().set_index(["src", "dst"])
+    sent = stats1["bytes"] - stats0["bytes"]
+    assert sent[("swL", "swR")] > 30e6 / 8  # the bottleneck's HTB class carried the transfer ...
+    assert sent[("swR", "swL")] < sent[("swL", "swR")] / 10  # ... in that direction (the reverse: ACKs)
+    assert stats1.loc[("swL", "swR"), "overlimits"] > stats0.loc[("swL", "swR"), "overlimits"]
+    try:
+        for u, v in (("l0", "swL"), ("swR", "r0")):
+            tb.set_link_rate(u, v, 1000)  # take the host links out of the way
+        tb.set_link_rate("swL", "swR", 200)
+        assert tb.link_rates().set_index(["src", "dst"]).loc[("swL", "swR"), "rate_mbit"] == 200
+        got2 = iperf_mbit(tb, l0, r0)
+    finally:
+        tb.set_link_rate("swL", "swR", 100)
+        for u, v in (("l0", "swL"), ("swR", "r0")):
+            tb.set_link_rate(u, v, 200)
+    assert got2 == pytest.approx(200 * 0.955, rel=0.10)
