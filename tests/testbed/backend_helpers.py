@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from netlab.testbed import ssh_connect
-from netlab.testbed.ledger import netns_inode, pids_in_netns, proc_start_time
+from netlab.testbed.ledger import Ledger, netns_inode, pids_in_netns, proc_start_time
 
 REPO = Path(__file__).resolve().parents[2]
 DUMBBELL = REPO / "testbed" / "topologies" / "dumbbell.yaml"
@@ -149,6 +149,25 @@ def clean_now(before, state, root_links: bool = False) -> str:
     except AssertionError as exc:
         return str(exc)
     return f"workdir {state['workdir']} still exists" if Path(state["workdir"]).exists() else ""
+
+
+def recorded_procs(ledger_path) -> list[tuple[int, int]]:
+    """(pid, start time) of every process a testbed's ledger recorded, its guardian left out."""
+    return [(r["pid"], r["start"]) for r in Ledger.load(ledger_path).records
+            if r["kind"] == "process" and r.get("role") != "guard"]
+
+
+def check_exception_inside_with_cleans_up(tb, root_links: bool = False) -> None:
+    """An exception raised inside ``with tb:`` (a process spawned meanwhile) still takes everything down."""
+    before = snapshot()
+    with pytest.raises(RuntimeError, match="boom"):
+        with tb:
+            inodes = tb_inodes(tb)
+            tb.spawn(tb.hosts[2], ["sleep", "60"])
+            pids = recorded_procs(tb.info()["ledger"])
+            assert len(pids) >= 1
+            raise RuntimeError("boom")
+    assert_clean(before, tb.tid, inodes, pids, root_links)
 
 
 def check_guardian_cleans_up_after_sigkill(backend: str, timeout_s: float, root_links: bool = False,

@@ -23,8 +23,9 @@ from netlab.testbed import TestbedError, make_testbed, ssh_connect
 from netlab.testbed.ledger import Ledger, netns_inode, proc_start_time
 
 from .backend_helpers import (DUMBBELL, assert_clean, check_bottleneck_shaping, check_byte_limited_queue,
-                              check_guardian_cleans_up_after_sigkill, check_sigterm_cleans_up, connect, needs_iperf3,
-                              run, snapshot, tb_inodes)
+                              check_exception_inside_with_cleans_up, check_guardian_cleans_up_after_sigkill,
+                              check_sigterm_cleans_up, connect, needs_iperf3, recorded_procs, run, snapshot,
+                              tb_inodes)
 from .conftest import NETADMIN_REASON, needs_sshd, needs_torch
 
 try:
@@ -37,12 +38,6 @@ pytestmark = [
     pytest.mark.skipif(MININET_REASON is not None, reason=f"mininet not usable here: {MININET_REASON}"),
     pytest.mark.skipif(NETADMIN_REASON is not None, reason=NETADMIN_REASON or ""),
 ]
-
-
-# -- helpers ------------------------------------------------------------------------------
-def recorded_procs(ledger_path) -> list[tuple[int, int]]:
-    return [(r["pid"], r["start"]) for r in Ledger.load(ledger_path).records
-            if r["kind"] == "process" and r.get("role") != "guard"]
 
 
 @pytest.fixture(scope="module")
@@ -116,15 +111,7 @@ def test_up_down_leaves_nothing_behind():
 
 @needs_sshd
 def test_exception_inside_with_cleans_up():
-    before = snapshot()
-    tb = MininetTestbed(DUMBBELL)
-    with pytest.raises(RuntimeError, match="boom"):
-        with tb:
-            inodes = tb_inodes(tb)
-            tb.spawn(tb.hosts[2], ["sleep", "60"])
-            pids = recorded_procs(tb.info()["ledger"])
-            raise RuntimeError("boom")
-    assert_clean(before, tb.tid, inodes, pids, root_links=True)
+    check_exception_inside_with_cleans_up(MininetTestbed(DUMBBELL), root_links=True)
 
 
 def test_failed_bring_up_removes_what_was_created(monkeypatch):

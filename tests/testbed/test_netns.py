@@ -26,8 +26,9 @@ from netlab.testbed.ledger import netns_inode, pids_in_netns, proc_start_time
 from netlab.topology import Host, Topology, load_topology
 
 from .backend_helpers import (DUMBBELL, REPO, assert_clean, check_bottleneck_shaping, check_byte_limited_queue,
-                              check_guardian_cleans_up_after_sigkill, check_sigterm_cleans_up, clean_now, connect,
-                              needs_iperf3, run, snapshot, start_child, tb_inodes, wait_until)
+                              check_exception_inside_with_cleans_up, check_guardian_cleans_up_after_sigkill,
+                              check_sigterm_cleans_up, clean_now, connect, needs_iperf3, run, snapshot, start_child,
+                              tb_inodes, wait_until)
 from .conftest import needs_netadmin, needs_sshd
 
 pytestmark = [needs_netadmin]
@@ -70,15 +71,7 @@ def test_up_down_leaves_nothing_behind():
 
 @needs_sshd
 def test_exception_inside_with_cleans_up():
-    before = snapshot()
-    tb = NetnsTestbed(DUMBBELL)
-    with pytest.raises(RuntimeError, match="boom"):
-        with tb:
-            inodes = tb_inodes(tb)
-            proc = tb.spawn(tb.hosts[2], ["sleep", "60"])
-            pids = [(proc.pid, proc_start_time(proc.pid))]
-            raise RuntimeError("boom")
-    assert_clean(before, tb.tid, inodes, pids)
+    check_exception_inside_with_cleans_up(NetnsTestbed(DUMBBELL))
 
 
 def test_failed_bring_up_removes_what_was_created(monkeypatch):
