@@ -60,6 +60,7 @@ class RefereeResult:
     completed: bool
     drops_marks_by_link: list = field(default_factory=list)
     job_loss: dict[int, dict] = field(default_factory=dict)
+    trace: dict | None = None
 
     @property
     def wall_s(self) -> float:
@@ -146,7 +147,7 @@ def read_output(path) -> RefereeResult:
         starts = {int(j["id"]): np.asarray(j["starts"], dtype=float) for j in doc["jobs"]}
         job_loss = {int(j["id"]): {k: int(v) for k, v in j["loss"].items()} for j in doc["jobs"] if "loss" in j}
         return RefereeResult(starts, dict(doc["stats"]), float(doc["sim_s"]), bool(doc["completed"]),
-                             list(doc.get("drops_marks_by_link", [])), job_loss)
+                             list(doc.get("drops_marks_by_link", [])), job_loss, doc.get("trace"))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise RefereeError(f"{path}: not a referee output: {type(exc).__name__}: {exc}") from None
 
@@ -183,14 +184,20 @@ def alone_periods(result: RefereeResult) -> dict[int, float]:
 
 
 def run_referee(sc: RefereeScenario, timeout_s: float = 3600.0, binary=None, max_sim_s: float = 600.0,
-                build_dir=None, alone: bool = False) -> RefereeResult:
+                build_dir=None, alone: bool = False, trace_bin_s: float = 0.0) -> RefereeResult:
     """Run ``sc`` packet by packet; every job's iteration starts and the drop / mark / RTO counts.
 
     ``alone``: every job on its own instead, one after the other in one run (:func:`alone_scenario`;
     :func:`alone_periods` reads the result): what each job's iteration is with the fabric to itself.
+    ``trace_bin_s`` > 0: the result's ``trace`` holds, per ring flow (job, sending rank), when each ring step was
+    sent and arrived whole and its bytes per bin of that many seconds, and per switch egress queue its bytes sent,
+    arrivals, queue lengths they found (sum, max) and ECN marks per bin (:mod:`netlab.validate.trace` reads it).
+    Tracing moves no packet: the times are the untraced run's to the bit (a test checks).
     """
     binary = Path(binary) if binary else build_referee(build_dir)
     doc = referee_input(alone_scenario(sc), max_sim_s, sequential=True) if alone else referee_input(sc, max_sim_s)
+    if trace_bin_s > 0:
+        doc["trace"] = dict(bin_s=float(trace_bin_s))
     sweep_stale_folders()
     with tempfile.TemporaryDirectory(prefix=f"{TMP_PREFIX}{os.getpid()}-") as tmp:
         inp, out = Path(tmp) / "scenario.json", Path(tmp) / "result.json"

@@ -26,10 +26,11 @@ from .scenario import RefereeScenario, scenario_doc
 
 RECORD_VERSION = 1
 #: referee sources (:func:`referee_source_hash`) whose measured times the current source reproduces exactly:
-#: it only adds counters (per-job loss), so their records stay valid, without those counters.
+#: it only adds counters (per-job loss) or an opt-in trace, so their records stay valid, without those counters.
 #: ``tests/test_validate_loss.py`` re-runs a scenario cached by each and compares the times.
 SAME_TIMES_SOURCES = {
     "75735fb8941aa5a3": "before per-job loss counters (job_loss)",
+    "bedfcf610cb76ea1": "before the opt-in trace (per-flow ring steps and bytes, per-queue bins; no packet moves)",
 }
 
 

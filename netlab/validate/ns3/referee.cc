@@ -188,6 +188,10 @@ struct Rank
     bool computeDone = false;
     // set by the transport
     std::function<void(uint64_t)> send;  // queue more bytes on the outgoing flow
+    // "trace" runs only: when each ring step was handed to the transport (this rank's flow) and when each
+    // arrived whole (the predecessor's flow), and the predecessor's flow's in-order bytes per time bin
+    std::vector<double> stepSentS, stepReceivedS;
+    std::vector<uint64_t> bytesPerBin;
 
     void StartIteration();
     void ComputeDone();
@@ -227,6 +231,19 @@ struct Job
 std::vector<std::unique_ptr<Job>> g_jobs;
 size_t g_jobsDone = 0;
 bool g_sequential = false;              // each job alone: the next starts once every rank of one has finished
+double g_traceBinS = 0.0;               // > 0: a "trace" run (per-flow steps and bytes, per-queue bins); 0: none
+
+// The time bin of now, the bins vector grown to hold it.
+size_t
+TraceBin(std::vector<uint64_t>& bins)
+{
+    size_t b = static_cast<size_t>(Simulator::Now().GetSeconds() / g_traceBinS);
+    if (bins.size() <= b)
+    {
+        bins.resize(b + 1, 0);
+    }
+    return b;
+}
 constexpr double kSequentialGapS = 1e-3;  // quiet time between two jobs of a sequential run
 
 void
@@ -278,6 +295,11 @@ Rank::OnBytes(uint64_t n)
 {
     bytesReceived += n;
     uint64_t got = bytesReceived / job->chunkBytes;
+    if (g_traceBinS > 0)
+    {
+        bytesPerBin[TraceBin(bytesPerBin)] += n;
+        stepReceivedS.resize(got, Simulator::Now().GetSeconds());
+    }
     if (got != chunksReceived)
     {
         chunksReceived = got;
@@ -300,6 +322,10 @@ Rank::TrySteps()
     {
         uint64_t n = allowed - chunksSent;
         chunksSent = allowed;
+        if (g_traceBinS > 0)
+        {
+            stepSentS.resize(chunksSent, Simulator::Now().GetSeconds());
+        }
         send(n * job->chunkBytes);
     }
     if (received == job->steps)
@@ -918,6 +944,37 @@ OnQueueMark(Ptr<const QueueDiscItem> item, const char*)
     (loss ? loss->ecnMarks : g_unattributedMarks)++;
 }
 
+// A "trace" run's record of one switch egress queue, per time bin: bytes sent on (the link's load), packets
+// arriving, the sum and the largest of the queue lengths they found (packets), and ECN marks.
+struct QueueTrace
+{
+    Ptr<QueueDisc> queue;
+    std::vector<uint64_t> bytes, arrivals, queuedSum, queuedMax, marks;
+
+    void OnEnqueue(Ptr<const QueueDiscItem>)
+    {
+        size_t b = TraceBin(arrivals);
+        TraceBin(queuedSum);
+        TraceBin(queuedMax);
+        uint64_t q = queue->GetNPackets();  // the arrival itself included
+        arrivals[b]++;
+        queuedSum[b] += q;
+        queuedMax[b] = std::max(queuedMax[b], q);
+    }
+
+    void OnDequeue(Ptr<const QueueDiscItem> item)
+    {
+        bytes[TraceBin(bytes)] += item->GetSize();
+    }
+
+    void OnMark(Ptr<const QueueDiscItem>, const char*)
+    {
+        marks[TraceBin(marks)]++;
+    }
+};
+
+std::vector<std::unique_ptr<QueueTrace>> g_queueTraces;
+
 // ------------------------------------------------------------------------------------------------- topology
 struct LinkEnd
 {
@@ -1256,6 +1313,7 @@ main(int argc, char* argv[])
         g_cfg.maxSimS = Get<double>(sc, "max_sim_s", g_cfg.maxSimS);
         g_cfg.seed = Get<uint64_t>(sc, "seed", g_cfg.seed);
         g_sequential = Get<bool>(sc, "sequential", false);
+        g_traceBinS = sc.contains("trace") ? sc.at("trace").at("bin_s").get<double>() : 0.0;
         RngSeedManager::SetSeed(static_cast<uint32_t>(g_cfg.seed % 4294967291u) + 1);
         SetTransportDefaults();
         Fabric fabric = BuildFabric(sc);
@@ -1264,6 +1322,15 @@ main(int argc, char* argv[])
         {
             q->TraceConnectWithoutContext("Drop", MakeCallback(&OnQueueDrop));
             q->TraceConnectWithoutContext("Mark", MakeCallback(&OnQueueMark));
+            if (g_traceBinS > 0 && !fabric.isHost[key.first])
+            {
+                auto t = std::make_unique<QueueTrace>();
+                t->queue = q;
+                q->TraceConnectWithoutContext("Enqueue", MakeCallback(&QueueTrace::OnEnqueue, t.get()));
+                q->TraceConnectWithoutContext("Dequeue", MakeCallback(&QueueTrace::OnDequeue, t.get()));
+                q->TraceConnectWithoutContext("Mark", MakeCallback(&QueueTrace::OnMark, t.get()));
+                g_queueTraces.push_back(std::move(t));
+            }
         }
 
         Simulator::Stop(Seconds(g_cfg.maxSimS));
@@ -1319,6 +1386,49 @@ main(int argc, char* argv[])
                         {"unattributed_marks", g_unattributedMarks},
                         {"wall_s", wall}};
         out["drops_marks_by_link"] = dropsByLink;
+        if (g_traceBinS > 0)
+        {
+            // flows by job and sending rank (flow r: rank r -> rank r + 1; its receiver holds its arrivals)
+            json flows = json::array();
+            for (auto& j : g_jobs)
+            {
+                size_t n = j->ranks.size();
+                for (size_t r = 0; r < n; ++r)
+                {
+                    const Rank& rx = *j->ranks[(r + 1) % n];
+                    flows.push_back({{"job", j->id}, {"rank", r}, {"step_sent_s", j->ranks[r]->stepSentS},
+                                     {"step_received_s", rx.stepReceivedS}, {"bytes_per_bin", rx.bytesPerBin}});
+                }
+            }
+            std::map<Ptr<QueueDisc>, std::pair<uint32_t, uint32_t>> linkOf;
+            for (auto& [key, q] : fabric.egress)
+            {
+                linkOf[q] = key;
+            }
+            json queues = json::array();
+            for (auto& t : g_queueTraces)
+            {
+                if (t->arrivals.empty())
+                {
+                    continue;
+                }
+                auto key = linkOf.at(t->queue);
+                size_t bins = 0;  // each series grew as far as its own last event: all to the longest
+                for (auto* v : {&t->bytes, &t->arrivals, &t->queuedSum, &t->queuedMax, &t->marks})
+                {
+                    bins = std::max(bins, v->size());
+                }
+                for (auto* v : {&t->bytes, &t->arrivals, &t->queuedSum, &t->queuedMax, &t->marks})
+                {
+                    v->resize(bins, 0);
+                }
+                queues.push_back({{"from", names[key.first]}, {"to", names[key.second]},
+                                  {"rate_bps", fabric.rateBps.at(key)}, {"bytes", t->bytes},
+                                  {"arrivals", t->arrivals}, {"queued_sum", t->queuedSum},
+                                  {"queued_max", t->queuedMax}, {"marks", t->marks}});
+            }
+            out["trace"] = {{"bin_s", g_traceBinS}, {"flows", flows}, {"queues", queues}};
+        }
         Simulator::Destroy();
         std::string tmp = std::string(argv[2]) + ".part";
         {
