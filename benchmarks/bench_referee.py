@@ -63,6 +63,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
 import platform
@@ -100,6 +101,8 @@ NOISE_SCENARIOS = (("2tier", 7, "reno-deep"), ("2tier-overlap", 3, "reno-deep"),
 #: the regimes whose scoring half is also scored against the mean of several referee draws (``scoring_mean_of_draws``):
 #: the lossy ones, where one draw is itself p90 13-29% from the next on 8:1 components (sanity.noise)
 DRAW_REGIMES = ("dctcp", "reno-shallow")
+#: ``--trace``: seconds per time bin of a traced run (a ring step at these rates takes 0.3-3 ms alone)
+TRACE_BIN_S = 0.001
 #: what the mean-of-draws section keeps per model and reference
 DRAW_KEYS = ("n_contended", "n_heavy", "median_ape", "p90_ape", "max_ape", "heavy_median_signed", "heavy_mean_signed")
 #: what the cross-draw heavy-job bias keeps per model (heavy by one draw, the error on another)
@@ -424,6 +427,99 @@ def draws_section(cells: dict, not_replicated: list[dict], n_draws: int) -> dict
     return out
 
 
+def beatdown_beta(path: Path) -> float | None:
+    """The beat-down exponent chosen on the calibration half (``regimes_fit.json['beatdown_grid']``), or None."""
+    try:
+        return float(json.loads(path.read_text())["beatdown_grid"]["dctcp"]["best"]["beta"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def beatdown_section(store: RunStore, families: list[str], n_score: int, beta: float, n_draws: int) -> dict:
+    """The scoring half under DCTCP scored once for the beat-down prototype at ``beta`` (chosen on the calibration
+    half, ``bench_regimes_fit.py --beatdown``) beside the registered model, as ``scoring_mean_of_draws`` scores (the
+    first draw, the mean of the draws, heavy across draws), over all and per oversubscription. No model changes:
+    the prototype is two solves outside the model (:mod:`netlab.network.tcp.beatdown`)."""
+    from netlab.validate.predict import predict_beatdown
+
+    name = own_model("dctcp")
+    label = f"{name}+beatdown(beta={beta:g})"
+    cells: dict = {}
+    for f in families:
+        for s in scoring_seeds(f, n_score):
+            sc = generate(f, s, REGIMES["dctcp"])
+            rec = store.get(sc)
+            draws = scenario_draws(store, sc, rec, n_draws) if rec is not None else None
+            if draws is None:
+                continue
+            preds = pd.concat([predict_all(sc, {name: (name, {}, "solve")}),
+                               pd.DataFrame([dict(model=label, job_id=j, iter_s=v)
+                                             for j, v in predict_beatdown(sc, name, beta).items()])])
+            rows = compare_jobs(sc, *record_times(rec), preds).assign(family=f, seed=s)
+            part = draw_parts(sc, rows, draws)
+            for c in ("all", f"{sc.meta['oversub']:g}:1"):
+                cells.setdefault(c, []).append(part)
+    out = {}
+    for c, parts in sorted(cells.items()):
+        cell = draws_cell(parts, "dctcp", n_draws)
+        out[c] = dict({k: v for k, v in cell.items() if k != "own_model"},
+                      scenarios_named=sorted(f"{p[0].family.iloc[0]}-{int(p[0].seed.iloc[0])}" for p in parts))
+    return dict(note="scoring half under DCTCP scored once: the beat-down prototype at the beta the calibration half "
+                     "chose (regimes_fit.json beatdown_grid) beside the registered model; not a registered model",
+                beta=beta, model=label, cells=out)
+
+
+def trace_section(store: RunStore, names: list[str], regime: str, timeout_s: float, binary) -> dict:
+    """Per scenario of ``names`` ("family:seed"), a traced referee run of ``regime`` (:mod:`netlab.validate.trace`)
+    read over the steady window: whether its times are the stored record's to the bit, per switch queue its
+    utilisation / mean queue found / marked share, per ring flow its steps' time over alone and the marking
+    queues it crosses (all flows, and summarised by that count), and per job the regime's own model's signed
+    error (against this draw) beside the most marking queues one of its flows crosses."""
+    from scipy.stats import spearmanr
+
+    from netlab.validate.predict import steady_iter_s
+    from netlab.validate.referee import run_referee
+    from netlab.validate.runs import _children_cpu_s
+    from netlab.validate.trace import flow_rows, queue_rows, steady_window
+
+    out = {}
+    for name in names:
+        family, seed = name.split(":")
+        sc = generate(family, int(seed), REGIMES[regime])
+        rec = store.get(sc)
+        c0 = _children_cpu_s()
+        res = run_referee(sc, timeout_s=timeout_s, binary=binary, trace_bin_s=TRACE_BIN_S)
+        cpu = _children_cpu_s() - c0
+        iter_s = steady_iter_s(res.starts, {j.job_id: j.compute_s for j in sc.jobs}, sc.warmup)
+        window = steady_window(res.starts, sc.warmup)
+        queues = queue_rows(res.trace, window)
+        flows = flow_rows(sc, res.trace, window)
+        by_count = flows.groupby("marking_queues").step_x.agg(["size", "mean", "median"])
+        entry = dict(scenario=sc.name, regime=regime, ns3_cpu_s=cpu, window_s=list(window), bin_s=TRACE_BIN_S,
+                     same_times_as_record=(None if rec is None else
+                                           {str(k): v for k, v in iter_s.items()} == rec["ref_iter_s"]),
+                     flows_by_marking_queues={int(k): dict(flows=int(v["size"]), step_x_mean=float(v["mean"]),
+                                                           step_x_median=float(v["median"]))
+                                              for k, v in by_count.iterrows()},
+                     spearman_step_x_mark_sum=float(spearmanr(flows.step_x, flows.mark_sum)[0]),
+                     queues=_records(queues[queues.util > 0]), flows=_records(flows))
+        if rec is not None:
+            model = own_model(regime)
+            rows = compare_jobs(sc, *record_times(rec), predict_all(sc, {model: (model, {}, "solve")}))
+            worst = flows.groupby("job").marking_queues.max()
+            jobs = rows[rows.contended].assign(marking_queues=lambda d: d.job_id.map(worst))
+            entry["jobs"] = _records(jobs[["job_id", "ranks", "ref_slowdown", "model_slowdown", "signed",
+                                           "marking_queues"]])
+            entry["model"] = model
+            entry["signed_by_marking_queues"] = {int(k): dict(jobs=int(len(g)), median_signed=float(g.signed.median()))
+                                                 for k, g in jobs.groupby("marking_queues")}
+        out[sc.name] = entry
+        print(f"trace {sc.name} ({regime}): {cpu:.0f} CPU s; step x by marking queues "
+              f"{ {k: round(v['step_x_mean'], 2) for k, v in entry['flows_by_marking_queues'].items()} }; "
+              f"same times as the record: {entry['same_times_as_record']}", flush=True)
+    return out
+
+
 def speed_summary(infos: list[dict]) -> dict:
     per = pd.DataFrame([dict(i["speed"], regime=i["regime"]) for i in infos])
     models = [c for c in per.columns if c not in ("regime", "ns3_cpu_s")]
@@ -470,6 +566,14 @@ def main(argv=None) -> int:
                     help="regimes whose scored scenarios are also scored against the mean of --draws referee draws "
                          "(scoring_mean_of_draws; without --score-only the missing draws are run, one at a time)")
     ap.add_argument("--draws", type=int, default=2, help="referee draws per scenario for scoring_mean_of_draws")
+    ap.add_argument("--trace", nargs="*", default=None, metavar="FAMILY:SEED",
+                    help="only run these scenarios traced in the referee (--trace-regime) and write what the traces "
+                         "say to --trace-out (netlab.validate.trace); nothing else is scored")
+    ap.add_argument("--trace-regime", default="dctcp", choices=list(REGIMES))
+    ap.add_argument("--trace-out", default=str(RESULTS / "referee_trace.json"))
+    ap.add_argument("--beatdown-beta", type=float, default=None,
+                    help="score the DCTCP beat-down prototype at this exponent on the scoring half (beatdown_prototype;"
+                         " default: the one regimes_fit.json's beatdown_grid chose, if any)")
     ap.add_argument("--prune", action="store_true",
                     help="afterwards, delete the records in --runs-dir that this run neither scored nor checked")
     args = ap.parse_args(argv)
@@ -482,6 +586,16 @@ def main(argv=None) -> int:
         print(f"the ns-3 referee cannot run here: {why}; --score-only scores cached runs", file=sys.stderr)
         return 2
     binary = None if args.score_only else build_referee(args.build_dir)
+    if args.trace:
+        write_json(args.trace_out, dict(
+            note="traced referee runs read over the steady window (netlab.validate.trace): step_x is a ring step's "
+                 "time from sent to arrived whole over its time alone at its host link's rate; marking queues mark "
+                 ">= 10% of their arrivals; signed: the regime's own model against this (the stored) draw",
+            machine=dict(cpus=os.cpu_count(), load_avg_1m=os.getloadavg()[0]),
+            scenarios=trace_section(store, args.trace, args.trace_regime, args.timeout_s, binary),
+            wall_s=time.time() - t_start))
+        print(f"wrote {args.trace_out} ({time.time() - t_start:.0f} s)")
+        return 0
     record = Cached(store, not args.score_only, binary)
     try:
         sanity_out = sanity_section(record, Path(args.fidelity_runs), args.skip_testbed)
@@ -592,6 +706,7 @@ def main(argv=None) -> int:
         return 1
     rows = pd.concat(frames, ignore_index=True)
     coverage = coverage_table(covered)
+    beta = args.beatdown_beta if args.beatdown_beta is not None else beatdown_beta(RESULTS / "regimes_fit.json")
     print(coverage.drop(columns="seeds").to_string(index=False), flush=True)
     report = dict(
         machine=dict(python=platform.python_version(), cpus=os.cpu_count(), load_avg_1m=os.getloadavg()[0]),
@@ -614,6 +729,8 @@ def main(argv=None) -> int:
                                                     args.families, calibration_seeds, specs, args.draws,
                                                     record.used),
         speed=speed_summary(infos),
+        **({"beatdown_prototype": beatdown_section(store, args.families, n_score, beta, args.draws)}
+           if "dctcp" in args.regimes and beta is not None else {}),
         coverage=dict(note="per regime, family and half: scenarios run; jobs; contended jobs (sharing a directed "
                            "link with another job: what the scores are over); heavy jobs (contended, slowed >= 2x "
                            "by the referee: the heavy-job bias is over them); components of 2+ jobs joined by "

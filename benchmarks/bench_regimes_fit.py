@@ -686,6 +686,65 @@ def joint_draws_grid(store: RunStore, per_family: int, only: list[str] | None = 
     return out
 
 
+#: ``--beatdown``: the beat-down exponents tried (:mod:`netlab.network.tcp.beatdown`; 0: the registered model)
+BEATDOWN_BETAS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0)
+
+
+def beatdown_grid(store: RunStore, per_family: int, only: list[str] | None = None) -> dict:
+    """DCTCP's multi-bottleneck beat-down (:mod:`netlab.network.tcp.beatdown`, a prototype: two solves of the
+    registered model, the second with each job's share weight from the first's marked links) on the calibration
+    scenarios with two referee draws, for every :data:`BEATDOWN_BETAS`, scored as ``--joint-draws`` scores (the first
+    draw: ``objective``; the draws: ``objective_draws``), over all and per oversubscription. Best: the smallest
+    ``objective_draws`` (ties to the smaller beta). Recorded, not applied (the term is in no model's solve)."""
+    from netlab.validate import sanity
+    from netlab.validate.draws import cross_heavy, mean_of_draws, rescore
+    from netlab.validate.predict import predict_beatdown
+
+    out = {}
+    for r in regimes():
+        if r.referee != "dctcp" or (only and r.name not in only):
+            continue
+        drawn = [(sc, rec, store.get(sanity.replicate(sc, 1)))
+                 for sc, rec in calibration_scenarios(store, r.referee, per_family)]
+        drawn = [x for x in drawn if x[2] is not None]
+        one, mean, cross = [], [], []
+        for sc, rec, rep in drawn:
+            preds = pd.DataFrame([dict(model=f"beta={b:g}", job_id=j, iter_s=v) for b in BEATDOWN_BETAS
+                                  for j, v in (predict_beatdown(sc, r.network, b) if b > 0 else
+                                               predict_all(sc, {"x": (r.network, {}, "solve")})
+                                               .set_index("job_id").iter_s.to_dict()).items()])
+            draws = [record_times(rec), record_times(rep)]
+            rows = compare_jobs(sc, *draws[0], preds).assign(oversub=f"{sc.meta['oversub']:g}:1")
+            one.append(rows)
+            mean.append(rescore(sc, rows, *mean_of_draws(draws)[:2]).assign(oversub=rows.oversub.iloc[0]))
+            cross.append(cross_heavy([rows, rescore(sc, rows, *draws[1])]).assign(oversub=rows.oversub.iloc[0]))
+        one, mean, cross = (pd.concat(x, ignore_index=True) for x in (one, mean, cross))
+
+        def cell(sel):
+            s1, sm, sx = (error_summary(x[sel(x)]) for x in (one, mean, cross))
+            return [dict(beta=b, objective=objective(s1[k]), objective_draws=draws_objective(sm[k], sx[k]),
+                         single_draw={f: s1[k][f] for f in ("median_ape", "p90_ape", "heavy_median_signed",
+                                                            "n_contended", "n_heavy")},
+                         mean_of_draws={f: sm[k][f] for f in ("median_ape", "p90_ape", "n_contended")},
+                         cross_draw_heavy={f: sx[k][f] for f in ("heavy_median_signed", "n_heavy")})
+                    for b, k in ((b, f"beta={b:g}") for b in BEATDOWN_BETAS)]
+
+        table = cell(lambda x: x.index == x.index)
+        best = min(table, key=lambda x: (round(x["objective_draws"], 3), x["beta"]))
+        out[r.name] = dict(network=r.network, scenarios=len(drawn),
+                           scenarios_named=sorted(f"{sc.meta['family']}-{sc.meta['seed']}" for sc, _, _ in drawn),
+                           table=table, best=best,
+                           per_oversub={o: cell(lambda x, o=o: x.oversub == o) for o in sorted(one.oversub.unique())},
+                           rule="calibration scenarios with 2 referee draws; beta 0: the registered model; best: the "
+                                "smallest objective_draws (median and p90 APE against the per-job mean of the draws, "
+                                "heavy bias chosen on one draw and read on the other), ties to the smaller beta")
+        reg = table[0]
+        print(f"{r.name} ({len(drawn)} scenarios): registered obj {reg['objective']:.3f} / draws "
+              f"{reg['objective_draws']:.3f}; beat-down best beta {best['beta']:g} obj {best['objective']:.3f} / "
+              f"draws {best['objective_draws']:.3f}", flush=True)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs-dir", default=str(RESULTS / "referee_runs"))
@@ -702,11 +761,15 @@ def main(argv=None) -> int:
                     help="only score JOINT's grids against the calibration half's two referee draws (their mean, and "
                          "the heavy bias across them) beside the first draw alone; add them to --out as "
                          "joint_draws_grid")
+    ap.add_argument("--beatdown", action="store_true",
+                    help="only score DCTCP's multi-bottleneck beat-down prototype over BEATDOWN_BETAS against the "
+                         "calibration half's two referee draws; add it to --out as beatdown_grid")
     args = ap.parse_args(argv)
     t0 = time.time()
     store = RunStore(args.runs_dir)
     for flag, key, run in (("joint", "joint_grid", joint_grid), ("model_checks", "model_checks", model_checks),
-                           ("joint_draws", "joint_draws_grid", joint_draws_grid)):
+                           ("joint_draws", "joint_draws_grid", joint_draws_grid),
+                           ("beatdown", "beatdown_grid", beatdown_grid)):
         if getattr(args, flag):  # one section of --out re-scored (of --regimes, if given), the rest kept
             doc = json.loads(Path(args.out).read_text())
             kept = {k: v for k, v in doc.get(key, {}).items() if args.regimes and k not in args.regimes}
@@ -833,6 +896,7 @@ def main(argv=None) -> int:
     # the joint grids (--joint) are kept as they were: a fit does not re-run them
     kept_doc = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     joint, joint_draws = kept_doc.get("joint_grid"), kept_doc.get("joint_draws_grid")
+    beatdown = kept_doc.get("beatdown_grid")
     # every regime's choice, also those kept from --out: a partial run used to write no testbed check at all
     chosen = {r: v["chosen"] for r, v in out.items() if "chosen" in v}
     checks = {}
@@ -857,6 +921,7 @@ def main(argv=None) -> int:
                               regimes=out, **({"model_checks": checked} if checked else {}),
                               **({"joint_grid": joint} if joint else {}),
                               **({"joint_draws_grid": joint_draws} if joint_draws else {}),
+                              **({"beatdown_grid": beatdown} if beatdown else {}),
                               wall_s=time.time() - t0))
     print(f"wrote {args.out} ({time.time() - t0:.0f} s)")
     return 0

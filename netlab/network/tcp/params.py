@@ -177,6 +177,11 @@ TRANSPORT_PARAMS: dict[str, tuple[str, dict]] = {
     # misses are per job (grouping jobs by binding link explains no more of the error than random groups). Tried on
     # the calibration half and not kept: share weights by ring-step bytes (8:1 p90 26-28% but objective 1.08-2.5
     # against 1.05), phase-aware solves (phase cores 2.60, the exact fluid 2.42)
+    # What the miss is (traced referee runs, referee_trace.json): DCTCP's multi-bottleneck beat-down. A flow crossing
+    # two marking queues takes its ring steps ~11-15x as long as alone, one crossing one of them ~4x; the fluid gives
+    # it the smaller of its links' levels. As share weights (beatdown.py, a prototype of two solves, not in this
+    # model's solve): calibration objective 1.05 -> 0.98, against the draws 1.15 -> 0.92 (beta 3, regimes_fit.json
+    # beatdown_grid); scored once on the scoring half, p90 18.9 -> 16.1 (mean of draws 18.0 -> 14.9)
     "dctcp": ("DCTCP with ECN marking: per-connection sharing, short queues",
               {"alpha": 0.25, "lead": 0.0, "stretch": 0.0, "goodput_k": 0.0, "buffer_packets": 20.0, "cut_k": 1.0,
                "core_alpha": None}),
