@@ -36,6 +36,9 @@ Writes ``benchmarks/results/referee.json``:
 * ``calibration_draws``: the same three ways for the calibration half's scenarios that have the draws, the regimes'
   own models as registered, over all and per oversubscription: whether the fit's misses are the referee's noise
   (they shrink against the mean of draws) or the model's (they stay).
+* ``beatdown_prototype``: the scoring half under DCTCP scored once for the multi-bottleneck beat-down prototype
+  (:mod:`netlab.network.tcp.beatdown`, two solves outside the model) at the exponent the calibration half chose
+  (``regimes_fit.json['beatdown_grid']``, ``bench_regimes_fit.py --beatdown``), beside the registered ``dctcp``.
 * ``coverage``: how thick each of those cells is (:mod:`netlab.validate.coverage`):
   per regime, family and half, the scenarios, contended jobs, heavy jobs and
   the contention components' sizes (min / median / max jobs); the scoring
@@ -46,6 +49,10 @@ Writes ``benchmarks/results/referee.json``:
   (:mod:`netlab.validate.loss`): jobs with any RTO, drops / retransmits /
   RTOs / ECN marks per iteration of contended jobs, and the correlation of a
   job's RTOs with the regime's own model's error.
+
+``--trace FAMILY:SEED ...`` runs only those scenarios again, traced (:mod:`netlab.validate.trace`), and writes what
+the traces say to ``referee_trace.json``: per switch queue its utilisation, queue found and marked share, per ring flow
+its steps' time over alone and the marking queues it crosses, per job the regime's own model's error beside them.
 
 ns-3 runs are cached by scenario hash in ``--runs-dir`` (one JSON per
 scenario: re-scoring a changed model re-runs nothing; an interrupted run
@@ -58,6 +65,7 @@ Usage:
     python benchmarks/bench_referee.py --score-only --score-per-family 4   # from cached runs only (no ns-3 needed)
     python benchmarks/bench_referee.py --families 3tier --seeds 6 0 --regimes dctcp --need-job-loss  # given seeds
     python benchmarks/bench_referee.py --score-per-family 4 --families 2tier --regimes dctcp   # + its extra draws
+    python benchmarks/bench_referee.py --trace 2tier-overlap:18 2tier-large:2   # traced DCTCP runs (referee_trace.json)
 """
 
 from __future__ import annotations
