@@ -11,7 +11,7 @@ import pytest
 from netlab.validate.families import generate
 from netlab.validate.referee import referee_unavailable, run_referee
 from netlab.validate.runs import SAME_TIMES_SOURCES, RunStore, measure, record_job_loss, referee_source_hash
-from netlab.validate.sanity import dumbbell, ring_alone
+from netlab.validate.sanity import dumbbell, replicate, ring_alone
 from netlab.validate.scenario import REGIMES, RefereeJob, RefereeScenario, Transport
 
 WHY = referee_unavailable()
@@ -87,6 +87,8 @@ def test_the_referee_reproduces_records_of_the_sources_it_accepts(tmp_path):
         old = min(recs, key=lambda r: r["ns3_cpu_s"] + r["alone_cpu_s"])
         regime = "reno-shallow"
         sc = generate(old["meta"]["family"], old["meta"]["seed"], REGIMES[regime])
+        if "-replicate" in old["name"]:  # another draw of the scenario (sanity.replicate)
+            sc = replicate(sc, int(old["name"].rsplit("-replicate", 1)[1]))
         assert sc.key() == old["key"]
         new = measure(sc, timeout_s=600)
         assert new["ref_iter_s"] == old["ref_iter_s"] and new["ref_alone_s"] == old["ref_alone_s"]
