@@ -688,6 +688,14 @@ def joint_draws_grid(store: RunStore, per_family: int, only: list[str] | None = 
 
 #: ``--beatdown``: the beat-down exponents tried (:mod:`netlab.network.tcp.beatdown`; 0: the registered model)
 BEATDOWN_BETAS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0)
+#: ``--beatdown``'s joint table: the beat-down with the rate-cut and goodput terms it overlaps (both lengthen long
+#: ring steps' jobs), at the registered alpha; calibration only, never scored (where a refit with the term in the
+#: model would start)
+BEATDOWN_JOINT = dict(beta=(0.0, 2.0, 3.0, 4.0), cut_k=(0.25, 0.5, 0.75, 1.0), goodput_k=(0.0, 0.05, 0.1))
+
+
+def _beatdown_label(beta: float, kwargs: dict) -> str:
+    return ",".join([f"beta={beta:g}"] + [f"{k}={v:g}" for k, v in kwargs.items()])
 
 
 def beatdown_grid(store: RunStore, per_family: int, only: list[str] | None = None) -> dict:
@@ -695,11 +703,15 @@ def beatdown_grid(store: RunStore, per_family: int, only: list[str] | None = Non
     registered model, the second with each job's share weight from the first's marked links) on the calibration
     scenarios with two referee draws, for every :data:`BEATDOWN_BETAS`, scored as ``--joint-draws`` scores (the first
     draw: ``objective``; the draws: ``objective_draws``), over all and per oversubscription. Best: the smallest
-    ``objective_draws`` (ties to the smaller beta). Recorded, not applied (the term is in no model's solve)."""
+    ``objective_draws`` (ties to the smaller beta); ``bench_referee.py`` scores it once on the scoring half.
+    ``joint``: :data:`BEATDOWN_JOINT`'s grid the same way, recorded for a refit, never scored. Recorded, not
+    applied (the term is in no model's solve)."""
     from netlab.validate import sanity
     from netlab.validate.draws import cross_heavy, mean_of_draws, rescore
-    from netlab.validate.predict import predict_beatdown
+    from netlab.validate.predict import predict, predict_beatdown
 
+    points = [(b, {}) for b in BEATDOWN_BETAS]
+    joint = [(b, dict(cut_k=c, goodput_k=g)) for b, c, g in itertools.product(*BEATDOWN_JOINT.values())]
     out = {}
     for r in regimes():
         if r.referee != "dctcp" or (only and r.name not in only):
@@ -709,10 +721,9 @@ def beatdown_grid(store: RunStore, per_family: int, only: list[str] | None = Non
         drawn = [x for x in drawn if x[2] is not None]
         one, mean, cross = [], [], []
         for sc, rec, rep in drawn:
-            preds = pd.DataFrame([dict(model=f"beta={b:g}", job_id=j, iter_s=v) for b in BEATDOWN_BETAS
-                                  for j, v in (predict_beatdown(sc, r.network, b) if b > 0 else
-                                               predict_all(sc, {"x": (r.network, {}, "solve")})
-                                               .set_index("job_id").iter_s.to_dict()).items()])
+            preds = pd.DataFrame([dict(model=_beatdown_label(b, kw), job_id=j, iter_s=v) for b, kw in points + joint
+                                  for j, v in (predict_beatdown(sc, r.network, b, kw) if b > 0 else
+                                               predict(sc, r.network, kw)).items()])
             draws = [record_times(rec), record_times(rep)]
             rows = compare_jobs(sc, *draws[0], preds).assign(oversub=f"{sc.meta['oversub']:g}:1")
             one.append(rows)
@@ -720,28 +731,38 @@ def beatdown_grid(store: RunStore, per_family: int, only: list[str] | None = Non
             cross.append(cross_heavy([rows, rescore(sc, rows, *draws[1])]).assign(oversub=rows.oversub.iloc[0]))
         one, mean, cross = (pd.concat(x, ignore_index=True) for x in (one, mean, cross))
 
-        def cell(sel):
+        def cell(sel, pts):
             s1, sm, sx = (error_summary(x[sel(x)]) for x in (one, mean, cross))
-            return [dict(beta=b, objective=objective(s1[k]), objective_draws=draws_objective(sm[k], sx[k]),
+            return [dict(beta=b, **kw, objective=objective(s1[k]), objective_draws=draws_objective(sm[k], sx[k]),
                          single_draw={f: s1[k][f] for f in ("median_ape", "p90_ape", "heavy_median_signed",
                                                             "n_contended", "n_heavy")},
                          mean_of_draws={f: sm[k][f] for f in ("median_ape", "p90_ape", "n_contended")},
                          cross_draw_heavy={f: sx[k][f] for f in ("heavy_median_signed", "n_heavy")})
-                    for b, k in ((b, f"beta={b:g}") for b in BEATDOWN_BETAS)]
+                    for b, kw, k in ((b, kw, _beatdown_label(b, kw)) for b, kw in pts)]
 
-        table = cell(lambda x: x.index == x.index)
+        def every(x):
+            return x.index == x.index
+
+        table, jtable = cell(every, points), cell(every, joint)
         best = min(table, key=lambda x: (round(x["objective_draws"], 3), x["beta"]))
+        jbest = min(jtable, key=lambda x: (round(x["objective_draws"], 3), x["beta"], x["cut_k"], x["goodput_k"]))
         out[r.name] = dict(network=r.network, scenarios=len(drawn),
                            scenarios_named=sorted(f"{sc.meta['family']}-{sc.meta['seed']}" for sc, _, _ in drawn),
                            table=table, best=best,
-                           per_oversub={o: cell(lambda x, o=o: x.oversub == o) for o in sorted(one.oversub.unique())},
+                           per_oversub={o: cell(lambda x, o=o: x.oversub == o, points)
+                                        for o in sorted(one.oversub.unique())},
                            rule="calibration scenarios with 2 referee draws; beta 0: the registered model; best: the "
                                 "smallest objective_draws (median and p90 APE against the per-job mean of the draws, "
-                                "heavy bias chosen on one draw and read on the other), ties to the smaller beta")
+                                "heavy bias chosen on one draw and read on the other), ties to the smaller beta",
+                           joint=dict(grid=BEATDOWN_JOINT, table=jtable, best=jbest,
+                                      rule="the registered alpha, every other default kept; best as above, ties to "
+                                           "the smaller beta, cut_k, goodput_k; calibration only, never scored"))
         reg = table[0]
         print(f"{r.name} ({len(drawn)} scenarios): registered obj {reg['objective']:.3f} / draws "
               f"{reg['objective_draws']:.3f}; beat-down best beta {best['beta']:g} obj {best['objective']:.3f} / "
-              f"draws {best['objective_draws']:.3f}", flush=True)
+              f"draws {best['objective_draws']:.3f}; joint best beta {jbest['beta']:g} cut_k {jbest['cut_k']:g} "
+              f"goodput_k {jbest['goodput_k']:g} obj {jbest['objective']:.3f} / draws {jbest['objective_draws']:.3f}",
+              flush=True)
     return out
 
 
