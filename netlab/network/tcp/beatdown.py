@@ -58,7 +58,10 @@ def beatdown_solve(network, demands, capacity_gbps: np.ndarray, flows: Mapping[i
                    beta: float):
     """``network``'s solution with the beat-down weights (a prototype, module doc): a first solve gives each link's
     marked fraction (``queue_frac``), :func:`beatdown_weights` each job's weight from it, and a second solve of
-    ``network.fresh()`` shares the links with every job's allocation weight times its beat-down weight."""
+    ``network.fresh()`` shares the links with every job's allocation weight times its beat-down weight. A weight
+    other than 1 also gives a job a queue of its own (``NetAllocation.queue_of_its_own``), which in ``tcp`` only
+    drops its leader advantage: nothing for ``dctcp`` (lead 0), but a model with a lead would need the weight
+    passed another way."""
     from dataclasses import replace
 
     from ...sched.allocation import NetAllocation
