@@ -686,7 +686,7 @@ def joint_draws_grid(store: RunStore, per_family: int, only: list[str] | None = 
     return out
 
 
-#: ``--beatdown``: the beat-down exponents tried (:mod:`netlab.network.tcp.beatdown`; 0: the registered model)
+#: ``--beatdown``: the beat-down exponents tried (:mod:`netlab.network.tcp.beatdown`; 0: no term)
 BEATDOWN_BETAS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0)
 #: ``--beatdown``'s joint table: the beat-down with the rate-cut and goodput terms it overlaps (both lengthen long
 #: ring steps' jobs), at the registered alpha; calibration only, never scored (where a refit with the term in the
@@ -699,16 +699,16 @@ def _beatdown_label(beta: float, kwargs: dict) -> str:
 
 
 def beatdown_grid(store: RunStore, per_family: int, only: list[str] | None = None) -> dict:
-    """DCTCP's multi-bottleneck beat-down (:mod:`netlab.network.tcp.beatdown`, a prototype: two solves of the
-    registered model, the second with each job's share weight from the first's marked links) on the calibration
+    """DCTCP's multi-bottleneck beat-down (:mod:`netlab.network.tcp.beatdown`, the model's ``beatdown_beta``: two
+    solves, the second with each job's share weight from the first's marked links) on the calibration
     scenarios with two referee draws, for every :data:`BEATDOWN_BETAS`, scored as ``--joint-draws`` scores (the first
     draw: ``objective``; the draws: ``objective_draws``), over all and per oversubscription. Best: the smallest
     ``objective_draws`` (ties to the smaller beta); ``bench_referee.py`` scores it once on the scoring half.
-    ``joint``: :data:`BEATDOWN_JOINT`'s grid the same way, recorded for a refit, never scored. Recorded, not
-    applied (the term is in no model's solve)."""
+    ``joint``: :data:`BEATDOWN_JOINT`'s grid the same way, recorded for a refit, never scored. Recorded; the
+    registered model's ``beatdown_beta`` is set in ``params.TRANSPORT_PARAMS``."""
     from netlab.validate import sanity
     from netlab.validate.draws import cross_heavy, mean_of_draws, rescore
-    from netlab.validate.predict import predict, predict_beatdown
+    from netlab.validate.predict import predict_beatdown
 
     points = [(b, {}) for b in BEATDOWN_BETAS]
     joint = [(b, dict(cut_k=c, goodput_k=g)) for b, c, g in itertools.product(*BEATDOWN_JOINT.values())]
@@ -722,8 +722,7 @@ def beatdown_grid(store: RunStore, per_family: int, only: list[str] | None = Non
         one, mean, cross = [], [], []
         for sc, rec, rep in drawn:
             preds = pd.DataFrame([dict(model=_beatdown_label(b, kw), job_id=j, iter_s=v) for b, kw in points + joint
-                                  for j, v in (predict_beatdown(sc, r.network, b, kw) if b > 0 else
-                                               predict(sc, r.network, kw)).items()])
+                                  for j, v in predict_beatdown(sc, r.network, b, kw).items()])
             draws = [record_times(rec), record_times(rep)]
             rows = compare_jobs(sc, *draws[0], preds).assign(oversub=f"{sc.meta['oversub']:g}:1")
             one.append(rows)

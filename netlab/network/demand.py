@@ -34,6 +34,13 @@ class _Routed:
         return demand._routed()[self.index]
 
 
+class _FlowPaths:
+    """A :class:`RoutedDemand`'s ``flow_paths``: found when first read (non-data, as :class:`_Routed`)."""
+
+    def __get__(self, demand, owner=None):
+        return self if demand is None else demand._flow_paths()
+
+
 class RoutedDemand(CommDemand):
     """A :class:`CommDemand` whose route (``links``, ``weights``, ``iso_rate_gbps``) is found when first read.
 
@@ -53,6 +60,7 @@ class RoutedDemand(CommDemand):
         self.serial_intra_s, self.overlap, self.rate_cap_gbps = serial_intra_s, overlap, rate_cap_gbps
         self.iso_iter_s, self.phase, self.allocation = iso_iter_s, phase, allocation
         self._pending = (topology, pairs, key, flow_weights, paths)
+        self._flow_source = (topology, pairs, key, paths)  # for flow_paths, read only by a model that needs it
         self._route = None
 
     def _routed(self) -> tuple[np.ndarray, np.ndarray, float]:
@@ -65,9 +73,20 @@ class RoutedDemand(CommDemand):
             self.__dict__.update(links=links, weights=weights, iso_rate_gbps=iso)
         return self._route
 
+    def _flow_paths(self) -> tuple:
+        """Per flow, its links and the share of it on each (``Topology.flow_links``, flow ``n`` keyed as
+        :meth:`Topology.route` keys it), kept as a plain attribute once found."""
+        topology, pairs, key, paths = self._flow_source
+        out = tuple(topology.flow_links(s, d, key=key + n, path=None if paths is None else
+                                        paths[n if len(paths) > 1 else 0])
+                    for n, (s, d) in enumerate(pairs.tolist()))
+        self.__dict__["flow_paths"] = out
+        return out
+
     links = _Routed(0)
     weights = _Routed(1)
     iso_rate_gbps = _Routed(2)
+    flow_paths = _FlowPaths()
 
     def __reduce__(self):
         return CommDemand, tuple(getattr(self, f.name) for f in dataclasses.fields(CommDemand))

@@ -108,6 +108,9 @@ class CommDemand:
     #: see the module doc); None: the default (class 0, weight 1, no cap, ECMP)
     allocation: object | None = None
     steps: int = 1  # the all-reduce's sequential steps over the network, each flow_bytes / steps (ring: 2(n - 1))
+    #: per flow of the job, (its link ids, the share of the flow on each): for a term that reads single flows' paths
+    #: (``dctcp``'s beat-down, :mod:`netlab.network.tcp.beatdown`), which ``links``' sums lose; None: not known
+    flow_paths: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def priority(self) -> int:

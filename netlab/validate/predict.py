@@ -164,15 +164,10 @@ def predict(sc: RefereeScenario, network: str, kwargs: dict | None = None, how: 
 
 
 def predict_beatdown(sc: RefereeScenario, network: str, beta: float, kwargs: dict | None = None) -> dict[int, float]:
-    """``network``'s iteration seconds per job of ``sc`` with DCTCP's multi-bottleneck beat-down as share weights
-    (:func:`netlab.network.tcp.beatdown.beatdown_solve`, a prototype outside the model's own solve), every ring
-    flow on netlab's route."""
-    from ..network.model import NETWORKS
-    from ..network.tcp.beatdown import beatdown_solve
-
-    sol = beatdown_solve(NETWORKS.create(network, **(kwargs or {})), [demand(sc, j) for j in sc.jobs],
-                         sc.topology.link_capacity_gbps, {j.job_id: _paths(sc, j) for j in sc.jobs}, beta)
-    return {j.job_id: float(sol.iter_s[j.job_id]) for j in sc.jobs}
+    """``network``'s iteration seconds per job of ``sc`` with DCTCP's multi-bottleneck beat-down at exponent ``beta``
+    (the model's own ``beatdown_beta``: two solves, :mod:`netlab.network.tcp.beatdown`), every ring flow on
+    netlab's route (the demand's ``flow_paths``)."""
+    return predict(sc, network, {**(kwargs or {}), "beatdown_beta": beta})
 
 
 def predict_all(sc: RefereeScenario, specs: dict | None = None) -> pd.DataFrame:

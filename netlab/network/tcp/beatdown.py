@@ -20,9 +20,19 @@ time a link is queued above its marking threshold); the flow with the highest pr
 the job's weight is ``(its price / the largest q on its path) ** -beta``: 1 for a flow whose price is one
 link's, ``2 ** -beta`` for one crossing two equally marked links. ``beta`` about 2 is the analysis (window
 by the marks, rate by the round trip); the referee's calibration half chooses it
-(``benchmarks/bench_regimes_fit.py --beatdown``). Not yet part of any model's solve: it needs the solved
-marking to set the weights (two solves), and a simulation's incremental re-solves would need it per entry
-inside the mean field; ``regimes_fit.json['beatdown_grid']`` records what it would do.
+(``benchmarks/bench_regimes_fit.py --beatdown``, ``regimes_fit.json['beatdown_grid']``).
+
+In the model (``beatdown_beta`` of the ``tcp`` transports, :mod:`~.params`; 0: no term): its ``solve`` is two
+solves (:func:`beaten_solve`): the first gives each link's marked fraction, the weights follow, and the second
+shares the links with them. The weights need each ring flow's own links, which the demand record carries
+(``CommDemand.flow_paths``: per flow, its links and the share of it on each, found with its route); a demand
+without them (a record built by hand, or by a path-choice policy that rebuilds it from summed links) gets
+weight 1. The model's incremental re-solve cannot honour the term (the weights are a solve's output, read
+back as its input, over whole components), so a model with it says so through its capabilities
+(:func:`beaten_capabilities`: not incremental, no relink in place) and the simulator re-solves every running
+job through ``solve`` at each change (``Fabric``), each solve from no phase state (both solves on a fresh
+model: the first solve's phases must not seed the second, and the generic re-solve gives no time to carry
+them from).
 """
 
 from __future__ import annotations
@@ -32,47 +42,90 @@ from typing import Mapping, Sequence
 import numpy as np
 
 
-def flow_beatdown(links: np.ndarray, marked: np.ndarray) -> tuple[float, float]:
+def flow_beatdown(links: np.ndarray, marked: np.ndarray, shares: np.ndarray | None = None) -> tuple[float, float]:
     """(price, beat-down ratio) of one flow over ``links`` (link ids into ``marked``, each link's marked
-    fraction): the price is the sum of the marked fractions, the ratio that over the largest (1 if none)."""
+    fraction): the price is the sum of the marked fractions (each times the share of the flow on the link,
+    ``shares``, under split ECMP: the expected sum over its paths), the ratio that over the largest (1 if none)."""
     q = marked[np.asarray(links, dtype=np.int64)]
-    price, top = float(q.sum()), float(q.max()) if len(q) else 0.0
+    price = float(q.sum() if shares is None else (q * shares).sum())
+    top = float(q.max()) if len(q) else 0.0
     return price, (price / top if top > 0.0 else 1.0)
 
 
-def beatdown_weights(flows: Mapping[int, Sequence[np.ndarray]], marked: np.ndarray, beta: float) -> dict[int, float]:
-    """Per job (``flows``: job id -> its ring flows' link ids), its share weight ``ratio ** -beta``, the ratio
-    of its highest-priced flow (:func:`flow_beatdown`); 1 for a job with no marked link."""
+def beatdown_weights(flows: Mapping[int, Sequence], marked: np.ndarray, beta: float) -> dict[int, float]:
+    """Per job (``flows``: job id -> its ring flows, each its link ids or (link ids, share of the flow on each)),
+    its share weight ``ratio ** -beta``, the ratio of its highest-priced flow (:func:`flow_beatdown`); 1 for a job
+    with no marked link (or no flows given)."""
     out = {}
     for job, paths in flows.items():
         price, ratio = 0.0, 1.0
-        for links in paths:
-            p, r = flow_beatdown(links, marked)
+        for path in paths:
+            p, r = flow_beatdown(path[0], marked, path[1]) if isinstance(path, tuple) else flow_beatdown(path, marked)
             if p > price:
                 price, ratio = p, r
         out[job] = float(ratio ** -beta)
     return out
 
 
-def beatdown_solve(network, demands, capacity_gbps: np.ndarray, flows: Mapping[int, Sequence[np.ndarray]],
-                   beta: float):
-    """``network``'s solution with the beat-down weights (a prototype, module doc): a first solve gives each link's
-    marked fraction (``queue_frac``), :func:`beatdown_weights` each job's weight from it, and a second solve of
-    ``network.fresh()`` shares the links with every job's allocation weight times its beat-down weight. A weight
-    other than 1 also gives a job a queue of its own (``NetAllocation.queue_of_its_own``), which in ``tcp`` only
-    drops its leader advantage: nothing for ``dctcp`` (lead 0), but a model with a lead would need the weight
-    passed another way."""
+def beaten_capabilities(capabilities):
+    """A model's ``capabilities`` with the beat-down term: not incremental (every running job re-solved through
+    ``solve`` at each change), no re-route in place, no phase moved and kept (module doc)."""
+    from dataclasses import replace
+
+    return replace(capabilities, incremental=False, relinks=False, moves_phase=False)
+
+
+#: the incremental interface a model with the term takes from :class:`~netlab.network.model.NetworkModel` (the
+#: generic one: the running demands kept, every one re-solved through ``solve`` after any change)
+GENERIC_INTERFACE = ("attach", "join", "leave", "change", "resolve", "_await_resolve")
+
+
+def full_solve(model) -> None:
+    """Give ``model`` (an instance) the generic incremental interface (:data:`GENERIC_INTERFACE`), as its
+    capabilities (:func:`beaten_capabilities`) say: the simulator's fabric then re-solves every running job
+    through the model's ``solve`` at each change, with no call of its own incremental machinery."""
+    from types import MethodType
+
+    from ..model import NetworkModel
+
+    for name in GENERIC_INTERFACE:
+        setattr(model, name, MethodType(getattr(NetworkModel, name), model))
+
+
+def demand_flows(demands) -> dict[int, Sequence]:
+    """Per job, its ring flows' paths (``CommDemand.flow_paths``: (link ids, share on each) per flow), empty for a
+    demand that does not carry them (weight 1)."""
+    return {d.job_id: (d.flow_paths or ()) for d in demands}
+
+
+def solved_weights(model, demands, capacity_gbps: np.ndarray) -> dict[int, float]:
+    """Per job of ``demands``, its beat-down weight (:func:`beatdown_weights` at ``model``'s ``beatdown_beta``)
+    from the marked fractions (``queue_frac``) of one solve of a fresh ``model`` without the weights."""
+    first = model.fresh().solve_once(demands, capacity_gbps)
+    marked = np.zeros(len(capacity_gbps))
+    if first.queue_frac is not None:
+        marked[first.links] = first.queue_frac
+    return beatdown_weights(demand_flows(demands), marked, model.params.beatdown_beta)
+
+
+def beaten_solve(model, demands, capacity_gbps: np.ndarray):
+    """``model``'s solution of ``demands`` with the beat-down weights (module doc): :func:`solved_weights`, then a
+    second solve of a fresh model sharing the links with every job's allocation weight times its beat-down weight.
+    A weight other than 1 also gives a job a queue of its own (``NetAllocation.queue_of_its_own``), which in
+    ``tcp`` only drops its leader advantage: nothing for ``dctcp`` (lead 0), but a model with a lead would need the
+    weight passed another way. The second solve's exact and mean-field counts are added to ``model``'s."""
     from dataclasses import replace
 
     from ...sched.allocation import NetAllocation
 
-    first = network.fresh().solve(demands, capacity_gbps)
-    marked = np.zeros(len(capacity_gbps))
-    if first.queue_frac is not None:
-        marked[first.links] = first.queue_frac
-    weights = beatdown_weights(flows, marked, beta)
-    weighted = [replace(d, allocation=replace(d.allocation or NetAllocation(),
+    weights = solved_weights(model, demands, capacity_gbps)
+    weighted = [d if weights[d.job_id] == 1.0 else
+                replace(d, allocation=replace(d.allocation or NetAllocation(),
                                               weight=(d.allocation.weight if d.allocation else 1.0)
                                               * weights[d.job_id]))
                 for d in demands]
-    return network.fresh().solve(weighted, capacity_gbps)
+    second = model.fresh()
+    out = second.solve_once(weighted, capacity_gbps)
+    model.exact_solves += second.exact_solves
+    model.mean_field_solves += second.mean_field_solves
+    return out

@@ -8,6 +8,7 @@ from ..links import LinkState
 from ..model import (ALLOCATION_KINDS, NETWORKS, Capabilities, CommDemand, Moved, NetSolution, NetworkModel,
                      _same_paths, _treatment, incidence)
 from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of, kept_places, relink_row
+from .beatdown import beaten_capabilities, beaten_solve, full_solve
 from .components import Solved
 from .cores import CoreCache
 from .exposed import exposed_s
@@ -15,9 +16,9 @@ from .goodput import effective_capacity, link_flows_offered
 from .incremental import (adds_nonbinding, binding_component, clear_row_load, resolve_touched, row_loads,
                           update_binding, write_back)
 from .mean_field import mean_field_counts
-from .params import (ALPHA, BUFFER_PACKETS, BUFFER_US, CORE_ALPHA, CUT_K, DRAWS, ECN_THRESHOLD_US, GOODPUT_K,
-                     HORIZON, JITTER, LEAD, MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES, REPORT_RTOL, RTO_K,
-                     RTO_MIN_S, RTT_US, SEGMENT_BYTES, SLOW_K, STRETCH, WARMUP, TcpParams)
+from .params import (ALPHA, BEATDOWN_BETA, BUFFER_PACKETS, BUFFER_US, CORE_ALPHA, CUT_K, DRAWS, ECN_THRESHOLD_US,
+                     GOODPUT_K, HORIZON, JITTER, LEAD, MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES,
+                     REPORT_RTOL, RTO_K, RTO_MIN_S, RTT_US, SEGMENT_BYTES, SLOW_K, STRETCH, WARMUP, TcpParams)
 from .ratecut import cut_s, demands_cut_s
 from .relink import relink_sums
 from .rto import demand_duty, demands_tail_s, solved_share, tail_s
@@ -47,7 +48,7 @@ class TcpNetwork(NetworkModel):
                  phase_cores: bool = PHASE_CORES, rto_k: float = RTO_K, rto_min_s: float = RTO_MIN_S,
                  segment_bytes: float = SEGMENT_BYTES, rtt_us: float = RTT_US,
                  max_core_jobs: int = MAX_CORE_JOBS, core_alpha: float | None = CORE_ALPHA, cut_k: float = CUT_K,
-                 slow_k: float = SLOW_K):
+                 slow_k: float = SLOW_K, beatdown_beta: float = BEATDOWN_BETA):
         """Parameters: see :mod:`~netlab.network.tcp.params` (one ValueError if any is out of range)."""
         self.params = TcpParams.checked(alpha=alpha, jitter=jitter, lead=lead, horizon=horizon, warmup=warmup,
                                         max_exact_jobs=max_exact_jobs, max_events=max_events,
@@ -56,7 +57,10 @@ class TcpNetwork(NetworkModel):
                                         phase_cores=phase_cores, rto_k=rto_k, rto_min_s=rto_min_s,
                                         segment_bytes=segment_bytes, rtt_us=rtt_us,
                                         max_core_jobs=max_core_jobs, core_alpha=core_alpha, cut_k=cut_k,
-                                        slow_k=slow_k)
+                                        slow_k=slow_k, beatdown_beta=beatdown_beta)
+        if self.params.beatdown_beta > 0.0:  # two solves a change, every job, no phase state kept (beatdown.py)
+            self.capabilities = beaten_capabilities(type(self).capabilities)
+            full_solve(self)
         self._slots = SlotTable()  # every job's row: its demand, last time and phase state
         self.exact_solves = self.mean_field_solves = 0
         self.counts = mean_field_counts()  # over mean-field solves (MeanFieldCounts)
@@ -97,6 +101,12 @@ class TcpNetwork(NetworkModel):
 
     # ----------------------------------------------------------------- batch
     def solve(self, demands, capacity_gbps, now_s: float = 0.0) -> NetSolution:
+        if self.params.beatdown_beta > 0.0 and demands:  # DCTCP's beat-down: two solves (beatdown.py)
+            return beaten_solve(self, demands, capacity_gbps)
+        return self.solve_once(demands, capacity_gbps, now_s)
+
+    def solve_once(self, demands, capacity_gbps, now_s: float = 0.0) -> NetSolution:
+        """One solve of ``demands`` as they are (the beat-down's weights, if any, already in their allocations)."""
         if not demands:
             return NetSolution({}, {})
         for d in demands:

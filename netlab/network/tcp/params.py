@@ -43,6 +43,11 @@ CUT_K = 0.0
 #: the registered shallow model slow_k 0.4 with stretch 0 (referee 4.0% / 22.6% / -3.7%, objective 1.51 against
 #: 1.57) is worse on the testbed's byte-limited queue (7.2% / 22.9% / -8.7% against 6.3% / 22.7% / -6.0%)
 SLOW_K = 0.0
+#: DCTCP's multi-bottleneck beat-down (:mod:`~.beatdown`): a job whose costliest ring flow is marked at several queues
+#: shares its links with weight (that flow's summed marked fraction / the largest one on its path) ** -BEATDOWN_BETA,
+#: solved in two passes (the first gives the marking); 0: no term, one solve, the model's incremental re-solve.
+#: Above 0 the model is not incremental (``capabilities``): a simulation re-solves every running job at each change
+BEATDOWN_BETA = 0.0
 RTO_MIN_S = 0.2  # the minimum retransmission timeout: Linux's and the referee's 200 ms
 SEGMENT_BYTES = 1500.0  # bytes on the wire per packet: a flow's packets per iteration = its flow bytes / this
 #: the base round trip a flow's window covers beside its share of the queue (:mod:`~.rto`): a few-hop datacenter
@@ -91,6 +96,7 @@ class TcpParams(NamedTuple):
     core_alpha: float = CORE_ALPHA
     cut_k: float = CUT_K
     slow_k: float = SLOW_K
+    beatdown_beta: float = BEATDOWN_BETA
 
     @classmethod
     def checked(cls, **kw) -> TcpParams:
@@ -103,17 +109,19 @@ class TcpParams(NamedTuple):
                 and 0 <= p.ecn_threshold_us <= p.buffer_us
                 and p.draws >= 1 and p.stretch >= 0 and p.goodput_k >= 0 and p.buffer_packets > 0
                 and p.phase_cores in (True, False) and p.rto_k >= 0 and p.rto_min_s >= 0 and p.segment_bytes > 0
-                and p.rtt_us >= 0 and p.max_core_jobs >= 1 and p.cut_k >= 0 and p.slow_k >= 0):
+                and p.rtt_us >= 0 and p.max_core_jobs >= 1 and p.cut_k >= 0 and p.slow_k >= 0
+                and p.beatdown_beta >= 0):
             raise ValueError("tcp network: need alpha >= -1, jitter >= 0, lead >= 0, horizon > warmup + 1 >= 1, "
                              "max_exact_jobs >= 1, max_events > 0, 0 <= ecn_threshold_us <= buffer_us, draws >= 1, "
                              "stretch >= 0, goodput_k >= 0, buffer_packets > 0, phase_cores True or False, rto_k >= 0, "
                              "rto_min_s >= 0, segment_bytes > 0, rtt_us >= 0, max_core_jobs >= 1, "
-                             "core_alpha >= -1 or None, cut_k >= 0, slow_k >= 0")
+                             "core_alpha >= -1 or None, cut_k >= 0, slow_k >= 0, beatdown_beta >= 0")
         return cls(float(p.alpha), float(p.jitter), float(p.lead), int(p.horizon), int(p.warmup),
                    int(p.max_exact_jobs), int(p.max_events), float(p.ecn_threshold_us), float(p.buffer_us),
                    int(p.draws), float(p.stretch), float(p.goodput_k), float(p.buffer_packets),
                    bool(p.phase_cores), float(p.rto_k), float(p.rto_min_s), float(p.segment_bytes),
-                   float(p.rtt_us), int(p.max_core_jobs), float(p.core_alpha), float(p.cut_k), float(p.slow_k))
+                   float(p.rtt_us), int(p.max_core_jobs), float(p.core_alpha), float(p.cut_k), float(p.slow_k),
+                   float(p.beatdown_beta))
 
 
 #: the transport variants of ``tcp`` (:mod:`~.transports`): name -> (what it stands for, defaults that differ from
@@ -179,8 +187,8 @@ TRANSPORT_PARAMS: dict[str, tuple[str, dict]] = {
     # against 1.05), phase-aware solves (phase cores 2.60, the exact fluid 2.42)
     # What the miss is (traced referee runs, referee_trace.json): DCTCP's multi-bottleneck beat-down. A flow crossing
     # two marking queues takes its ring steps ~11-15x as long as alone, one crossing one of them ~4x; the fluid gives
-    # it the smaller of its links' levels. As share weights (beatdown.py, a prototype of two solves, not in this
-    # model's solve): calibration objective 1.05 -> 0.98, against the draws 1.15 -> 0.92 (beta 3, regimes_fit.json
+    # it the smaller of its links' levels. As share weights (beatdown.py, the model's ``beatdown_beta``: two solves,
+    # not incremental): calibration objective 1.05 -> 0.98, against the draws 1.15 -> 0.92 (beta 3, regimes_fit.json
     # beatdown_grid); scored once on the scoring half, p90 18.9 -> 16.1 (mean of draws 18.0 -> 14.9)
     "dctcp": ("DCTCP with ECN marking: per-connection sharing, short queues",
               {"alpha": 0.25, "lead": 0.0, "stretch": 0.0, "goodput_k": 0.0, "buffer_packets": 20.0, "cut_k": 1.0,
