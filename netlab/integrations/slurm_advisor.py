@@ -53,7 +53,7 @@ import pandas as pd
 from ..hostlist import compress, expand
 from ..network.model import LiveNetwork
 from ..policies import ORDERING, PLACEMENT
-from ..sched import ClusterView, JobState, Mechanism, Placement, Scheduler
+from ..sched import ClusterView, JobState, Mechanism, Placement, RunningJobs, Scheduler
 from ..topology import check_name
 from ..workload.job import Job, isolated_iter_s, jobs_from_frame
 from ..workload.zoo import ModelZoo
@@ -239,7 +239,7 @@ class SbatchMechanism(Mechanism):
 
     def __init__(self, advisor: SlurmAdvisor, free_gpus: np.ndarray, submit=None):
         self.advisor, self.submit = advisor, submit
-        self.running: dict[int, JobState] = {}  # what Slurm runs is seen only as GPUs in use
+        self.running = RunningJobs()  # none: what Slurm runs is seen only as GPUs in use
         self.free_gpus = free_gpus
         self.free_total = int(free_gpus.sum())
         self.scheduler: Scheduler | None = None
@@ -248,7 +248,7 @@ class SbatchMechanism(Mechanism):
 
     def view(self, now: float) -> ClusterView:
         adv = self.advisor
-        return ClusterView(adv.topology, self.free_gpus, {}, now, None, self.scheduler.waiting(), adv.zoo,
+        return ClusterView(adv.topology, self.free_gpus, self.running, now, None, self.scheduler.waiting(), adv.zoo,
                            SLURM_NETWORK)
 
     def start(self, js: JobState, p: Placement, now: float) -> None:

@@ -15,7 +15,7 @@ from .allocation import DEFAULT_ALLOCATION, NetAllocation
 from .decision import Placement, PolicyError
 from .mechanism import Mechanism, check_placement
 from .scheduler import Scheduler
-from .state import ClusterView, JobState
+from .state import ClusterView, JobState, RunningChanges, RunningJobs
 
 __all__ = ["Placement", "PolicyError", "ClusterView", "JobState", "NetAllocation", "DEFAULT_ALLOCATION", "Mechanism",
-           "Scheduler", "check_placement"]
+           "Scheduler", "check_placement", "RunningChanges", "RunningJobs"]

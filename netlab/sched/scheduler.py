@@ -67,6 +67,9 @@ class Scheduler:
                               f"{self.migration.name!r} cannot be carried out here; use migration 'none'")
         self._migration_armed = False
         self.net_dirty = False  # the running set changed since the network policy last allocated
+        # running jobs the network policy has given an allocation (a superset of those whose allocation is not
+        # the default): the jobs it may leave out that must go back to the default are among these
+        self._allocated: set[int] = set()
         self._net_tick_armed = False
         self.mechanism = mechanism
         self.backfill = ordering.backfill if backfill is None else backfill
@@ -107,6 +110,7 @@ class Scheduler:
         self.run_order.remove((js.key, js.job_id))
         js.key_version += 1
         js.allocation = DEFAULT_ALLOCATION
+        self._allocated.discard(js.job_id)
         self._net_changed(js)
 
     def _net_changed(self, js: JobState) -> None:
@@ -210,9 +214,15 @@ class Scheduler:
                 raise PolicyError(f"{policy.name}: allocation for job {jid} is a {type(alloc).__name__}, "
                                   f"not a NetAllocation")
         # the mechanism is handed the decisions and the jobs left out that must go back to the default (the
-        # others left out have it already): a pass runs hundreds of one-host jobs the policy has nothing for
-        back = {jid: DEFAULT_ALLOCATION for jid, js in running.items()
-                if js.allocation is not DEFAULT_ALLOCATION and jid not in decisions}
+        # others left out have it already), in the running order. A pass runs hundreds of one-host jobs the
+        # policy has nothing for: the jobs left out are looked for among those it gave an allocation only
+        back = None
+        left = self._allocated.difference(decisions)
+        if left:
+            left = {jid for jid in left if running[jid].allocation is not DEFAULT_ALLOCATION}
+            if left:
+                back = {jid: DEFAULT_ALLOCATION for jid in running if jid in left}
+        self._allocated = set(decisions)  # (the others left out are at the default now)
         mech.allocate({**decisions, **back} if back else decisions, now)
         period = policy.period_s
         if period is not None and running and not self._net_tick_armed:

@@ -76,6 +76,113 @@ class JobState:
         return f"JobState({self.job_id}, {self.job.model}, gpus={self.gpus}, {self.status})"
 
 
+class RunningChanges:
+    """Which jobs started or stopped running, in order: a consumer reads what changed since its last look.
+
+    Why: a network policy decides for the running jobs with traffic (tens) among hundreds of running jobs, and
+    between two of its calls one or two of them start or end. Finding those by comparing every running job with
+    what it saw last time cost a scan of the running set per call (on full Philly, tens of thousands of calls).
+
+    The mechanism's running table (:class:`RunningJobs`) logs each job id it sets (a start, a restart, a
+    migration's new start) or deletes (an end, a preemption, a migration's stop). A consumer keeps a mark
+    (:meth:`mark`) and next time asks :meth:`since` for the ids logged after it: every job whose running status
+    or placement may have changed, repeats possible; it reads the running table for each (running or not, on
+    which placement). ``since`` answers None when it cannot tell (no mark yet, a mark from another table, one
+    older than the log keeps): the consumer then compares the whole running set, as it would without a log.
+    The log keeps at least the last :attr:`KEEP` entries, so it stays bounded in a long run.
+    """
+
+    KEEP = 1 << 15  # entries kept at least (a consumer further behind compares the running set)
+
+    def __init__(self):
+        self._ids: list[int] = []
+        self._base = 0  # entries dropped from the front
+
+    def log(self, job_id: int) -> None:
+        """``job_id`` started or stopped running."""
+        ids = self._ids
+        ids.append(job_id)
+        if len(ids) > 2 * self.KEEP:
+            del ids[:self.KEEP]
+            self._base += self.KEEP
+
+    def mark(self):
+        """A mark of the log as it stands, for :meth:`since`."""
+        return self, self._base + len(self._ids)
+
+    def since(self, mark) -> list[int] | None:
+        """The job ids logged since ``mark`` (oldest first, repeats possible), or None if the log cannot tell."""
+        if mark is None or mark[0] is not self or mark[1] < self._base:
+            return None
+        return self._ids[mark[1] - self._base:]
+
+
+class _Untracked(RunningChanges):
+    """No log (a running table that is not a :class:`RunningJobs`: a view built by hand, a freed view's)."""
+
+    def log(self, job_id: int) -> None:  # pragma: no cover - nothing logs to it
+        raise TypeError("an untracked running table has no log")
+
+    def mark(self):
+        return None
+
+    def since(self, mark) -> None:
+        return None
+
+
+#: the changes of a running table without a log: "cannot tell" at every call
+UNTRACKED = _Untracked()
+
+
+class RunningJobs(dict):
+    """A mechanism's running jobs by id, in the order they started, logging every start and stop
+    (:attr:`changes`, a :class:`RunningChanges`) for the views it builds (:attr:`ClusterView.changes`).
+
+    Every mechanism keeps its running jobs in one (the simulator, the testbed, the Slurm advisor): a job is set
+    when it starts and deleted when it stops. Lookups and iteration are a dict's own; the mutators that would
+    change several jobs at once are refused (each change is logged one job at a time)."""
+
+    __slots__ = ("changes",)
+
+    def __init__(self):
+        super().__init__()
+        self.changes = RunningChanges()
+
+    def __setitem__(self, job_id, js) -> None:
+        dict.__setitem__(self, job_id, js)
+        self.changes.log(job_id)
+
+    def __delitem__(self, job_id) -> None:
+        dict.__delitem__(self, job_id)
+        self.changes.log(job_id)
+
+    def pop(self, job_id, *default):
+        had = job_id in self
+        out = dict.pop(self, job_id, *default)
+        if had:
+            self.changes.log(job_id)
+        return out
+
+    def __reduce__(self):
+        """Copied or pickled: the jobs and the log (a dict subclass would be rebuilt through ``__setitem__``
+        before its log exists)."""
+        return _running_jobs, (dict(self), self.changes)
+
+    def _refused(self, *args, **kwargs):
+        raise TypeError("RunningJobs: set or delete one job at a time (each change is logged)")
+
+    popitem = clear = update = setdefault = __ior__ = _refused
+
+
+def _running_jobs(jobs: dict, changes: RunningChanges) -> RunningJobs:
+    """A :class:`RunningJobs` of ``jobs`` with the log ``changes`` (what :meth:`RunningJobs.__reduce__` gives)."""
+    out = RunningJobs()
+    for job_id, js in jobs.items():
+        dict.__setitem__(out, job_id, js)
+    out.changes = changes
+    return out
+
+
 class ClusterView:
     """What a policy may look at. Arrays are shared: treat them as read-only.
 
@@ -83,7 +190,10 @@ class ClusterView:
     fresh ``DEFAULT_NETWORK`` model). Policies ask it what it is (``view.network.capabilities``: whether a
     phase takes effect, whether there is contention at all) and predict speeds with ``view.network.fresh()``,
     never with its name. ``link_load_gbps``: an array, or a snapshot of the loads (``array()`` gives them when a
-    policy first asks; :class:`~netlab.network.links.LoadSnapshot`).
+    policy first asks; :class:`~netlab.network.links.LoadSnapshot`). ``changes``: which jobs started and
+    stopped, for a policy that keeps state across calls (:class:`RunningChanges`): the running table's log when
+    it is a :class:`RunningJobs` (every mechanism's is), else :data:`UNTRACKED`, which answers "cannot tell"
+    (the policy compares the running set).
     """
 
     def __init__(self, topology, free_gpus: np.ndarray, running: Mapping[int, JobState], now: float,
@@ -102,6 +212,7 @@ class ClusterView:
         self.zoo = zoo
         self.network: NetworkModel = network if network is not None else NETWORKS.create(DEFAULT_NETWORK)
         self._free_total = free_total  # the owner's running count of free GPUs, if it keeps one
+        self.changes: RunningChanges = running.changes if isinstance(running, RunningJobs) else UNTRACKED
         self._restart_s = restart_s
 
     def restart_s(self, job: JobState) -> float:

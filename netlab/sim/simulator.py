@@ -36,7 +36,7 @@ from ..errors import UnknownNameError, unknown_name
 from ..network.model import NetworkModel, iteration_time, make_network
 from ..policies import (MIGRATION, NETWORK_POLICIES, ORDERING, PLACEMENT, PREEMPTION, MigrationPolicy, NetworkPolicy,
                         OrderingPolicy, PlacementPolicy, PreemptionPolicy)
-from ..sched import ClusterView, JobState, NetAllocation, Placement, Scheduler
+from ..sched import ClusterView, JobState, NetAllocation, Placement, RunningJobs, Scheduler
 from ..workload.job import Job, JobError, isolated_comm_s, isolated_iter_s
 from ..workload.patterns import PATTERNS
 from ..network.demand import build_demand
@@ -98,7 +98,7 @@ class Simulator(KernelLoop):
         self.free_gpus = topo.host_gpus.copy()
         self.free_total = int(self.free_gpus.sum())
         self.states: dict[int, JobState] = {}
-        self.running: dict[int, JobState] = {}
+        self.running = RunningJobs()  # (its log of starts and stops: ClusterView.changes)
         self.fabric = Fabric(topo, self.network, history=make_history(self._link_history,
                                                                      self.config.link_resolution_s))
         # Multi-host jobs' completion times live here, behind one armed kernel event:

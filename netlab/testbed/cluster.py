@@ -44,7 +44,7 @@ import numpy as np
 from ..network.demand import build_demand
 from ..network.model import Capabilities, LiveNetwork
 from ..policies import ORDERING, PLACEMENT, PREEMPTION
-from ..sched import ClusterView, JobState, Placement, Scheduler
+from ..sched import ClusterView, JobState, Placement, RunningJobs, Scheduler
 from ..sim.history import empty_links
 from ..sim.kernel import Kernel, RealtimeClock
 from ..sim.loop import KernelLoop
@@ -131,7 +131,7 @@ class TestbedCluster(KernelLoop):
         arrivals = sorted(states.values(), key=lambda s: (s.job.submit_s, s.job_id))
         self.free_gpus = topo.host_gpus.copy()
         self.free_total = int(self.free_gpus.sum())
-        self.running: dict[int, JobState] = {}
+        self.running = RunningJobs()  # (its log of starts and stops: ClusterView.changes)
         self._live: dict[int, tuple] = {}  # testbed job id -> (JobState, RunningJob)
         clock = clock or RealtimeClock(speedup=1.0 / self.time_scale)
         self._unix0 = time.time()  # the unix time of trace time 0 (ranks wait for unix start times)

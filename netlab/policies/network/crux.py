@@ -170,7 +170,7 @@ class CruxPolicy(NetworkPolicy):
         self._table = DecidedTable()  # their flows, last path picks and classes (decided.py)
         self._allocs: dict = {}  # (class, paths) -> the NetAllocation handed out for them
         self._last: dict = {}  # the last decision
-        self._seen: dict = {}  # job id -> the placement it was running on at the last call
+        self._mark = None  # where the view's log of starts and stops stood at the last call
         self._decided_s = -np.inf  # when the running jobs were last decided afresh
 
     def _candidates(self, topology, s: int, d: int) -> np.ndarray:
@@ -206,29 +206,26 @@ class CruxPolicy(NetworkPolicy):
             hit = self._flows[key] = (flows, flows.multi)
         return _Job(p, (-intensity, jid), intensity, *hit)
 
-    def _changes(self, running) -> tuple[list, list] | None:
+    def _changes(self, view) -> tuple[list, list]:
         """The decided jobs that stopped or moved, and the running jobs with traffic that started or moved since
-        the last call (None: no running job started, stopped or moved at all). One pass over the running jobs
-        compares each one's placement with the one last seen (by identity: a start or a move makes a new one),
-        the stopped ones are a C-level difference of the two key sets, and the seen placements are updated
-        for what changed only: a pass runs hundreds of jobs, most of them unchanged."""
-        seen = self._seen
-        get = seen.get
-        moved = [jid for jid, js in running.items() if get(jid) is not js.placement]
-        if not moved and len(seen) == len(running):
-            return None
-        jobs = self._jobs
-        stopped = seen.keys() - running.keys()
-        gone = [jid for jid in stopped if jid in jobs]
-        for jid in stopped:
-            del seen[jid]
-        started = []
-        for jid in moved:
-            js = running[jid]
-            if jid in seen and jid in jobs:  # restarted elsewhere: the old one goes
-                gone.append(jid)
-            seen[jid] = js.placement
-            if js.demand is not None and js.demand.flow_bytes:
+        the last call. The jobs that may have changed are the view's log of starts and stops since the last
+        call (``ClusterView.changes``: one or two, where a pass runs hundreds of jobs), or, where it cannot
+        tell, every running and every decided job. A decided job that runs on the placement it was decided on
+        (the same object: a start or a move makes a new one) has not changed."""
+        running, jobs, log = view.running, self._jobs, view.changes
+        ids = log.since(self._mark)
+        self._mark = log.mark()
+        if ids is None:
+            ids = [*running, *jobs]
+        gone, started = [], []
+        for jid in dict.fromkeys(ids) if len(ids) > 1 else ids:
+            js = running.get(jid)
+            j = jobs.get(jid)
+            if j is not None:
+                if js is not None and js.placement is j.placement:
+                    continue
+                gone.append(jid)  # it stopped, or restarted elsewhere: the old one goes
+            if js is not None and js.demand is not None and js.demand.flow_bytes:
                 started.append((jid, js))
         return gone, started
 
@@ -238,10 +235,9 @@ class CruxPolicy(NetworkPolicy):
         Otherwise every job is decided afresh if :attr:`redecide_s` has passed since that was last done, else
         only the jobs that started since are fitted in (the module doc). Only the jobs whose path or class
         changed get a new ``NetAllocation``; the others keep the last one (the same object)."""
-        changes = self._changes(view.running)
-        if changes is None or not (changes[0] or changes[1]):
+        gone, started = self._changes(view)
+        if not (gone or started):
             return dict(self._last)
-        gone, started = changes
         last = self._last
         for jid in gone:
             self._drop(jid)
