@@ -113,6 +113,7 @@ class Simulator(KernelLoop):
         self._host_intra = self.topology.host_intra_gbps.tolist()  # the memo's key reads it per one-host start
         self._restart_memo: dict[str, float] = {}  # restart seconds by model name (fixed for the run)
         self._reroute_memo: dict = {}  # a path choice's route by placement (netalloc.rerouted)
+        self._allocations_taken: dict = {}  # id -> a NetAllocation the network model took (_check_allocation)
         self._bar = None
         if self.config.progress is not False and len(self.jobs) > 0:
             from ..progress import tqdm
@@ -258,7 +259,7 @@ class Simulator(KernelLoop):
             if alloc is js.allocation or alloc == js.allocation:  # identity first: most are unchanged
                 continue
             if contended and js.demand is not None:
-                check_allocation(self.network, jid, alloc)
+                self._check_allocation(jid, alloc)
                 if alloc.paths != js.allocation.paths:
                     demand = rerouted(self.topology, self.zoo, js, alloc, self._reroute_memo)
                     self.advance(js, now)  # progress so far at the old speed
@@ -268,12 +269,22 @@ class Simulator(KernelLoop):
                     self.fabric.reallocate(jid, alloc, now)
             js.allocation = alloc
 
+    def _check_allocation(self, jid: int, alloc: NetAllocation) -> None:
+        """Refuse what the network model cannot honour of ``alloc`` (``netalloc.check_allocation``), before
+        anything changes; an allocation object it took once is not checked again (a policy hands out the same
+        few again and again, and the model checks what reaches it once more)."""
+        if self._allocations_taken.get(id(alloc)) is not alloc:
+            check_allocation(self.network, jid, alloc)
+            if len(self._allocations_taken) >= 10_000:  # bounded, as the route memos
+                self._allocations_taken.clear()
+            self._allocations_taken[id(alloc)] = alloc
+
     def _join_allocated(self, js: JobState, alloc: NetAllocation, now: float) -> None:
         """A job started this pass joins the fabric once, with its network allocation (re-built on its paths if
         it has a choice of its own, else its start's demand on the fabric's ECMP, given the allocation)."""
         demand = js.demand
         if alloc is not js.allocation and alloc != js.allocation:
-            check_allocation(self.network, js.job_id, alloc)
+            self._check_allocation(js.job_id, alloc)
             if alloc.paths is not None:
                 demand = rerouted(self.topology, self.zoo, js, alloc, self._reroute_memo)
             else:

@@ -7,7 +7,7 @@ import numpy as np
 from ..links import LinkState
 from ..model import (ALLOCATION_KINDS, NETWORKS, Capabilities, CommDemand, Moved, NetSolution, NetworkModel,
                      _same_paths, _treatment, incidence)
-from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of, kept_places, relink_row
+from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of
 from .beatdown import beaten_capabilities, beaten_solve, full_solve
 from .components import Solved
 from .cores import CoreCache
@@ -20,7 +20,7 @@ from .params import (ALPHA, BEATDOWN_BETA, BUFFER_PACKETS, BUFFER_US, CORE_ALPHA
                      GOODPUT_K, HORIZON, JITTER, LEAD, MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES,
                      REPORT_RTOL, RTO_K, RTO_MIN_S, RTT_US, SEGMENT_BYTES, SLOW_K, STRETCH, WARMUP, TcpParams)
 from .ratecut import cut_s, demands_cut_s
-from .relink import relink_sums
+from .relink import relink_in_place
 from .rto import demand_duty, demands_tail_s, solved_share, tail_s
 from .scenarios import simulate_starts
 from .slowest import demands_slowest_s, slowest_s
@@ -244,19 +244,19 @@ class TcpNetwork(NetworkModel):
 
     def relink(self, job_id, demand, now_s):
         """A re-route in place: what :meth:`leave` and :meth:`join` again would do, bit for bit (the same row,
-        the same sums in the same order: ``relink.py``), without their bookkeeping twice over."""
-        self.check_allocation(demand.allocation, job_id)
+        the same sums in the same order: ``relink.py``), without their bookkeeping twice over. The fabric has
+        checked the allocation (``Fabric.reallocate``), before it moved the job's count onto the new links."""
         old = self._demands[job_id]
         slots, links = self._slots, self._links
-        r, t, k = slots.row(job_id), slots.rows, len(demand.links)
+        r, t = slots.row(job_id), slots.rows
         links.write(old.links)
         share = self._share[job_id]
         self._share[job_id] = new_share = demand_duty(demand)
         rate = demand.alone_rate_gbps
-        bound, alone = relink_sums(r, t.n_links[r], t.links, t.weights, t.link_load, old.alone_rate_gbps, share,
-                                   demand.links, demand.weights, rate, new_share, tuple(links.arrays()),
-                                   self._offered, self._flows, self._active, self._binding, self._may_bind,
-                                   tuple(t))
+        # the sums, and the row moved in place with its kept places if it holds the new links (one call)
+        bound, alone, moved = relink_in_place(r, t.n_links[r], old.alone_rate_gbps, share, demand.links,
+                                              demand.weights, rate, new_share, tuple(links.arrays()), self._offered,
+                                              self._flows, self._active, self._binding, self._may_bind, tuple(t))
         if self.params.goodput_k:  # what leave and join's _moved also keep (update_binding ran in relink_sums)
             self._moved(old.links)
             self._moved(demand.links)
@@ -265,13 +265,11 @@ class TcpNetwork(NetworkModel):
             self._await_resolve(old)
         self._new.discard(job_id)
         self._demands[job_id] = demand
-        if k > t.links.shape[1] or k > t.node_cap[r] or (k and demand.links.max() >= len(t.link_head)):
-            slots.remove(job_id)  # the row must grow: removed and added again (the same row)
-            slots.add(job_id, demand, keep=self._may_bind)
-        else:
-            relink_row(r, tuple(t), demand.links, demand.weights)
-            kept_places(r, tuple(t), self._may_bind)  # its places on may_bind links, on its new links
+        if moved:
             slots.rewrite(job_id, demand)
+        else:  # the row must grow: removed and added again (the same row)
+            slots.remove(job_id)
+            slots.add(job_id, demand, keep=self._may_bind)
         return self._joined(job_id, r, demand, rate, alone)
 
     def change(self, job_id, now_s, *, phase=None, allocation=None):

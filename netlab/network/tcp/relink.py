@@ -20,6 +20,7 @@ from __future__ import annotations
 from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..links import LinkArrays
+from ..slots import Rows, kept_places, relink_row
 from .incremental import update_binding
 
 
@@ -77,3 +78,28 @@ def relink_sums(r, n_old, row_links, row_weights, row_load, old_rate, old_share,
     update_binding(binding, may_bind, new_links, offered, cap, jobs, t)
     return bound, alone
 
+
+@njit(**JIT)
+def relink_in_place(r, n_old, old_rate, old_share, new_links, new_weights, new_rate, new_share, links: LinkArrays,
+                    offered, flows, active, binding, may_bind, t):
+    """:func:`relink_sums` of row ``r`` (of the row table ``t``, plain), then, if the row holds the new links
+    (its width, its block of nodes, the per-link lists), the row moved onto them in place
+    (:func:`~netlab.network.slots.relink_row`) with its places on the ``may_bind`` links kept
+    (:func:`~netlab.network.slots.kept_places`): (bound, alone, moved). Not moved: the caller removes the row
+    and adds it again (it must grow).
+
+    Why one call: each call into compiled code unboxes the row table's arrays (a few microseconds), and a
+    re-route made three (the sums, the row, its kept places) tens of thousands of times a run; the same
+    operations in the same order."""
+    rows = Rows(*t)
+    bound, alone = relink_sums(r, n_old, rows.links, rows.weights, rows.link_load, old_rate, old_share, new_links,
+                               new_weights, new_rate, new_share, links, offered, flows, active, binding, may_bind,
+                               t)
+    k = new_links.shape[0]
+    fits = k <= rows.links.shape[1] and k <= rows.node_cap[r]
+    if fits and k:
+        fits = new_links.max() < rows.link_head.shape[0]
+    if fits:
+        relink_row(r, t, new_links, new_weights)
+        kept_places(r, t, may_bind)
+    return bound, alone, fits
