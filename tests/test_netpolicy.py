@@ -105,12 +105,12 @@ def test_a_repeated_path_choice_reuses_the_route_and_copies_the_rest_of_the_dema
         return js
 
     # jobs 7 and 8 on hosts 0 and 2, re-routed to paths (0, 1): flow 0 -> 2 on its path 0, 2 -> 0 on its path 1,
-    # one flow a link, 50 Gbit/s alone (a ToR-spine link). Job 8's route comes from job 7's memo entry (the memo:
-    # the paths of host pairs (0, 2) and (2, 0), the placement's flows and that route)
+    # one flow a link, 50 Gbit/s alone (a ToR-spine link). Job 8's route comes from job 7's memo entry (the memo
+    # holds that route alone: the placement's flows and paths are the topology's layout, routes.placement_paths)
     memo, choice = {}, NetAllocation(paths=(0, 1))
     first = rerouted(TOPO, ZOO, running(7, 0.25), choice, memo)
     second = rerouted(TOPO, ZOO, running(8, 0.5), choice, memo)
-    assert len(memo) == 4 and type(second) is CommDemand and second.links is first.links
+    assert len(memo) == 1 and type(second) is CommDemand and second.links is first.links
     expect = sorted(TOPO.paths(0, 2)[0] + TOPO.paths(2, 0)[1])
     assert second.links.tolist() == expect and second.weights.tolist() == [1.0] * len(expect)
     assert second.iso_rate_gbps == 50.0
@@ -122,24 +122,54 @@ def test_a_repeated_path_choice_reuses_the_route_and_copies_the_rest_of_the_dema
     assert (second.job_id, second.phase, second.allocation) == (8, 0.5, choice)
     # another choice is another route (one more entry)
     other = rerouted(TOPO, ZOO, running(8, 0.5), NetAllocation(paths=(1, 0)), memo)
-    assert len(memo) == 5 and other.links.tolist() == sorted(TOPO.paths(0, 2)[1] + TOPO.paths(2, 0)[0])
+    assert len(memo) == 2 and other.links.tolist() == sorted(TOPO.paths(0, 2)[1] + TOPO.paths(2, 0)[0])
 
 
 def test_a_new_path_choice_is_routed_as_the_topology_routes_it():
     """``netalloc``'s compiled route of a choice gives ``Topology.route``'s links and sums (the same floats), with
     uneven flow weights, a pick past a flow's paths (modulo) and one pick for every flow; and the rate alone."""
-    from netlab.sim.netalloc import _candidates, _chosen_route
+    from netlab.sched.routes import lay_out
+    from netlab.sim.netalloc import _chosen_route
 
     pairs = ((0, 2), (2, 0), (1, 3), (0, 1), (3, 1))  # (0, 1): inside a rack, one path
     weights = (0.5, 2.0, 1.0, 0.3, 0.7)
-    cands = _candidates(TOPO, (pairs, weights), {})
+    c = lay_out(TOPO, pairs, weights)
     for picks in ((0, 1, 1, 0, 0), (1, 0, 3, 5, 1), (1,), (2,)):
-        links, sums, iso = _chosen_route(*cands, np.array(picks, dtype=np.int64), TOPO.router.scratch,
+        links, sums, iso = _chosen_route(c.flow_first, c.path_start, c.links, c.flow_w,
+                                         np.array(picks, dtype=np.int64), TOPO.router.scratch,
                                          TOPO.link_capacity_gbps)
         want_links, want_sums = TOPO.route(pairs, 0, picks, weights)
         assert links.tolist() == want_links.tolist() and sums.tobytes() == want_sums.tobytes()
         assert iso == float(np.min(TOPO.link_capacity_gbps[want_links] / want_sums))
     assert not TOPO.router.scratch.any()  # left all 0 for the next route
+
+
+def test_a_placements_flows_and_paths_are_laid_out_once_per_topology_flow_by_flow_path_by_path():
+    """``routes.placement_paths``: what crux chooses among and the simulator routes a choice with (one layout)."""
+    import gc
+
+    from netlab.sched.routes import _LAYOUTS, lay_out, placement_paths
+
+    topo = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=1,oversub=2,spines=2,ecmp=hash")
+    lay = placement_paths(topo, ZOO["m"], "ring", (0, 2), (1, 1))
+    # a ring of two hosts in two racks: flows 0 -> 2 and 2 -> 0, each over either spine, 4 links a path (NIC up,
+    # ToR up, spine down, NIC down)
+    assert lay.n_paths.tolist() == [2, 2] and lay.hops.tolist() == [4, 4] and lay.multi
+    assert lay.flow_first.tolist() == [0, 2, 4] and lay.path_start.tolist() == [0, 4, 8, 12, 16]
+    assert lay.links.tolist() == [g for pair in ((0, 2), (2, 0)) for q in topo.paths(*pair) for g in q]
+    assert lay.flow_w.tolist() == [1.0, 1.0]
+    assert placement_paths(topo, ZOO["m"], "ring", (0, 2), (1, 1)) is lay  # memoised with the topology
+    one_rack = placement_paths(topo, ZOO["m"], "ring", (0, 1), (1, 1))  # through one ToR: one path a flow
+    assert one_rack.n_paths.tolist() == [1, 1] and one_rack.hops.tolist() == [2, 2] and not one_rack.multi
+    pairs = [(a, b) for a in range(4) for b in range(4) if a != b]  # every host pair, walked at once
+    every = lay_out(topo, pairs, [1.0] * len(pairs))
+    assert every.links.tolist() == [g for pair in pairs for q in topo.paths(*pair) for g in q]
+    assert every.n_paths.tolist() == [len(topo.paths(*pair)) for pair in pairs]
+    key = id(topo)
+    assert key in _LAYOUTS
+    del topo, lay, one_rack
+    gc.collect()
+    assert key not in _LAYOUTS  # dropped with the topology
 
 
 def test_a_model_that_cannot_honour_a_priority_refuses_it_naming_model_job_and_kind():

@@ -10,6 +10,11 @@ the simulator and the testbed.
 
 from __future__ import annotations
 
+import weakref
+from typing import NamedTuple
+
+import numpy as np
+
 from ..workload.patterns import PATTERNS
 
 
@@ -33,3 +38,91 @@ def job_flows(model, pattern: str, hosts, gpus) -> tuple[tuple[tuple[int, int], 
 
 
 _PLANS: dict = {}  # (model, pattern, GPUs per host) -> (the plan's flows by host position, their weights)
+
+
+class PlacementPaths(NamedTuple):
+    """A placement's flows and their equal-cost paths, flat: flow ``f`` (of :func:`job_flows`, in its order) has
+    ``n_paths[f]`` paths (in ``Topology.paths`` order), paths ``flow_first[f]`` to ``flow_first[f + 1]`` of all;
+    path ``q``'s links are ``links[path_start[q]:path_start[q + 1]]``, so ``links`` lists them flow by flow,
+    path by path; each of flow ``f``'s paths has ``hops[f]`` links (equal cost); ``flow_w``: each flow's bytes
+    relative to the plan's; ``multi``: some flow has a choice of paths."""
+
+    n_paths: np.ndarray
+    hops: np.ndarray
+    flow_first: np.ndarray
+    path_start: np.ndarray
+    links: np.ndarray
+    flow_w: np.ndarray
+    multi: bool
+
+
+def placement_paths(topology, model, pattern: str, hosts, gpus) -> PlacementPaths:
+    """:class:`PlacementPaths` of a job of ``model`` and ``pattern`` on ``hosts`` with ``gpus`` on each.
+
+    Why one layout, memoised per topology: a network policy that picks paths (``crux``) lays a started job's
+    candidates out to choose among them, and the simulator lays the same placement's out again to route the
+    choice it gets (``netalloc.rerouted``); a trace starts thousands of placements. Memoised by the model, the
+    pattern and the placement for as long as the topology lives (bounded), each host pair's paths once."""
+    memo = _memo_of(topology)
+    key = (model, pattern, tuple(hosts), tuple(gpus))
+    hit = memo.get(key)
+    if hit is None:
+        pairs, weights = job_flows(model, pattern, hosts, gpus)
+        hit = lay_out(topology, pairs, weights, memo)
+        if len(memo) >= 100_000:  # bounded, as the topology's route memos
+            memo.clear()
+        memo[key] = hit
+    return hit
+
+
+def lay_out(topology, pairs, weights, memo: dict | None = None) -> PlacementPaths:
+    """:class:`PlacementPaths` of flows between host ``pairs`` with relative bytes ``weights``; each pair's paths
+    (their number, each one's length, their links) memoised in ``memo`` by the pair, if given."""
+    memo = {} if memo is None else memo
+    new = [pair for pair in dict.fromkeys(pairs) if pair not in memo]  # (a pair never equals a 4-tuple key)
+    if new:
+        _walk_pairs(topology, new, memo)
+    per_pair = [memo[pair] for pair in pairs]
+    n_paths = np.array([p[0] for p in per_pair], dtype=np.int64)
+    lengths = np.concatenate([p[1] for p in per_pair])
+    flow_first = np.zeros(len(pairs) + 1, dtype=np.int64)
+    np.cumsum(n_paths, out=flow_first[1:])
+    path_start = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=path_start[1:])
+    return PlacementPaths(n_paths, lengths[flow_first[:-1]], flow_first, path_start,
+                          np.concatenate([p[2] for p in per_pair]), np.array(weights, dtype=np.float64),
+                          bool((n_paths > 1).any()))
+
+
+def _walk_pairs(topology, pairs: list, memo: dict) -> None:
+    """Every equal-cost path of each host pair, as ``Topology.paths`` gives them (the router's walk of path 0, 1,
+    ... of the pair), into ``memo`` by the pair: (their number, each one's length, their links). Why not
+    ``Topology.paths`` per pair: a started placement meets tens of pairs not seen yet, and two calls into the
+    router for all of them cost less than two per pair (the same walk, path by path)."""
+    src = np.array([p[0] for p in pairs], dtype=np.int64)
+    dst = np.array([p[1] for p in pairs], dtype=np.int64)
+    router = topology.router
+    counts = router.count(src, dst)
+    if len(counts) and counts.min() == 0:
+        topology.paths(*pairs[int(np.argmin(counts))])  # raises the topology's own "no path" error
+    index = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    links, ptr, _ = router.walk(np.repeat(src, counts), np.repeat(dst, counts), index)
+    lengths = np.diff(ptr)
+    first = 0
+    for pair, n in zip(pairs, counts.tolist()):
+        memo[pair] = (n, lengths[first:first + n], links[ptr[first]:ptr[first + n]])
+        first += n
+
+
+def _memo_of(topology) -> dict:
+    """The placement layouts of ``topology`` (kept while it lives: a topology is not hashable, so by its id, the
+    entry dropped when the topology is collected)."""
+    key = id(topology)
+    hit = _LAYOUTS.get(key)
+    if hit is None:
+        hit = _LAYOUTS[key] = {}
+        weakref.finalize(topology, _LAYOUTS.pop, key, None)
+    return hit
+
+
+_LAYOUTS: dict[int, dict] = {}  # id(topology) -> its placement layouts and host pairs' paths

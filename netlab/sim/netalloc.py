@@ -14,8 +14,6 @@ pass, once, with its allocation (never first on the fabric's ECMP).
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from ..errors import InputError
@@ -23,7 +21,7 @@ from ..jit import njit
 from ..network.demand import build_demand
 from ..network.model import CommDemand, UnsupportedAllocation
 from ..sched import JobState, NetAllocation, PolicyError
-from ..sched.routes import job_flows
+from ..sched.routes import placement_paths
 from ..topology.routing import accumulate
 
 
@@ -46,27 +44,23 @@ def rerouted(topology, zoo, js: JobState, alloc: NetAllocation, memo: dict | Non
     ``memo`` (a dict the caller keeps for one run on one topology): a network policy moves a trace's jobs
     between a few path choices of the same host sets thousands of times, and a path choice changes only the
     route (links, flows per link, the rate alone there) of the demand the job already has on its placement.
-    So the placement's flows (``job_flows``) with their candidate paths and each choice's route are memoised,
-    a new choice's route summed in one compiled call as ``build_demand`` sums it (``Topology.route`` with the
-    paths: the same links and sums; a trace's jobs with tens of flows meet thousands of new choices, each a
-    loop over the flows in Python there), and the rest (bytes, compute, overlap,
-    intra-host time, pattern cap, steps) copied from the job's demand: the values ``build_demand`` gives. A
-    path choice of None (hash ECMP keys flows by job id), or one of the wrong length (``build_demand`` refuses
-    it), takes ``build_demand``."""
+    So each choice's route is memoised (the placement's flows and their candidate paths are the layout the
+    path-choosing policy read, ``routes.placement_paths``, memoised with the topology), a new choice's route
+    summed in one compiled call as ``build_demand`` sums it (``Topology.route`` with the paths: the same links
+    and sums; a trace's jobs with tens of flows meet thousands of new choices, each a loop over the flows in
+    Python there), and the rest (bytes, compute, overlap, intra-host time, pattern cap, steps) copied from the
+    job's demand: the values ``build_demand`` gives. A path choice of None (hash ECMP keys flows by job id), or
+    one of the wrong length (``build_demand`` refuses it), takes ``build_demand``."""
     p, old = js.placement, js.demand
     if memo is None or alloc.paths is None:
         return _built(topology, zoo, js, alloc)
-    place = (js.job.model, js.job.pattern, p.hosts, p.gpus)
-    key = (*place, alloc.paths)
+    key = (js.job.model, js.job.pattern, p.hosts, p.gpus, alloc.paths)
     route = memo.get(key)
     if route is None:
-        cands = memo.get(place)  # (a 4-tuple never equals a route's 5-tuple key, nor a host pair's)
-        if cands is None:
-            cands = memo[place] = _candidates(topology, job_flows(zoo[js.job.model], js.job.pattern, p.hosts,
-                                                                   p.gpus), memo)
+        cands = placement_paths(topology, zoo[js.job.model], js.job.pattern, p.hosts, p.gpus)
         if len(alloc.paths) not in (1, len(cands.flow_w)):
             return _built(topology, zoo, js, alloc)
-        links, weights, iso = _chosen_route(cands.flow_first, cands.path_start, cands.path_links, cands.flow_w,
+        links, weights, iso = _chosen_route(cands.flow_first, cands.path_start, cands.links, cands.flow_w,
                                             np.asarray(alloc.paths, dtype=np.int64), topology.router.scratch,
                                             topology.link_capacity_gbps)
         if len(memo) >= 100_000:  # bounded, as the topology's route memos
@@ -76,41 +70,9 @@ def rerouted(topology, zoo, js: JobState, alloc: NetAllocation, memo: dict | Non
                       old.rate_cap_gbps, route[2], js.iso_iter_s, old.phase, alloc, old.steps)
 
 
-class _Candidates(NamedTuple):
-    """A placement's flows and their equal-cost paths, flat: flow ``f``'s paths are ``flow_first[f]`` up to
-    ``flow_first[f + 1]`` (in ``Topology.paths`` order), path ``q``'s links ``path_links[path_start[q]:
-    path_start[q + 1]]``; ``flow_w``: each flow's bytes relative to the plan's (``job_flows``)."""
-
-    flow_first: np.ndarray
-    path_start: np.ndarray
-    path_links: np.ndarray
-    flow_w: np.ndarray
-
-
-def _candidates(topology, flows, memo: dict) -> _Candidates:
-    """:class:`_Candidates` of ``job_flows``' answer on ``topology``; each host pair's paths (their number, each
-    one's length, their links) memoised in ``memo`` by the pair: a trace's placements reuse a few thousand."""
-    pairs, flow_weights = flows
-    per_pair = []
-    for pair in pairs:
-        hit = memo.get(pair)
-        if hit is None:
-            paths = topology.paths(*pair)
-            hit = memo[pair] = (len(paths), np.array([len(q) for q in paths], dtype=np.int64),
-                                np.array([g for q in paths for g in q], dtype=np.int64))
-        per_pair.append(hit)
-    flow_first = np.zeros(len(pairs) + 1, dtype=np.int64)
-    np.cumsum([h[0] for h in per_pair], out=flow_first[1:])
-    lengths = np.concatenate([h[1] for h in per_pair])
-    path_start = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=path_start[1:])
-    return _Candidates(flow_first, path_start, np.concatenate([h[2] for h in per_pair]),
-                       np.array(flow_weights, dtype=np.float64))
-
-
 @njit(cache=True)
 def _chosen_route(flow_first, path_start, path_links, flow_w, picks, scratch, capacity):  # pragma: no cover
-    """``Topology.route(pairs, paths=picks, flow_weights=...)`` of a placement's flows (:class:`_Candidates`):
+    """``Topology.route(pairs, paths=picks, flow_weights=...)`` of a placement's flows (``PlacementPaths``):
     flow ``f`` takes its path ``picks[f]`` (one pick: every flow's), modulo its number of paths; each of its
     links counts its weight. The links and weights are laid out flow by flow and summed by ``accumulate`` (the
     same sums in the same order); also the least ``capacity / weight`` over them (the rate alone, uncapped)."""

@@ -57,7 +57,7 @@ import numpy as np
 from ...jit import njit
 from ...sched import NetAllocation
 from ...sched.allocation import PRIORITY_CLASSES
-from ...sched.routes import job_flows
+from ...sched.routes import placement_paths
 from ..base import NETWORK_POLICIES, NetworkPolicy
 from .decided import DecidedTable
 
@@ -160,7 +160,6 @@ class CruxPolicy(NetworkPolicy):
     def reset(self, rng: np.random.Generator) -> None:
         """A new run: forget what was memoised about the last one's topology and jobs."""
         self.rng = rng
-        self._paths: dict = {}
         self._flows: dict = {}  # (model, pattern, hosts, gpus) -> (_Flows, whether some flow has a choice)
         self._jobs: dict = {}  # job id -> _Job of the jobs decided on (its placement, order key, flows)
         self._order: list = []  # the decided jobs' _Job, highest intensity first
@@ -173,13 +172,6 @@ class CruxPolicy(NetworkPolicy):
         self._mark = None  # where the view's log of starts and stops stood at the last call
         self._decided_s = -np.inf  # when the running jobs were last decided afresh
 
-    def _candidates(self, topology, s: int, d: int) -> np.ndarray:
-        """A flow's equal-cost paths as an array (paths x hops) of link ids (equal cost: equal hops)."""
-        hit = self._paths.get((s, d))
-        if hit is None:
-            hit = self._paths[(s, d)] = np.array(topology.paths(s, d), dtype=np.int64)
-        return hit
-
     def _job(self, view, jid: int, js) -> _Job:
         """The job's order key and flows (:class:`_Job`), taken when it starts on a placement (a restart
         elsewhere gives it a new one; a new path choice does not). The flows (candidate paths and seconds per
@@ -191,19 +183,19 @@ class CruxPolicy(NetworkPolicy):
         key = (js.job.model, js.job.pattern, p.hosts, p.gpus)
         hit = self._flows.get(key)
         if hit is None:
-            pairs, fweights = job_flows(view.zoo[js.job.model], js.job.pattern, p.hosts, p.gpus)
-            cands = [self._candidates(topo, s, t) for s, t in pairs]
-            n_paths = np.array([c.shape[0] for c in cands], dtype=np.int64)
-            hops = np.array([c.shape[1] for c in cands], dtype=np.int64)
-            links = np.concatenate([c.ravel() for c in cands])
+            lay = placement_paths(topo, view.zoo[js.job.model], js.job.pattern, p.hosts, p.gpus)
+            n_paths, hops, links = lay.n_paths, lay.hops, lay.links
+            if not np.array_equal(np.repeat(hops, n_paths), np.diff(lay.path_start)):
+                raise ValueError(f"crux: the equal-cost paths of job {jid}'s flows differ in length on topology "
+                                 f"{topo.name}")
             # seconds per hop entry: each entry's flow weight repeated over its flow's entries, the same
             # operations per entry as flow by flow (bytes x 8 x weight / (capacity x 1e9))
-            w = np.repeat(np.asarray(fweights, dtype=float), n_paths * hops)
+            w = np.repeat(lay.flow_w, n_paths * hops)
             flows = _Flows(n_paths, hops, links, d.flow_bytes * 8 * w / (cap[links] * GBIT),
                            np.concatenate([n_paths, hops, links]))
             if len(self._flows) >= 100_000:  # bounded, as the topology's route memos
                 self._flows.clear()
-            hit = self._flows[key] = (flows, flows.multi)
+            hit = self._flows[key] = (flows, lay.multi)
         return _Job(p, (-intensity, jid), intensity, *hit)
 
     def _changes(self, view) -> tuple[list, list]:
