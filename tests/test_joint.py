@@ -205,3 +205,140 @@ def test_the_grouping_matches_scipy_connected_components_on_random_programs():
         for j in range(n):
             want.setdefault(label[j], []).append(j)
         assert [g.tolist() for g in _components(a)] == sorted(want.values())
+
+
+# The tie-break (program.TIE_TOL): the most utilisation; among those speeds the most rank weight (the least job id
+# weighs 1, the greatest 1/n); then the lexicographically greatest in job-id order. Each case has a line of optima.
+
+def test_two_alike_jobs_on_one_link_the_one_submitted_first_runs_at_full_speed():
+    # Both: 1 GPU-s/s alone, 8 Gbit in a 1 s iteration on a 10 Gbit/s link (a = 0.8). z0 + z1 = 1.25 is optimal
+    # anywhere along it; rank weights 1 and 1/2 pick the lesser id at full speed, the other at 0.25. The input
+    # order does not matter: the job ids do.
+    s = solve([jj(0, 1.0, 1.0, 8), jj(1, 1.0, 1.0, 8)], np.array([10.0]))
+    assert s.speed == {0: 1.0, 1: 0.25}
+    s = solve([jj(7, 1.0, 1.0, 8), jj(3, 1.0, 1.0, 8)], np.array([10.0]))
+    assert s.speed == {3: 1.0, 7: 0.25}
+
+
+@pytest.mark.parametrize("small_id, big_id, want_small, want_big", [
+    # rank weights 1 (small), 1/2 (big): per unit of link 1 / 0.5 = 2 against 0.5 / 1: the small job first, at
+    # full speed (half the link); the big job the other half: z = 0.5
+    (0, 1, 1.0, 0.5),
+    # rank weights 1/2 (small), 1 (big): 0.5 / 0.5 = 1 / 1, tied again: the lesser id (big) first, as fast as the
+    # small job's floor lets it: 1 - 0.5 x 0.05 = 0.975
+    (1, 0, 0.05, 0.975),
+])
+def test_proportional_jobs_on_one_link_go_by_rank_weight_per_unit_of_link_then_by_id(small_id, big_id, want_small,
+                                                                                      want_big):
+    # small: 1 GPU-s/s, a = 0.5; big: 2 GPU-s/s, a = 1. Equal ratios (2): any split of the full link gives 2.
+    s = solve([jj(small_id, 1.0, 1.0, 5), jj(big_id, 2.0, 1.0, 10)], np.array([10.0]))
+    assert s.speed == {small_id: pytest.approx(want_small, abs=1e-9), big_id: pytest.approx(want_big, abs=1e-9)}
+    assert s.gpu_util == pytest.approx(2.0)
+
+
+def _three(shared_id, a_id, b_id):
+    # Links A and B (10 Gbit/s). One job on A only, one on B only (1 GPU-s/s each), one on both (2 GPU-s/s); each
+    # takes 0.6 of each link it is on at full speed. Utilisation (z_a + z_s) + (z_s + z_b) <= 2 / 0.6 = 10/3, met
+    # with both links full: z_a = z_b = 5/3 - z_s, for z_s in [2/3, 1].
+    return solve([JointJob(a_id, 1.0, 1.0, np.array([0]), np.array([6.0])),
+                  JointJob(shared_id, 2.0, 1.0, np.array([0, 1]), np.array([6.0, 6.0])),
+                  JointJob(b_id, 1.0, 1.0, np.array([1]), np.array([6.0]))], np.array([10.0, 10.0]))
+
+
+def test_three_jobs_on_two_links_the_rank_weights_decide():
+    # ids: A-only 0, shared 1, B-only 2: rank weights 1, 2/3, 1/3. Along the line: (5/3 - z_s) + 2/3 z_s +
+    # 1/3 (5/3 - z_s) = 20/9 - 2/3 z_s, the most at z_s = 2/3: the two one-link jobs at full speed.
+    s = _three(shared_id=1, a_id=0, b_id=2)
+    assert s.speed == {0: 1.0, 1: pytest.approx(2 / 3, abs=1e-9), 2: 1.0}
+    assert s.gpu_util == pytest.approx(10 / 3)
+
+
+def test_three_jobs_on_two_links_tied_again_the_least_id_goes_first():
+    # ids: shared 0, A-only 1, B-only 2: rank weights 1, 2/3, 1/3: z_s + (2/3 + 1/3)(5/3 - z_s) = 5/3 all along
+    # the line. The lexicographic rule: job 0 (shared) as fast as it goes, 1; the others 5/3 - 1 = 2/3.
+    s = _three(shared_id=0, a_id=1, b_id=2)
+    assert s.speed == {0: 1.0, 1: pytest.approx(2 / 3, abs=1e-9), 2: pytest.approx(2 / 3, abs=1e-9)}
+    assert s.gpu_util == pytest.approx(10 / 3)
+
+
+# HiGHS option sets that take other paths to an optimum: presolve on, primal simplex, interior point (+ crossover)
+OTHER_PATHS = [dict(presolve="on"), dict(simplex_strategy=4), dict(solver="ipm", presolve="on")]
+
+
+def _tied_program(rng):
+    """A random program with ties: a few job kinds, each repeated (alike jobs, equal to rounding), some scaled
+    (proportional columns), on links that repeat."""
+    kinds, m = rng.integers(1, 6), rng.integers(1, 7)
+    util_k = rng.uniform(0.5, 5.0, kinds)
+    a_k = rng.uniform(0.05, 0.6, (m, kinds)) * (rng.random((m, kinds)) < 0.7)
+    a_k[rng.integers(0, m, kinds), np.arange(kinds)] += 0.1  # every kind on a link
+    of = rng.integers(0, kinds, rng.integers(2, 14))
+    scale = np.where(rng.random(len(of)) < 0.2, 2.0, 1.0)
+    util, a = util_k[of] * scale, a_k[:, of] * scale
+    util *= 1 + rng.choice([0.0, 1e-15, -1e-15], len(of))  # alike to rounding, not to the bit
+    a = np.repeat(a, rng.integers(1, 4, m), axis=0)  # a rack's links to every spine
+    return util, a * (rng.uniform(1.1, 2.5) / a.sum(axis=1).max())
+
+
+def test_the_tie_break_makes_the_answer_the_same_on_every_solver_path():
+    # 300 random programs with ties. SciPy's HiGHS (dual simplex) with presolve and without shows they have
+    # several optima (another answer for most, the same objective); the tie-break's answer is the same bits with
+    # presolve on, with the primal simplex and with the interior point as with the default path, at the optimum.
+    from scipy.optimize import linprog
+
+    from netlab.policies.joint.program import _highs_lp, _kept_rows, _solve_lp
+
+    rng = np.random.default_rng(2026)
+    other_optimum = 0
+    for _ in range(300):
+        util, a = _tied_program(rng)
+        floor = min(0.05, 1.0 / a.sum(axis=1).max())
+        bounds = [(floor, 1.0)] * len(util)
+        ds = linprog(-util, A_ub=a, b_ub=np.ones(len(a)), bounds=bounds, method="highs-ds").x
+        raw = linprog(-util, A_ub=a, b_ub=np.ones(len(a)), bounds=bounds, method="highs-ds",
+                      options=dict(presolve=False)).x
+        assert util @ ds == pytest.approx(util @ raw, rel=1e-9)
+        other_optimum += not np.allclose(ds, raw, atol=1e-7)
+        z = _solve_lp(util, a, 0.05)
+        assert util @ z == pytest.approx(util @ ds, rel=1e-8) and (a @ z <= 1 + 1e-8).all()
+        rows = a[_kept_rows(a)]
+        for options in OTHER_PATHS:
+            if len(rows) == 1:  # the greedy's answer; the solver's must be the same
+                options = {}
+            other = np.clip(np.round(_highs_lp(util, rows, floor, options), 9), floor, 1.0)
+            assert np.array_equal(other, z), options
+    assert other_optimum >= 100  # the programs do tie: without the tie-break the path would choose (215)
+
+
+def test_the_one_link_greedy_gives_the_tie_break_s_answer():
+    # One link with alike and proportional jobs: the greedy and the solver's three levels agree to the bit.
+    from netlab.policies.joint.program import _highs_lp, _one_link
+
+    rng = np.random.default_rng(5)
+    for _ in range(100):
+        kinds = rng.integers(1, 4)
+        of = rng.integers(0, kinds, rng.integers(2, 10))
+        scale = np.where(rng.random(len(of)) < 0.3, 2.0, 1.0)
+        util, a = rng.uniform(0.5, 5.0, kinds)[of] * scale, rng.uniform(0.05, 0.6, kinds)[of] * scale
+        a *= rng.uniform(1.1, 2.5) / a.sum()
+        floor = min(0.05, 1.0 / a.sum())
+        greedy = np.clip(np.round(_one_link(util, a, floor), 9), floor, 1.0)
+        solver = np.clip(np.round(_highs_lp(util, a[None, :], floor), 9), floor, 1.0)
+        assert np.array_equal(greedy, solver)
+
+
+def test_links_that_repeat_or_that_another_covers_are_dropped():
+    # Rows 0 and 2 are equal (the first kept); row 1 is covered by row 0 (<= everywhere); row 3 covers nothing
+    # and is covered by nothing; row 4 is covered by row 3.
+    from netlab.policies.joint.program import _kept_rows
+
+    a = np.array([[0.5, 0.4, 0.0], [0.5, 0.1, 0.0], [0.5, 0.4, 0.0], [0.0, 0.4, 0.9], [0.0, 0.0, 0.9]])
+    assert _kept_rows(a).tolist() == [True, False, False, True, False]
+
+
+def test_a_program_s_jobs_are_in_job_id_order():
+    from netlab.policies.joint.program import programs
+
+    jobs = [jj(9, 1.0, 1.0, 8), jj(2, 1.0, 1.0, 8), jj(5, 1.0, 1.0, 8)]
+    (prog,) = programs(jobs, np.array([10.0]))
+    assert prog.members.tolist() == [1, 2, 0]

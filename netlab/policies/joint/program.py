@@ -12,7 +12,8 @@ utilisation alone) and ``a_je = M_je / (t_iso_j B_e)`` (the share of link ``e`` 
     maximise   sum_j G_j z_j
     subject to sum_j a_je z_j <= 1  on every link,   f <= z_j <= 1,
 
-a linear program (solved exactly by HiGHS, through its own binding ``highspy``). On one link its optimum serves
+a linear program (solved exactly by HiGHS, through its own binding ``highspy``; where it has several optima, a
+stated tie-break, :data:`TIE_TOL`, picks one, favouring the jobs submitted first). On one link its optimum serves
 jobs in the order of ``G_j / a_je``, the compute they keep going per unit of the link: Crux's GPU intensity. The
 floor ``f`` (``min_speed``, lowered where the links cannot give every job that much) keeps the least intensive
 job moving: the LP's corner would stop it, and a stopped job holds its GPUs doing nothing. Only links the jobs
@@ -81,8 +82,9 @@ def job_of(job_id: int, gpus: int, demand) -> JointJob | None:
 
 @dataclass(frozen=True)
 class Program:
-    """One separate program: the jobs (indices into the caller's list, ascending) that binding links connect, the
-    rows of those links (``a[e, j]`` over its jobs), and each job's ``G_j``."""
+    """One separate program: the jobs (indices into the caller's list, in the order of their job ids: the order
+    the tie-break favours) that binding links connect, the rows of those links (``a[e, j]`` over its jobs), and
+    each job's ``G_j``."""
 
     members: np.ndarray
     a: np.ndarray
@@ -92,7 +94,8 @@ class Program:
 def programs(jobs: list[JointJob], capacity_gbps: np.ndarray) -> list[Program]:
     """The separate programs of ``jobs``: only links the jobs could overload (``sum_j a_je > 1``) bind, and jobs
     that share no binding link are apart (the optimum of the whole is theirs side by side); a job on no binding
-    link is in none (it keeps ``z = 1``). Programs in the order of their first job."""
+    link is in none (it keeps ``z = 1``). Programs in the order of their first job (in the caller's list); each
+    program's members in the order of their job ids."""
     if not jobs:
         return []
     cap = np.asarray(capacity_gbps, dtype=float)
@@ -108,8 +111,10 @@ def programs(jobs: list[JointJob], capacity_gbps: np.ndarray) -> list[Program]:
     a = a[binding]
     idx = np.flatnonzero((a > 0).any(axis=0))  # jobs on a binding link
     util = np.array([jobs[i].util_alone for i in idx])
+    ids = np.array([jobs[i].job_id for i in idx])
     out = []
     for part in _components(a[:, idx]):
+        part = part[np.argsort(ids[part], kind="stable")]  # the tie-break's order (see _solve_lp)
         rows = (a[:, idx[part]] > 0).any(axis=1)
         out.append(Program(idx[part], a[np.ix_(rows, idx[part])], util[part]))
     return out
@@ -175,7 +180,8 @@ def _first_job(on: np.ndarray) -> np.ndarray:
 
 
 def _solve_lp(util: np.ndarray, a: np.ndarray, min_speed: float, memo: dict | None = None) -> np.ndarray:
-    """``argmax util . z`` s.t. ``a z <= 1``, ``floor <= z <= 1``; the floor lowered to what the links allow.
+    """The program's speeds: ``argmax util . z`` s.t. ``a z <= 1``, ``floor <= z <= 1`` (the floor lowered to what
+    the links allow), and where several ``z`` reach the optimum, the one :data:`the tie-break <TIE_TOL>` picks.
     With ``memo`` (a dict the caller keeps), a program seen before is answered from it, not solved again."""
     key = None
     if memo is not None:
@@ -184,51 +190,166 @@ def _solve_lp(util: np.ndarray, a: np.ndarray, min_speed: float, memo: dict | No
         if hit is not None:
             return hit
     floor = min(min_speed, 1.0 / float(a.sum(axis=1).max()))
-    if len(a) == 1:  # one binding link (most programs): the greedy below is exact, without a solver's set-up
-        out = _one_link(util, a[0], floor)
+    rows = a[_kept_rows(a)]  # the same feasible set: repeated and dominated links dropped
+    if len(rows) == 1:  # one link left (or several alike): the greedy below is exact, without a solver's set-up
+        out = _one_link(util, rows[0], floor)
     else:
-        out = np.clip(_highs_lp(util, a, floor), floor, 1.0)
+        out = _highs_lp(util, rows, floor)
+    out = np.clip(np.round(out, SPEED_DIGITS), floor, 1.0)
     if memo is not None:
         _remember(memo, key, out)
     return out
 
 
+#: **The tie-break.** Most of Philly's programs have several optima (61% of the first 20k jobs' programs by the
+#: solver's own reduced costs): jobs alike in ``G_j`` and ``a_je`` (the same model on the same links, equal to
+#: rounding) trade link share at no change of the objective. Which optimum a solver returns then depends on its
+#: version and options (HiGHS with presolve on or off returned another optimum for 36% of those programs), and
+#: so would the decisions. The answer is made unique by a stated rule, a lexicographic order of objectives:
+#:
+#: 1. the most GPU utilisation (the program);
+#: 2. among those speeds, the most rank weight ``sum_j w_j z_j``, ``w_j = (n - r_j) / n`` for the job of rank
+#:    ``r_j`` in job-id order (the least id weighs 1, the greatest ``1/n``): of two alike jobs, the one submitted
+#:    first runs faster, as fast as any optimum lets it;
+#: 3. what is still tied (rarely: rank weights that trade evenly too), lexicographically greatest in job-id
+#:    order: the first job as fast as it can go, then the next.
+#:
+#: Each level keeps the optima of the one before, so the last is one point. Why job ids: they are the jobs'
+#: own, not the run's history, so a choice holds from one decision to the next (a job favoured stays favoured,
+#: instead of alike jobs trading places at every decision and both finishing late). What it favours: the older
+#: of alike jobs; it never costs utilisation (level 1 comes first). A reduced cost or a dual within this fraction
+#: of the objective's largest coefficient counts as zero (a tie): far above the solver's rounding (~1e-15 on
+#: alike jobs), far below any real difference between the trace's models. The rank weights are at least ``1/n``
+#: apart, far above it.
+TIE_TOL = 1e-9
+#: speeds are rounded to this many decimals: different solver paths reach the same vertex through different
+#: bases, equal only to rounding (~1e-15); rounded, the weights are the same bits (stated: far above rounding,
+#: far below :data:`~netlab.policies.joint.network.WEIGHT_MARGIN`)
+SPEED_DIGITS = 9
+
+
+@njit(cache=True)
+def _kept_rows(a: np.ndarray) -> np.ndarray:
+    """The rows (links) to keep: a row another one covers (``a[k] >= a[i]`` everywhere; of equal rows, the first
+    is kept) bounds nothing the other does not, since ``z >= 0``. Programs repeat rows: a rack's uplinks to
+    every spine carry the same jobs alike (the median program of the first 20k Philly jobs has 110 rows, 39
+    distinct, 17 not covered), and the solver's time grows with them."""
+    m, n = a.shape
+    keep = np.ones(m, dtype=np.bool_)
+    for i in range(m):
+        for k in range(m):
+            if k == i or not keep[k]:
+                continue
+            covers, equal = True, True
+            for j in range(n):
+                if a[k, j] < a[i, j]:
+                    covers = False
+                    break
+                if a[k, j] != a[i, j]:
+                    equal = False
+            if covers and (not equal or k < i):
+                keep[i] = False
+                break
+    return keep
+
+
 _local = threading.local()  # one HiGHS instance per thread, made at its first program
 
 
-def _highs_lp(util: np.ndarray, a: np.ndarray, floor: float) -> np.ndarray:
-    """The program's optimal ``z`` from HiGHS (dual simplex, presolve off), the model handed over column-wise in
-    one call. Why not SciPy's ``linprog``, which runs the same solver: its per-call input checks and option set-up
-    cost twice HiGHS's own solve on these programs (about 1.2 of 1.8 ms). Why no presolve: on these programs (tens
-    of jobs, up to ~190 links, most rows repeating others) it was more than half of HiGHS's time (1.6 against 0.7
-    ms a program on the first 20k Philly jobs), and the simplex alone reaches an optimum as well. One solver
-    instance is kept per thread; each model passed replaces the last, so every program is solved from scratch
-    (no basis is carried over: the answer does not depend on the programs solved before).
-
-    Where the optimum is not unique (jobs alike in ``G_j`` and ``a_je`` on the same links: a third of the
-    programs on Philly), which optimal speeds come back is the solver's choice, and changes with its version and
-    options; the objective does not. Of the 4,805 programs of the first 20k Philly jobs, presolve-less HiGHS
-    1.16 and SciPy's HiGHS 1.12 with presolve agree to 5e-13 on 64% and return another optimum on 36%."""
+def _solver(options: dict | None = None):
+    """This thread's HiGHS instance (presolve off), or with ``options`` a new one with those set (tests)."""
     import highspy
 
-    h = getattr(_local, "highs", None)
+    h = None if options else getattr(_local, "highs", None)
     if h is None:
         # the bare binding: highspy's ``Highs`` wrapper sets its callbacks on construction, which prints HiGHS's
         # banner to stdout before its output can be switched off
-        h = _local.highs = highspy._Highs()
+        h = highspy._Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("presolve", "off")
+        for name, value in (options or {}).items():
+            h.setOptionValue(name, value)
+        if not options:
+            _local.highs = h
+    return h
+
+
+def _highs_lp(util: np.ndarray, a: np.ndarray, floor: float, options: dict | None = None) -> np.ndarray:
+    """The program's optimal ``z`` from HiGHS (dual simplex, presolve off), the tie-break's (:data:`TIE_TOL`)
+    where there are several. Why not SciPy's ``linprog``, which runs the same solver: its per-call input checks
+    and option set-up cost twice HiGHS's own solve on these programs (about 1.2 of 1.8 ms). Why no presolve: on
+    these programs it was more than half of HiGHS's time (1.6 against 0.7 ms a program on the first 20k Philly
+    jobs). One solver instance is kept per thread; each model passed replaces the last, so every program is
+    solved from scratch (no basis is carried over: the answer does not depend on the programs solved before).
+
+    The tie-break, by complementary slackness: a job whose reduced cost is not zero sits at the same bound in
+    every optimum, and a link whose dual is not zero is full in every optimum. Those fixed, what is left is the
+    set of optima; if every variable that may move is basic there (no zero reduced cost or dual off the basis),
+    it is one point and the solve is done. Else the rank weights are maximised over that set (one warm-started
+    solve), the set narrowed the same way, and, if it is still not one point, each job that may move, in
+    job-id order, is raised as far as the set lets it (one solve each; a job already at full speed needs none)
+    and fixed there. On the first 20k Philly jobs' programs that is 1.6 solves a program. ``options``: another
+    HiGHS option set (tests: the answer must not depend on it).
+    """
+    import highspy
+
+    h = _solver(options)
     m, n = a.shape
     col, row = np.nonzero(a.T)  # column-major: the matrix's entries job by job
     start = np.searchsorted(col, np.arange(n)).astype(np.int32)
+    lo, hi = np.full(n, floor), np.ones(n)
     h.passModel(n, m, len(row), int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMinimize), 0.0, -util,
-                np.full(n, floor), np.ones(n), np.full(m, -highspy.kHighsInf), np.ones(m), start,
+                lo, hi, np.full(m, -highspy.kHighsInf), np.ones(m), start,
                 row.astype(np.int32), a.T[col, row], np.zeros(n, dtype=np.int32))
-    h.run()
-    status = h.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:  # cannot happen (z = floor is feasible); say so rather than guess
-        raise RuntimeError(f"joint: the bandwidth program failed: {h.modelStatusToString(status)}")
-    return np.asarray(h.getSolution().col_value)
+    tol = TIE_TOL * float(np.abs(util).max())  # the program's costs are -G_j; a step's are 0 and -1
+    full = np.zeros(m, dtype=bool)  # links full in every optimum
+    cols, rows = np.arange(n, dtype=np.int32), np.arange(m, dtype=np.int32)
+    for k in range(-2, n):  # -2: the program itself; -1: the most speed-ranks; then each job that may move
+        if k == -1:
+            h.changeColsCost(n, cols, -_rank_weights(n))
+            tol = TIE_TOL
+        elif k >= 0:
+            if lo[k] == hi[k]:
+                continue
+            if z[k] >= hi[k]:  # at full speed already: as far as it goes, no solve
+                lo[k] = hi[k]
+                h.changeColBounds(k, lo[k], hi[k])
+                continue
+            cost = np.zeros(n)
+            cost[k] = -1.0
+            h.changeColsCost(n, cols, cost)
+        h.run()
+        status = h.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:  # cannot happen (z = floor is feasible): say so
+            raise RuntimeError(f"joint: the bandwidth program failed: {h.modelStatusToString(status)}")
+        sol = h.getSolution()
+        z = np.clip(np.asarray(sol.col_value), lo, hi)
+        zero_col, zero_row = np.abs(np.asarray(sol.col_dual)) <= tol, np.abs(np.asarray(sol.row_dual)) <= tol
+        fixed = ~zero_col  # at its bound in every point of the set
+        if k >= 0:
+            fixed[k] = True  # at its most
+        fixed &= lo < hi
+        lo[fixed] = hi[fixed] = z[fixed]
+        newly_full = ~zero_row & ~full
+        full |= newly_full
+        if _one_point(h, lo < hi, ~full, zero_col, zero_row):
+            return z
+        h.changeColsBounds(n, cols, lo, hi)
+        if newly_full.any():
+            h.changeRowsBounds(m, rows, np.where(full, 1.0, -highspy.kHighsInf), np.ones(m))
+    return z
+
+
+def _one_point(h, free_cols: np.ndarray, free_rows: np.ndarray, zero_col: np.ndarray, zero_row: np.ndarray) -> bool:
+    """Whether the last solve's optimum is its only one: no job or link that may still move is off the basis
+    with a zero reduced cost or dual (dual non-degeneracy, the standard sufficient condition)."""
+    import highspy
+
+    basis = h.getBasis()
+    basic = int(highspy.HighsBasisStatus.kBasic)
+    col_basic = np.fromiter((int(x) == basic for x in basis.col_status), bool, len(free_cols))
+    row_basic = np.fromiter((int(x) == basic for x in basis.row_status), bool, len(free_rows))
+    return not ((free_cols & zero_col & ~col_basic).any() or (free_rows & zero_row & ~row_basic).any())
 
 
 def _remember(memo: dict, key, out: np.ndarray) -> None:
@@ -239,14 +360,37 @@ def _remember(memo: dict, key, out: np.ndarray) -> None:
 
 def _one_link(util: np.ndarray, a: np.ndarray, floor: float) -> np.ndarray:
     """The program on one link (``a > 0`` for every job): a fractional knapsack. Every job at the floor, then
-    what the link has left to the jobs in the order of ``util / a`` (the most GPU work per unit of link first;
-    ties to the lower index), each up to full speed: exact for one constraint with box bounds."""
+    what the link has left to the jobs in the order of ``util / a`` (the most GPU work per unit of link first),
+    each up to full speed: exact for one constraint with box bounds. Equal ratios (to :data:`TIE_TOL`) trade
+    link share at no cost to the objective: among them, the tie-break's second objective (rank weight ``w_j``,
+    see :data:`TIE_TOL`) orders them by ``w_j / a_j``, the same knapsack one level down, and equal ``w_j / a_j``
+    go by job id."""
+    ratio = util / a
     z = np.full(len(util), floor)
     left = 1.0 - floor * float(a.sum())
-    for j in np.argsort(-(util / a), kind="stable"):
+    for j in _tie_order(ratio, _rank_weights(len(util)) / a):
         if left <= 0:
             break
         step = min(1.0 - floor, left / a[j])
         z[j] += step
         left -= step * a[j]
     return z
+
+
+def _rank_weights(n: int) -> np.ndarray:
+    """The tie-break's second objective: the job at rank ``r`` (0: the least job id) weighs ``(n - r) / n``."""
+    return (n - np.arange(n)) / n
+
+
+def _tie_order(ratio: np.ndarray, second: np.ndarray) -> list[int]:
+    """Indices by ``ratio`` descending; ratios within :data:`TIE_TOL` of the next greater one (a tie) by
+    ``second`` descending, and those tied again by index."""
+    return [j for run in _runs(ratio, np.arange(len(ratio))) for sub in _runs(second, run) for j in sorted(sub)]
+
+
+def _runs(value: np.ndarray, idx: np.ndarray) -> list[np.ndarray]:
+    """``idx`` by ``value`` descending, cut into runs of values within :data:`TIE_TOL` of the one before."""
+    idx = idx[np.argsort(-value[idx], kind="stable")]
+    v = value[idx]
+    cuts = np.flatnonzero(v[:-1] - v[1:] > TIE_TOL * np.abs(v[:-1])) + 1
+    return np.split(idx, cuts)
