@@ -342,3 +342,54 @@ def test_a_program_s_jobs_are_in_job_id_order():
     jobs = [jj(9, 1.0, 1.0, 8), jj(2, 1.0, 1.0, 8), jj(5, 1.0, 1.0, 8)]
     (prog,) = programs(jobs, np.array([10.0]))
     assert prog.members.tolist() == [1, 2, 0]
+
+
+def test_the_kept_link_shares_give_programs_bits_as_jobs_come_and_go():
+    # LinkShares keeps a[e, j] as jobs are added and removed; its programs must be programs()' to the bit
+    # (members, rows, shares, utilisation), in the caller's order, through 400 random starts and ends, with
+    # shares that sum to the threshold in different orders (thirds and tenths of a link).
+    from netlab.policies.joint.program import programs
+    from netlab.policies.joint.shares import LinkShares
+
+    rng = np.random.default_rng(3)
+    cap = np.array([10.0, 10.0, 25.0, 40.0, 10.0, 100.0, 10.0, 10.0])
+    shares, running, next_id = LinkShares(cap, slots=2), {}, 0
+    for step in range(400):
+        if running and rng.random() < 0.45:
+            gone = int(rng.choice(list(running)))
+            del running[gone]
+            shares.remove(gone)
+        else:
+            links = np.sort(rng.choice(len(cap), rng.integers(1, 4), replace=False))
+            gbit = cap[links] * rng.choice([1 / 3, 0.1, 0.25, rng.uniform(0.05, 0.9)], len(links))
+            job = JointJob(next_id, rng.uniform(0.5, 4.0), 1.0, links, gbit)
+            running[next_id] = job
+            shares.add(job)
+            next_id += 1
+        order = list(running.values())
+        rng.shuffle(order)
+        want, got = programs(order, cap), shares.programs(order)
+        assert len(want) == len(got)
+        for w, g in zip(want, got):
+            assert np.array_equal(w.members, g.members) and np.array_equal(w.a, g.a)
+            assert np.array_equal(w.util, g.util)
+    assert shares.a.shape[1] >= 8  # it grew from 2 columns
+
+
+def test_a_load_at_the_threshold_is_summed_in_the_caller_s_order():
+    # Three jobs on one 1 Gbit/s link, shares x, y, z (Gbit in a 1 s iteration) summing to the threshold
+    # 1 + 1e-9 give (x + y) + z above it but (z + y) + x not (found by a search over rounding). Kept in slots
+    # x, y, z, asked in the order z, y, x: programs() sums in that order, so the link does not bind, and
+    # LinkShares must say the same.
+    from netlab.policies.joint.program import BINDS, programs
+    from netlab.policies.joint.shares import LinkShares
+
+    x, y, z = 0.3547846749285818, 0.20791468550554815, 0.4373006405658703
+    assert (x + y) + z > BINDS >= (z + y) + x
+    jobs = [JointJob(i, 1.0, 1.0, np.array([0]), np.array([v])) for i, v in enumerate((x, y, z))]
+    shares = LinkShares(np.array([1.0]))
+    for j in jobs:
+        shares.add(j)
+    assert programs(jobs[::-1], np.array([1.0])) == [] and shares.programs(jobs[::-1]) == []
+    (prog,) = shares.programs(jobs)  # in the kept order it binds, for both
+    assert prog.members.tolist() == [0, 1, 2] and len(programs(jobs, np.array([1.0]))) == 1

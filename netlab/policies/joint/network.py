@@ -23,7 +23,8 @@ import numpy as np
 
 from ...sched import NetAllocation
 from ..base import NETWORK_POLICIES, NetworkPolicy
-from .program import MEMO_PROGRAMS, MIN_SPEED, job_of, programs, solve_program
+from .program import MEMO_PROGRAMS, MIN_SPEED, job_of, solve_program
+from .shares import LinkShares
 
 GBIT = 1e9
 #: a job's weight changes only when the program's new weight differs from it by more than this fraction
@@ -57,6 +58,7 @@ class JointNetwork(NetworkPolicy):
         self._weights: dict = {}  # a program's job ids -> (its JointJobs, their weights) as last solved
         self._last: tuple = ((), {})  # (the (job id, demand) pairs decided on, the decision)
         self._decided_s = -np.inf  # when the running jobs were last decided afresh
+        self._shares = None  # the jobs' shares of every link (LinkShares), made at the first call
 
     def allocate(self, view):
         """Asked again only when the running jobs with traffic or their demands changed (a pass that starts
@@ -68,13 +70,17 @@ class JointNetwork(NetworkPolicy):
         seen, last = self._last
         if len(seen) == len(now) and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(seen, now)):
             return dict(last)
+        if self._shares is None:
+            self._shares = LinkShares(view.topology.link_capacity_gbps)
         for gone in self._jobs.keys() - {jid for jid, _ in now}:
             del self._jobs[gone]
+            self._shares.remove(gone)
         jobs, started = [], set()
         for jid, d in now:
             hit = self._jobs.get(jid)
             if hit is None or hit[0] is not d:
                 hit = self._jobs[jid] = (d, job_of(jid, view.running[jid].gpus, d))
+                self._shares.add(hit[1])
                 started.add(jid)
             jobs.append(hit[1])
         fresh = view.now >= self._decided_s + self.redecide_s
@@ -86,7 +92,7 @@ class JointNetwork(NetworkPolicy):
             self._decided_s = view.now
         out = {} if fresh else {jid: last[jid] for jid, _ in now if jid in last and jid not in started}
         solved = {}
-        for prog in programs(jobs, view.topology.link_capacity_gbps):
+        for prog in self._shares.programs(jobs):  # programs(jobs, capacities), kept as jobs come and go
             members = [jobs[i] for i in prog.members]
             if not fresh and not started.intersection(m.job_id for m in members):
                 continue  # fitted in: a program without a started job keeps its weights

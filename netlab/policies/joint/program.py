@@ -105,13 +105,26 @@ def programs(jobs: list[JointJob], capacity_gbps: np.ndarray) -> list[Program]:
     col = np.repeat(np.arange(n), [len(j.links) for j in jobs])
     a = np.zeros((len(link_ids), n))  # a[e, j] = M_je / (t_iso_j B_e)
     np.add.at(a, (at, col), np.concatenate([j.gbps for j in jobs]) / cap[links])
-    binding = a.sum(axis=1) > 1 + 1e-9
-    if not binding.any():
+    return split(a[binding_rows(a.sum(axis=1))], np.array([j.util_alone for j in jobs]),
+                 np.array([j.job_id for j in jobs]))
+
+
+#: a link binds where the jobs' shares of it sum above this (1: its capacity; the margin keeps rounding out)
+BINDS = 1 + 1e-9
+
+
+def binding_rows(load: np.ndarray) -> np.ndarray:
+    """The links (rows) whose summed shares ``load`` exceed :data:`BINDS`."""
+    return np.flatnonzero(load > BINDS)
+
+
+def split(a: np.ndarray, util: np.ndarray, ids: np.ndarray) -> list[Program]:
+    """:func:`programs` from the binding links' rows ``a`` (links in id order x the jobs in the caller's order)
+    and the jobs' ``G_j`` and ids (the same order)."""
+    if not len(a):
         return []
-    a = a[binding]
     idx = np.flatnonzero((a > 0).any(axis=0))  # jobs on a binding link
-    util = np.array([jobs[i].util_alone for i in idx])
-    ids = np.array([jobs[i].job_id for i in idx])
+    util, ids = util[idx], ids[idx]
     out = []
     for part in _components(a[:, idx]):
         part = part[np.argsort(ids[part], kind="stable")]  # the tie-break's order (see _solve_lp)
