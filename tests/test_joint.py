@@ -207,26 +207,27 @@ def test_the_grouping_matches_scipy_connected_components_on_random_programs():
         assert [g.tolist() for g in _components(a)] == sorted(want.values())
 
 
-# The tie-break (program.TIE_TOL): the most utilisation; among those speeds the most rank weight (the least job id
-# weighs 1, the greatest 1/n); then the lexicographically greatest in job-id order. Each case has a line of optima.
+# The tie-break (program.TIE_TOL): the most utilisation; among those speeds the most rank weight (the greatest job
+# id weighs 1, the least 1/n); then the lexicographically greatest in that order (the greatest id first). Each case
+# has a line of optima.
 
-def test_two_alike_jobs_on_one_link_the_one_submitted_first_runs_at_full_speed():
+def test_two_alike_jobs_on_one_link_the_one_submitted_last_runs_at_full_speed():
     # Both: 1 GPU-s/s alone, 8 Gbit in a 1 s iteration on a 10 Gbit/s link (a = 0.8). z0 + z1 = 1.25 is optimal
-    # anywhere along it; rank weights 1 and 1/2 pick the lesser id at full speed, the other at 0.25. The input
-    # order does not matter: the job ids do.
+    # anywhere along it; rank weights 1 (greater id) and 1/2 pick the greater id at full speed, the other at
+    # 0.25. The input order does not matter: the job ids do.
     s = solve([jj(0, 1.0, 1.0, 8), jj(1, 1.0, 1.0, 8)], np.array([10.0]))
-    assert s.speed == {0: 1.0, 1: 0.25}
-    s = solve([jj(7, 1.0, 1.0, 8), jj(3, 1.0, 1.0, 8)], np.array([10.0]))
-    assert s.speed == {3: 1.0, 7: 0.25}
+    assert s.speed == {0: 0.25, 1: 1.0}
+    s = solve([jj(3, 1.0, 1.0, 8), jj(7, 1.0, 1.0, 8)], np.array([10.0]))
+    assert s.speed == {3: 0.25, 7: 1.0}
 
 
 @pytest.mark.parametrize("small_id, big_id, want_small, want_big", [
-    # rank weights 1 (small), 1/2 (big): per unit of link 1 / 0.5 = 2 against 0.5 / 1: the small job first, at
-    # full speed (half the link); the big job the other half: z = 0.5
-    (0, 1, 1.0, 0.5),
-    # rank weights 1/2 (small), 1 (big): 0.5 / 0.5 = 1 / 1, tied again: the lesser id (big) first, as fast as the
-    # small job's floor lets it: 1 - 0.5 x 0.05 = 0.975
-    (1, 0, 0.05, 0.975),
+    # rank weights 1 (small, the greater id), 1/2 (big): per unit of link 1 / 0.5 = 2 against 0.5 / 1: the small
+    # job first, at full speed (half the link); the big job the other half: z = 0.5
+    (1, 0, 1.0, 0.5),
+    # rank weights 1/2 (small), 1 (big, the greater id): 0.5 / 0.5 = 1 / 1, tied again: the greater id (big)
+    # first, as fast as the small job's floor lets it: 1 - 0.5 x 0.05 = 0.975
+    (0, 1, 0.05, 0.975),
 ])
 def test_proportional_jobs_on_one_link_go_by_rank_weight_per_unit_of_link_then_by_id(small_id, big_id, want_small,
                                                                                       want_big):
@@ -246,18 +247,18 @@ def _three(shared_id, a_id, b_id):
 
 
 def test_three_jobs_on_two_links_the_rank_weights_decide():
-    # ids: A-only 0, shared 1, B-only 2: rank weights 1, 2/3, 1/3. Along the line: (5/3 - z_s) + 2/3 z_s +
+    # ids: A-only 2, shared 1, B-only 0: rank weights 1, 2/3, 1/3. Along the line: (5/3 - z_s) + 2/3 z_s +
     # 1/3 (5/3 - z_s) = 20/9 - 2/3 z_s, the most at z_s = 2/3: the two one-link jobs at full speed.
-    s = _three(shared_id=1, a_id=0, b_id=2)
+    s = _three(shared_id=1, a_id=2, b_id=0)
     assert s.speed == {0: 1.0, 1: pytest.approx(2 / 3, abs=1e-9), 2: 1.0}
     assert s.gpu_util == pytest.approx(10 / 3)
 
 
 def test_three_jobs_on_two_links_tied_again_the_least_id_goes_first():
-    # ids: shared 0, A-only 1, B-only 2: rank weights 1, 2/3, 1/3: z_s + (2/3 + 1/3)(5/3 - z_s) = 5/3 all along
-    # the line. The lexicographic rule: job 0 (shared) as fast as it goes, 1; the others 5/3 - 1 = 2/3.
-    s = _three(shared_id=0, a_id=1, b_id=2)
-    assert s.speed == {0: 1.0, 1: pytest.approx(2 / 3, abs=1e-9), 2: pytest.approx(2 / 3, abs=1e-9)}
+    # ids: shared 2, A-only 1, B-only 0: rank weights 1, 2/3, 1/3: z_s + (2/3 + 1/3)(5/3 - z_s) = 5/3 all along
+    # the line. The lexicographic rule: job 2 (shared) as fast as it goes, 1; the others 5/3 - 1 = 2/3.
+    s = _three(shared_id=2, a_id=1, b_id=0)
+    assert s.speed == {2: 1.0, 1: pytest.approx(2 / 3, abs=1e-9), 0: pytest.approx(2 / 3, abs=1e-9)}
     assert s.gpu_util == pytest.approx(10 / 3)
 
 
@@ -336,10 +337,10 @@ def test_links_that_repeat_or_that_another_covers_are_dropped():
     assert _kept_rows(a).tolist() == [True, False, False, True, False]
 
 
-def test_a_program_s_jobs_are_in_job_id_order():
+def test_a_program_s_jobs_are_the_greatest_job_id_first():
     from netlab.policies.joint.program import programs
 
-    jobs = [jj(9, 1.0, 1.0, 8), jj(2, 1.0, 1.0, 8), jj(5, 1.0, 1.0, 8)]
+    jobs = [jj(2, 1.0, 1.0, 8), jj(9, 1.0, 1.0, 8), jj(5, 1.0, 1.0, 8)]
     (prog,) = programs(jobs, np.array([10.0]))
     assert prog.members.tolist() == [1, 2, 0]
 
@@ -392,4 +393,4 @@ def test_a_load_at_the_threshold_is_summed_in_the_caller_s_order():
         shares.add(j)
     assert programs(jobs[::-1], np.array([1.0])) == [] and shares.programs(jobs[::-1]) == []
     (prog,) = shares.programs(jobs)  # in the kept order it binds, for both
-    assert prog.members.tolist() == [0, 1, 2] and len(programs(jobs, np.array([1.0]))) == 1
+    assert prog.members.tolist() == [2, 1, 0] and len(programs(jobs, np.array([1.0]))) == 1
