@@ -188,3 +188,27 @@ def test_the_walk_finds_what_the_sweep_over_every_row_found(case):
     # called again on the widened links with the same seeds (the tcp model's exact path): the same component
     _same(component_at(seeds, touched, table.rows, couple), want)
     assert touched.tolist() == want_touched.tolist() and scratch_clear(table)
+
+
+def test_the_walk_grows_its_rows_and_links_met_and_resumes_where_it_stopped():
+    # The walk starts with room for 256 rows and 1,024 links beyond the seeds, grows where a new row finds no
+    # room and resumes at that row. A chain of 300 rows (row j on links j and j + 1) has more rows than that;
+    # row 300 has 1,100 links (1000-2099), more than the links' first room, and row 301 is on its last one and
+    # on link 2100. Every link couples.
+    table = SlotTable(rows=2, width=2)
+    for j in range(300):
+        table.add(j, _demand(j, [j, j + 1]))
+    table.add(300, _demand(300, np.arange(1000, 2100)))
+    table.add(301, _demand(301, [2099, 2100]))
+    n = 2101
+    couple = np.ones(n, dtype=bool)
+    touched = np.zeros(n, dtype=bool)
+    comp = component_at(np.array([0]), touched, table.rows, couple)
+    assert comp.rows.tolist() == list(range(300))  # the whole chain, no more
+    assert comp.links.tolist() == list(range(301))
+    assert np.flatnonzero(touched).tolist() == list(range(301)) and scratch_clear(table)
+    touched[:] = False
+    comp = component_at(np.array([1000, 0]), touched, table.rows, couple)  # both at once
+    assert comp.rows.tolist() == list(range(302))
+    assert comp.links.tolist() == list(range(301)) + list(range(1000, 2101))  # first met over rows in order
+    assert np.flatnonzero(touched).tolist() == list(range(301)) + list(range(1000, 2101)) and scratch_clear(table)
