@@ -23,6 +23,7 @@ import argparse
 import os
 import platform
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
@@ -55,8 +56,10 @@ def main(argv=None) -> int:
     # each repeat's own ratio (tcp over the fair run just before it): their spread shows how far the machine moves it
     pairs = [t["wall_s"] / f["wall_s"] for f, t in zip(runs["fair"], runs["tcp"])]
     med_run = {net: statistics.median(r["run_wall_s"] for r in rs) for net, rs in runs.items()}
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          cwd=Path(__file__).parent)  # the code measured
     machine = dict(python=platform.python_version(), cpus=os.cpu_count(), loadavg_before=load_before,
-                   loadavg_after=os.getloadavg())
+                   loadavg_after=os.getloadavg(), commit=head.stdout.strip())
     out = dict(machine=machine, topology=PHILLY_TOPOLOGY,
                policy="tiresias", placement="consolidated", runs=runs, median_wall_s=med, tcp_over_fair=ratio,
                pair_ratios=pairs, pair_ratio_median=statistics.median(pairs),
