@@ -87,6 +87,69 @@ def test_tcp_names_every_link_it_writes_and_the_history_keeps_the_bytes(resoluti
     assert agg.summary["overload_gbit"] == pytest.approx(full.summary["overload_gbit"], rel=1e-9)
 
 
+def _aggregate(records, close_s, resolution_s=math.inf, topology=TOPO):
+    h = hist.AggregateHistory(resolution_s)
+    for now, load, over, changed in records:
+        h.record(now, np.array(load), np.array(over), None if changed is None else np.array(changed))
+    h.close(close_s)
+    return h.frame(topology)
+
+
+def test_aggregate_splits_a_link_only_where_its_load_or_overload_changes():
+    """A link named as changed whose values are the same keeps integrating from its last change: the sums are
+    one product per real change, and the same bits whichever links the writer named (none: a full pass).
+    By hand, over a 1 s span (the table's load is the sum over 1 s): link 0 carries 0.1 Gbit/s from 0 to 1 s,
+    named at 0.1 and 0.2 s without changing: 0.1 x 1.0 in one product (split at each naming it would be
+    0.1 x 0.1 + 0.1 x 0.1 + 0.1 x 0.8 = 0.10000000000000002). Link 1 carries 2 (overload 0.5) until 0.2 s,
+    then 3 (overload 0): 2 x 0.2 + 3 x 0.8; overload 0.5 x 0.2. Link 2 carries 1 with an overload that changes
+    alone at 0.1 s (0.25 -> 0.75): split there, 1 x 0.1 + 1 x 0.9 and 0.25 x 0.1 + 0.75 x 0.9."""
+    loads = [(0.0, [0.1, 2.0, 1.0], [0.0, 0.5, 0.25]), (0.1, [0.1, 2.0, 1.0], [0.0, 0.5, 0.75]),
+             (0.2, [0.1, 3.0, 1.0], [0.0, 0.0, 0.75])]
+    named = _aggregate([(t, ld, ov, [0, 1, 2, 2, 0]) for t, ld, ov in loads], 1.0)
+    every = _aggregate([(t, ld, ov, None) for t, ld, ov in loads], 1.0)
+    pd.testing.assert_frame_equal(named, every)
+    assert named.link.tolist() == [0, 1, 2]
+    assert named.load_gbps.tolist() == [0.1 * (1.0 - 0.0), 2.0 * (0.2 - 0.0) + 3.0 * (1.0 - 0.2),
+                                        1.0 * (0.1 - 0.0) + 1.0 * (1.0 - 0.1)]
+    assert named.overload_gbps.tolist() == [0.0, 0.5 * (0.2 - 0.0), 0.25 * (0.1 - 0.0) + 0.75 * (1.0 - 0.1)]
+    assert named.load_gbps[0] != 0.1 * (0.1 - 0.0) + 0.1 * (0.2 - 0.1) + 0.1 * (1.0 - 0.2)  # the test can tell
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_aggregate_is_the_same_bits_whatever_superset_of_the_changed_links_is_named(seed):
+    """Random loads on a fabric's links, each record changing a few (some back to an earlier value, some to
+    idle): naming exactly those, those plus others (with repeats), or none (a full pass) gives the same table,
+    bit for bit, across bins."""
+    rng = np.random.default_rng(seed)
+    topo = load_topology("leafspine,racks=16,hosts_per_rack=8,gpus_per_host=1")
+    n = len(topo.link_capacity_gbps)
+    load, over = np.zeros(n), np.zeros(n)
+    exact, extra, none = [], [], []
+    for k in range(60):
+        moved = rng.choice(n, size=int(rng.integers(1, 12)), replace=False)
+        load[moved] = np.where(rng.random(len(moved)) < 0.3, 0.0, rng.integers(1, 5, len(moved)) * 0.1)
+        over[moved] = np.where(rng.random(len(moved)) < 0.5, 0.0, rng.random(len(moved)))
+        now = k * 0.37
+        named = np.concatenate([moved, rng.integers(0, n, 6), moved[:2]])
+        exact.append((now, load.copy(), over.copy(), moved))
+        extra.append((now, load.copy(), over.copy(), named))
+        none.append((now, load.copy(), over.copy(), None))
+    assert max(len(r[3]) for r in extra) < n // 10  # the named lists are read as lists, not by a full pass
+    frames = [_aggregate(recs, 60 * 0.37, resolution_s=5.0, topology=topo) for recs in (exact, extra, none)]
+    assert len(frames[0]) > 200
+    for other in frames[1:]:
+        pd.testing.assert_frame_equal(frames[0], other, check_exact=True)
+
+
+def test_aggregate_idle_link_named_stays_out_of_the_table():
+    """A link named while idle (load 0; an overload beside load 0 is not kept) gets no row; a link busy then idle
+    gets its busy time only: 4 x 0.5 over a 1 s bin."""
+    recs = [(0.0, [0.0, 4.0, 0.0], [0.0, 0.0, 0.3], [0, 1, 2]), (0.5, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0, 1, 2])]
+    frame = _aggregate(recs, 1.0, resolution_s=1.0)
+    assert frame.link.tolist() == [1] and frame.load_gbps.tolist() == [4.0 * 0.5 / 1.0]
+    assert frame.t_start_s.tolist() == [0.0] and frame.t_end_s.tolist() == [1.0]
+
+
 def test_links_frame_takes_its_arrays_as_columns_with_the_values_and_dtypes_of_a_copied_table():
     """The per-link table is built without pandas stacking its float columns into a new block (``copy=False``):
     the same values and dtypes as the copied table, each float column the caller's array itself, and the

@@ -146,41 +146,51 @@ def _integrate_to(seg_load, seg_over, since, gbit, over, t):  # pragma: no cover
 
 @njit(**JIT)
 def _change_links(changed, now, load, overload, seg_load, seg_over, since, gbit, over):  # pragma: no cover
-    """The ``changed`` links' loads may change at ``now`` (repeats harmless): each one's old load integrated since
-    its last change, the new one taken; the change in the number of busy links (load not 0). The body is
-    written out here and in :func:`_change_all` (a kernel called per link would cost more than the work)."""
+    """The ``changed`` links' loads may change at ``now`` (repeats harmless): each one whose load or overload did
+    change has its old load integrated since its last change and takes the new one; the change in the number of
+    busy links (load not 0). A listed link whose values are the same keeps integrating from its last change, so
+    the sums depend on the loads alone, not on which links a writer names (a re-solve names every link of its
+    component; on rail 131k about 4% of them change)."""
     d = 0
     for g in changed:
-        if seg_load[g] != 0.0:
+        new_load = load[g]
+        new_over = overload[g] if new_load != 0.0 else 0.0
+        old_load = seg_load[g]
+        if new_load == old_load and new_over == seg_over[g]:
+            continue
+        if old_load != 0.0:
             dt = now - since[g]
-            gbit[g] += seg_load[g] * dt
+            gbit[g] += old_load * dt
             over[g] += seg_over[g] * dt
             d -= 1
-        if load[g] != 0.0:
-            seg_load[g], seg_over[g] = load[g], overload[g]
+        if new_load != 0.0:
             d += 1
-        else:
-            seg_load[g] = seg_over[g] = 0.0
+        seg_load[g], seg_over[g] = new_load, new_over
         since[g] = now
     return d
 
 
 @njit(**JIT)
 def _change_all(now, load, overload, seg_load, seg_over, since, gbit, over):  # pragma: no cover (compiled)
-    """:func:`_change_links` for every link."""
+    """:func:`_change_links` for every link, bit for bit, written without a branch on whether a link changed:
+    an unchanged link adds ``load x 0`` (exactly nothing) and keeps its start, and takes the values it already
+    holds. A pass over consecutive ids then runs as vector code (~0.7 ms on 400,000 links against ~3 ms with
+    the branch, which mispredicts where the few changed links fall)."""
     d = 0
     for g in range(load.shape[0]):
-        if seg_load[g] != 0.0:
-            dt = now - since[g]
-            gbit[g] += seg_load[g] * dt
-            over[g] += seg_over[g] * dt
-            d -= 1
-        if load[g] != 0.0:
-            seg_load[g], seg_over[g] = load[g], overload[g]
-            d += 1
-        else:
-            seg_load[g] = seg_over[g] = 0.0
-        since[g] = now
+        new_load = load[g]
+        old_load = seg_load[g]
+        new_over = overload[g] if new_load != 0.0 else 0.0
+        old_over = seg_over[g]
+        moved = (new_load != old_load) | (new_over != old_over)
+        start = since[g]
+        dt = (now - start) if moved else 0.0
+        gbit[g] += old_load * dt
+        over[g] += old_over * dt
+        d += (new_load != 0.0) - (old_load != 0.0)
+        seg_load[g] = new_load
+        seg_over[g] = new_over
+        since[g] = now if moved else start
     return d
 
 
@@ -189,9 +199,10 @@ class AggregateHistory(LinkHistory):
     """Per busy link per ``resolution_s`` bin: the time-averaged load and overload.
 
     Each link keeps its current load and overload and the time they started (full-length arrays, compiled
-    loops); a record integrates and replaces only the links that changed (the fabric's link state names
-    them; all links if the network model did not), so a change costs in proportion to the links it
-    reaches, not to the fabric (~400,000 links on 131,072 GPUs). At a bin's end, and at :meth:`close`,
+    loops); a record integrates and replaces only the links whose load or overload changed, among those the
+    fabric's link state names (all links if the network model did not), so a change costs in proportion to
+    the links it reaches, not to the fabric (~400,000 links on 131,072 GPUs), and the sums do not depend on
+    how many more links a writer names than it changed. At a bin's end, and at :meth:`close`,
     every busy link is integrated up to it. A link adds ``load x (time the load held inside the bin)``:
     the same sums as adding each interval between changes of any link, up to float rounding.
     """
@@ -248,7 +259,9 @@ class AggregateHistory(LinkHistory):
             changed = None
         self._roll(now)
         args = (now, load, overload, self._seg_load, self._seg_over, self._since, self._gbit, self._over)
-        every = changed is None or len(changed) >= len(load) // 4  # (with repeats) about as long as a pass
+        # a list (with repeats) longer than a tenth of the links: one pass instead, which costs less (the same
+        # sums: a link splits its integration only where its values changed)
+        every = changed is None or len(changed) >= len(load) // 10
         self._busy += _change_all(*args) if every else _change_links(changed, *args)
         self.last_s = now
 
