@@ -41,6 +41,7 @@ from ..workload.job import Job, JobError, isolated_comm_s, isolated_iter_s
 from ..workload.patterns import PATTERNS
 from ..network.demand import build_demand
 from ..workload.zoo import ModelZoo
+from .completions import Completions
 from .config import SimConfig
 from .fabric import Fabric
 from .history import make_history
@@ -102,8 +103,8 @@ class Simulator(KernelLoop):
         self.fabric = Fabric(topo, self.network, history=make_history(self._link_history,
                                                                      self.config.link_resolution_s))
         # Multi-host jobs' completion times live here, behind one armed kernel event:
-        # a network recompute changes them all, and re-pushing each would flood the heap.
-        self.net_done: dict[int, float] = {}
+        # a network recompute changes them all, and re-pushing each would flood the kernel's heap.
+        self.net_done = Completions()
         self._net_version = 0
         self._net_armed = math.inf
         self._intra_memo: dict = {}
@@ -263,7 +264,7 @@ class Simulator(KernelLoop):
                 if alloc.paths != js.allocation.paths:
                     demand = rerouted(self.topology, self.zoo, js, alloc, self._reroute_memo)
                     self.advance(js, now)  # progress so far at the old speed
-                    self.net_done.pop(jid, None)
+                    self.net_done.pop(jid)
                     self._joined(js, demand, self.fabric.reallocate(jid, alloc, now, demand=demand))
                 else:
                     self.fabric.reallocate(jid, alloc, now)
@@ -334,7 +335,7 @@ class Simulator(KernelLoop):
         js.version += 1
         self._unrouted.pop(js.job_id, None)
         if self.fabric.leave(js.job_id, self.kernel.now):
-            self.net_done.pop(js.job_id, None)
+            self.net_done.pop(js.job_id)
 
     def preempt(self, js: JobState, now: float) -> None:
         js.runs.append((js.last_start_s, now, js.placement))
@@ -376,10 +377,10 @@ class Simulator(KernelLoop):
         if js.demand is None:
             self.kernel.at(t, Kernel.COMPLETE, self._complete, js, js.version)
         else:
-            self.net_done[js.job_id] = t
+            self.net_done.set(js.job_id, t)
 
     def _arm_network_completions(self) -> None:
-        t = min(self.net_done.values(), default=math.inf)
+        t = self.net_done.first()
         if t != self._net_armed:
             self._net_version += 1
             self._net_armed = t
@@ -391,9 +392,12 @@ class Simulator(KernelLoop):
             return
         now = self.kernel.now
         self._net_armed = math.inf
-        for jid in [j for j, t in self.net_done.items() if t <= now]:
+        due = self.net_done.due(now)
+        for jid in due:
             js = self.states[jid]
             self._complete(js, js.version)
+        for jid in due:  # not expected: a due job that did not finish keeps its time
+            self.net_done.keep(jid)
         self._arm_network_completions()
 
     # -------------------------------------------------------------- network
@@ -407,7 +411,7 @@ class Simulator(KernelLoop):
             blind = itertools.repeat(blind)
         # The hot loop of a run (each re-solve of a large component moves tens of jobs): advance() and
         # _schedule_completion() written out for a running job with flows, the same operations in the same order.
-        states, net_done = self.states, self.net_done
+        states, done_at = self.states, self.net_done.set
         for jid, iter_s, comm_s, phase_blind in zip(moved.job_id, moved.iter_s, moved.comm_s, blind):
             js = states[jid]
             if js.status != "running" or js.demand is None:  # not expected: the general path
@@ -431,7 +435,7 @@ class Simulator(KernelLoop):
             js.iter_s, js.comm_s, js.phase_blind = iter_s, comm_s, phase_blind
             js.version += 1  # _schedule_completion(js), into net_done
             remaining = js.remaining
-            net_done[jid] = (start if start > now else now) + (0.0 if 0.0 > remaining else remaining) * iter_s
+            done_at(jid, (start if start > now else now) + (0.0 if 0.0 > remaining else remaining) * iter_s)
         self._arm_network_completions()
 
     @property
