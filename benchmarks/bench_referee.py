@@ -36,9 +36,10 @@ Writes ``benchmarks/results/referee.json``:
 * ``calibration_draws``: the same three ways for the calibration half's scenarios that have the draws, the regimes'
   own models as registered, over all and per oversubscription: whether the fit's misses are the referee's noise
   (they shrink against the mean of draws) or the model's (they stay).
-* ``beatdown_prototype``: the scoring half under DCTCP scored once for the multi-bottleneck beat-down prototype
-  (:mod:`netlab.network.tcp.beatdown`, two solves outside the model) at the exponent the calibration half chose
-  (``regimes_fit.json['beatdown_grid']``, ``bench_regimes_fit.py --beatdown``), beside the registered ``dctcp``.
+* ``beatdown``: the scoring half under DCTCP, the registered ``dctcp`` (with the multi-bottleneck beat-down,
+  :mod:`netlab.network.tcp.beatdown`, its exponent and rate cut chosen on the calibration half:
+  ``regimes_fit.json['beatdown_grid']``, ``bench_regimes_fit.py --beatdown``) beside ``dctcp`` as registered before
+  the term, against one draw and the mean of the draws, with each one's CPU seconds.
 * ``coverage``: how thick each of those cells is (:mod:`netlab.validate.coverage`):
   per regime, family and half, the scenarios, contended jobs, heavy jobs and
   the contention components' sizes (min / median / max jobs); the scoring
@@ -435,24 +436,21 @@ def draws_section(cells: dict, not_replicated: list[dict], n_draws: int) -> dict
     return out
 
 
-def beatdown_beta(path: Path) -> float | None:
-    """The beat-down exponent chosen on the calibration half (``regimes_fit.json['beatdown_grid']``), or None."""
-    try:
-        return float(json.loads(path.read_text())["beatdown_grid"]["dctcp"]["best"]["beta"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+#: ``dctcp`` as registered before the beat-down term (``params.TRANSPORT_PARAMS``): what ``beatdown`` scores the
+#: registered model beside (beatdown_beta 0: no term, one solve; cut_k 1: the rate cut the term's joint fit halved)
+DCTCP_BEFORE_BEATDOWN = dict(beatdown_beta=0.0, cut_k=1.0)
 
 
-def beatdown_section(store: RunStore, families: list[str], n_score: int, beta: float, n_draws: int) -> dict:
-    """The scoring half under DCTCP scored once for the beat-down prototype at ``beta`` (chosen on the calibration
-    half, ``bench_regimes_fit.py --beatdown``) beside the registered model, as ``scoring_mean_of_draws`` scores (the
-    first draw, the mean of the draws, heavy across draws), over all and per oversubscription. No model changes:
-    the prototype is two solves outside the model (:mod:`netlab.network.tcp.beatdown`)."""
-    from netlab.validate.predict import predict_beatdown
-
+def beatdown_section(store: RunStore, families: list[str], n_score: int, n_draws: int) -> dict:
+    """The scoring half under DCTCP: the registered model (with DCTCP's multi-bottleneck beat-down, chosen on the
+    calibration half: ``regimes_fit.json['beatdown_grid']``, :mod:`netlab.network.tcp.beatdown`) beside the model
+    as registered before it (:data:`DCTCP_BEFORE_BEATDOWN`), as ``scoring_mean_of_draws`` scores (the first draw,
+    the mean of the draws, heavy across draws), over all and per oversubscription, with each model's CPU seconds
+    over the scenarios (the term is two solves)."""
     name = own_model("dctcp")
-    label = f"{name}+beatdown(beta={beta:g})"
+    before = f"{name}(" + ",".join(f"{k}={v:g}" for k, v in DCTCP_BEFORE_BEATDOWN.items()) + ")"
     cells: dict = {}
+    cpu = {name: 0.0, before: 0.0}
     for f in families:
         for s in scoring_seeds(f, n_score):
             sc = generate(f, s, REGIMES["dctcp"])
@@ -460,9 +458,9 @@ def beatdown_section(store: RunStore, families: list[str], n_score: int, beta: f
             draws = scenario_draws(store, sc, rec, n_draws) if rec is not None else None
             if draws is None:
                 continue
-            preds = pd.concat([predict_all(sc, {name: (name, {}, "solve")}),
-                               pd.DataFrame([dict(model=label, job_id=j, iter_s=v)
-                                             for j, v in predict_beatdown(sc, name, beta).items()])])
+            preds = predict_all(sc, {name: (name, {}, "solve"), before: (name, DCTCP_BEFORE_BEATDOWN, "solve")})
+            for m, c in preds.groupby("model").cpu_s.first().items():
+                cpu[m] += float(c)
             rows = compare_jobs(sc, *record_times(rec), preds).assign(family=f, seed=s)
             part = draw_parts(sc, rows, draws)
             for c in ("all", f"{sc.meta['oversub']:g}:1"):
@@ -472,9 +470,10 @@ def beatdown_section(store: RunStore, families: list[str], n_score: int, beta: f
         cell = draws_cell(parts, "dctcp", n_draws)
         out[c] = dict({k: v for k, v in cell.items() if k != "own_model"},
                       scenarios_named=sorted(f"{p[0].family.iloc[0]}-{int(p[0].seed.iloc[0])}" for p in parts))
-    return dict(note="scoring half under DCTCP scored once: the beat-down prototype at the beta the calibration half "
-                     "chose (regimes_fit.json beatdown_grid) beside the registered model; not a registered model",
-                beta=beta, model=label, cells=out)
+    return dict(note="scoring half under DCTCP: the registered model, with the beat-down term (its beatdown_beta and "
+                     "cut_k chosen on the calibration half, regimes_fit.json beatdown_grid.joint), beside the model "
+                     "as registered before the term (before); cpu_s: each model's solve seconds over these scenarios",
+                model=name, before=before, before_kwargs=DCTCP_BEFORE_BEATDOWN, cpu_s=cpu, cells=out)
 
 
 def trace_section(store: RunStore, names: list[str], regime: str, timeout_s: float, binary) -> dict:
@@ -579,9 +578,6 @@ def main(argv=None) -> int:
                          "say to --trace-out (netlab.validate.trace); nothing else is scored")
     ap.add_argument("--trace-regime", default="dctcp", choices=list(REGIMES))
     ap.add_argument("--trace-out", default=str(RESULTS / "referee_trace.json"))
-    ap.add_argument("--beatdown-beta", type=float, default=None,
-                    help="score the DCTCP beat-down prototype at this exponent on the scoring half (beatdown_prototype;"
-                         " default: the one regimes_fit.json's beatdown_grid chose, if any)")
     ap.add_argument("--prune", action="store_true",
                     help="afterwards, delete the records in --runs-dir that this run neither scored nor checked")
     args = ap.parse_args(argv)
@@ -714,7 +710,6 @@ def main(argv=None) -> int:
         return 1
     rows = pd.concat(frames, ignore_index=True)
     coverage = coverage_table(covered)
-    beta = args.beatdown_beta if args.beatdown_beta is not None else beatdown_beta(RESULTS / "regimes_fit.json")
     print(coverage.drop(columns="seeds").to_string(index=False), flush=True)
     report = dict(
         machine=dict(python=platform.python_version(), cpus=os.cpu_count(), load_avg_1m=os.getloadavg()[0]),
@@ -737,8 +732,8 @@ def main(argv=None) -> int:
                                                     args.families, calibration_seeds, specs, args.draws,
                                                     record.used),
         speed=speed_summary(infos),
-        **({"beatdown_prototype": beatdown_section(store, args.families, n_score, beta, args.draws)}
-           if "dctcp" in args.regimes and beta is not None else {}),
+        **({"beatdown": beatdown_section(store, args.families, n_score, args.draws)}
+           if "dctcp" in args.regimes else {}),
         coverage=dict(note="per regime, family and half: scenarios run; jobs; contended jobs (sharing a directed "
                            "link with another job: what the scores are over); heavy jobs (contended, slowed >= 2x "
                            "by the referee: the heavy-job bias is over them); components of 2+ jobs joined by "

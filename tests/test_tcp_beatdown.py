@@ -30,14 +30,15 @@ def test_a_flow_marked_at_two_queues_is_weighted_down_by_their_ratio():
     assert beatdown_weights({5: [np.array([2, 3, 4]), np.array([0])]}, marked2, 1.0) == pytest.approx({5: 1.0})
 
 
-def test_the_prototype_solve_is_the_model_at_beta_0_and_moves_jobs_above():
+def test_the_registered_dctcp_is_the_term_at_beta_4_and_beta_0_is_one_solve():
     from netlab.validate.families import generate
     from netlab.validate.predict import predict, predict_beatdown
     from netlab.validate.scenario import REGIMES
 
     sc = generate("2tier", 4, REGIMES["dctcp"])  # 8:1: links mark
-    plain = predict(sc, "dctcp")
-    assert predict_beatdown(sc, "dctcp", 0.0) == plain  # every weight 1: the same solve
+    plain = predict(sc, "dctcp", {"beatdown_beta": 0.0})
+    assert predict_beatdown(sc, "dctcp", 0.0) == plain  # no term: the one solve
+    assert predict(sc, "dctcp") == predict_beatdown(sc, "dctcp", 4.0)  # the registered exponent (params.py)
     beaten = predict_beatdown(sc, "dctcp", 3.0)
     assert any(beaten[j] > plain[j] * 1.01 for j in plain) and any(beaten[j] < plain[j] * 0.99 for j in plain)
 
@@ -68,7 +69,7 @@ def test_the_model_weights_a_job_crossing_two_equally_marked_links_by_2_to_the_m
     assert solved_weights(net, demands, cap) == {1: 0.125, 2: 1.0, 3: 1.0, 4: 1.0}
     # without the term each of links 0 and 1 is shared half and half: 2 s an iteration (job 4 alone at 10 Gbit/s
     # on its link, capped at its isolated 1 Gbit/s: 1 s)
-    plain = NETWORKS.create("dctcp", cut_k=0.0).solve(demands, cap).iter_s
+    plain = NETWORKS.create("dctcp", cut_k=0.0, beatdown_beta=0.0).solve(demands, cap).iter_s
     assert plain == pytest.approx({1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}, rel=1e-9)
     # with it job 1 holds 1/8 against 1 on each link: 1/9 of a Gbit/s (9 s), jobs 2 and 3 8/9 (1.125 s)
     beaten = net.solve(demands, cap).iter_s
@@ -94,12 +95,14 @@ def test_a_demand_without_its_flows_paths_keeps_weight_1():
     assert net.solve(demands, cap).iter_s == pytest.approx({1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}, rel=1e-9)
 
 
-def test_beta_0_is_the_registered_incremental_model_and_above_it_is_not():
-    plain, beaten = NETWORKS.create("dctcp"), NETWORKS.create("dctcp", beatdown_beta=2.0)
+def test_beta_0_is_the_incremental_model_and_above_it_is_not():
+    plain, beaten = NETWORKS.create("dctcp", beatdown_beta=0.0), NETWORKS.create("dctcp")
     assert plain.capabilities == type(plain).capabilities and plain.capabilities.incremental
+    assert beaten.params.beatdown_beta == 4.0  # the registered dctcp has the term
     caps = beaten.capabilities
     assert not caps.incremental and not caps.relinks and not caps.moves_phase and caps.uses_phase
     assert type(beaten).capabilities.incremental  # the class is untouched: only this instance
+    assert NETWORKS.create("tcp").capabilities.incremental and NETWORKS.create("dcqcn").capabilities.incremental
     with pytest.raises(ValueError, match="beatdown_beta >= 0"):
         NETWORKS.create("dctcp", beatdown_beta=-1.0)
 
