@@ -148,3 +148,22 @@ def test_a_routed_demand_carries_each_flow_s_path():
     assert summed[d.links].tolist() == d.weights.tolist() and summed.sum() == d.weights.sum()
     copy = dataclasses.replace(d, phase=0.5)  # a plain record made from it keeps them
     assert [p[0].tolist() for p in copy.flow_paths] == [p[0].tolist() for p in paths]
+
+
+def test_reweighted_reads_as_the_netallocation_it_stands_for():
+    """The network layer scales a job's weight without the scheduler's NetAllocation (layers test): what the
+    model reads of it is what NetAllocation gives for the same priority, weight, cap, paths and queue."""
+    from dataclasses import replace
+
+    from netlab.network.tcp.beatdown import Reweighted
+    from netlab.sched import NetAllocation
+
+    for base in (None, NetAllocation(), NetAllocation(priority=2, rate_cap_gbps=5.0), NetAllocation(weight=2.0),
+                 NetAllocation(paths=(1,), own_queue=True)):
+        for factor in (1.0, 0.125, 0.5):
+            got = Reweighted(base, factor)
+            want = replace(base or NetAllocation(), weight=(1.0 if base is None else base.weight) * factor)
+            assert (got.priority, got.weight, got.rate_cap_gbps, got.paths, got.queue_of_its_own, got.kinds()) == \
+                (want.priority, want.weight, want.rate_cap_gbps, want.paths, want.queue_of_its_own, want.kinds())
+    assert Reweighted(NetAllocation(weight=2.0), 0.5).kinds() == frozenset()  # back to weight 1: not asked
+    assert Reweighted(None, 0.125).kinds() == {"weight"} and Reweighted(None, 0.125).queue_of_its_own

@@ -42,6 +42,7 @@ re-solve reports no per-job answer; the model uses phase): on components over ``
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -113,21 +114,49 @@ def solved_weights(model, demands, capacity_gbps: np.ndarray) -> dict[int, float
     return beatdown_weights(demand_flows(demands), marked, model.params.beatdown_beta)
 
 
+class Reweighted:
+    """A job's allocation as the model reads it (``CommDemand.allocation``: duck-typed, see
+    :mod:`netlab.network.model`) with its weight times the beat-down weight. The network layer reads the
+    scheduler's ``NetAllocation`` through these attributes only, and never imports it (tests/test_layers.py);
+    ``base`` None is the default allocation (class 0, weight 1, no cap, ECMP, the class's queue)."""
+
+    __slots__ = ("base", "weight")
+
+    def __init__(self, base, factor: float):
+        self.base = base
+        self.weight = (1.0 if base is None else float(base.weight)) * factor
+
+    @property
+    def priority(self) -> int:
+        return 0 if self.base is None else self.base.priority
+
+    @property
+    def rate_cap_gbps(self):
+        return None if self.base is None else self.base.rate_cap_gbps
+
+    @property
+    def paths(self):
+        return None if self.base is None else self.base.paths
+
+    @property
+    def queue_of_its_own(self) -> bool:
+        """As ``NetAllocation``'s: asked for, or implied by a weight other than 1."""
+        return (self.base is not None and bool(self.base.own_queue)) or self.weight != 1.0
+
+    def kinds(self) -> frozenset:
+        """The base's kinds, and ``weight`` where the weight is not 1."""
+        base = frozenset() if self.base is None else self.base.kinds()
+        return (base | {"weight"}) if self.weight != 1.0 else (base - {"weight"})
+
+
 def beaten_solve(model, demands, capacity_gbps: np.ndarray):
     """``model``'s solution of ``demands`` with the beat-down weights (module doc): :func:`solved_weights`, then a
-    second solve of a fresh model sharing the links with every job's allocation weight times its beat-down weight.
-    A weight other than 1 also gives a job a queue of its own (``NetAllocation.queue_of_its_own``), which in
-    ``tcp`` only drops its leader advantage: nothing for ``dctcp`` (lead 0), but a model with a lead would need the
-    weight passed another way. The second solve's exact and mean-field counts are added to ``model``'s."""
-    from dataclasses import replace
-
-    from ...sched.allocation import NetAllocation
-
+    second solve of a fresh model sharing the links with every job's allocation weight times its beat-down weight
+    (:class:`Reweighted`). A weight other than 1 also gives a job a queue of its own (``queue_of_its_own``), which
+    in ``tcp`` only drops its leader advantage: nothing for ``dctcp`` (lead 0), but a model with a lead would need
+    the weight passed another way. The second solve's exact and mean-field counts are added to ``model``'s."""
     weights = solved_weights(model, demands, capacity_gbps)
-    weighted = [d if weights[d.job_id] == 1.0 else
-                replace(d, allocation=replace(d.allocation or NetAllocation(),
-                                              weight=(d.allocation.weight if d.allocation else 1.0)
-                                              * weights[d.job_id]))
+    weighted = [d if weights[d.job_id] == 1.0 else replace(d, allocation=Reweighted(d.allocation, weights[d.job_id]))
                 for d in demands]
     second = model.fresh()
     out = second.solve_once(weighted, capacity_gbps)
