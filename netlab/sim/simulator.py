@@ -341,6 +341,7 @@ class Simulator(KernelLoop):
         js.runs.append((js.last_start_s, now, js.placement))
         self.advance(js, now)
         self._release(js)
+        js.demand = None  # its next start builds its demand again; kept, every waiting job's would hold its route
         js.status = "waiting"
         js.preemptions += 1
 
