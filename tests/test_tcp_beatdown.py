@@ -111,9 +111,11 @@ def test_a_simulation_re_solves_every_job_with_the_term():
     """The fabric drives a model with the term through the generic interface: each re-solve is the batch solve
     of every running job (here the hand-computed 9 s / 1.125 s), a leave re-solves the rest."""
     from netlab.network.links import LinkState
+    from netlab.network.model import GenericIncremental
 
     demands, cap = _three()
-    net = NETWORKS.create("dctcp", beatdown_beta=3.0, cut_k=0.0)
+    model = NETWORKS.create("dctcp", beatdown_beta=3.0, cut_k=0.0)
+    net = GenericIncremental(model)  # what the fabric drives a model that is not incremental through
     links = LinkState(cap)
     net.attach(links)
     for d in demands:

@@ -333,6 +333,23 @@ class NetworkModel:
         return moved
 
 
+class GenericIncremental(NetworkModel):
+    """The generic incremental interface (every running job re-solved through ``solve`` at each change) over
+    ``model``, whatever ``model`` itself overrides: how the fabric drives a model whose ``capabilities`` say it is
+    not incremental. Why a wrapper: a model may keep an incremental interface of its own that a parameter turns off
+    (``tcp``'s transports with ``beatdown_beta``), and the generic state must not mix with its own. The state is
+    the wrapper's; the model gives its ``solve``, ``forget``, name and capabilities."""
+
+    def __init__(self, model: NetworkModel):
+        self.model, self.name, self.capabilities = model, model.name, model.capabilities
+
+    def solve(self, demands, capacity_gbps):
+        return self.model.solve(demands, capacity_gbps)
+
+    def forget(self, job_id: int) -> None:
+        self.model.forget(job_id)
+
+
 def _treatment(allocation) -> tuple:
     """What of an allocation a solve reads once the paths are in the demand: (class, weight, cap)."""
     if allocation is None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..network.links import LinkState
-from ..network.model import CommDemand, Moved, NetworkModel
+from ..network.model import CommDemand, GenericIncremental, Moved, NetworkModel
 from .history import FullHistory, LinkHistory, NoHistory
 
 
@@ -39,7 +39,9 @@ class Fabric:
         self.links = LinkState(topology.link_capacity_gbps, track_changes=self.history.reads_changed)
         self.demands: dict[int, CommDemand] = {}
         self._unrecorded: float | None = None  # the loads changed at this instant; the history has not seen them
-        model.attach(self.links)
+        # what the changes go to: the model, or the generic interface over it if it says it is not incremental
+        self._net = model if model.capabilities.incremental else GenericIncremental(model)
+        self._net.attach(self.links)
 
     # -------------------------------------------------------------- changes
     def join(self, job_id: int, demand: CommDemand, now: float) -> float | None:
@@ -47,7 +49,7 @@ class Fabric:
         self._flush(now)
         self.demands[job_id] = demand
         self.links.jobs[demand.links] += 1
-        return self._recorded(now, self.model.join, job_id, demand, now)
+        return self._recorded(now, self._net.join, job_id, demand, now)
 
     def leave(self, job_id: int, now: float) -> bool:
         """Remove a job's flows; False if it had none."""
@@ -56,7 +58,7 @@ class Fabric:
             return False
         self._flush(now)
         self.links.jobs[demand.links] -= 1
-        self._recorded(now, self.model.leave, job_id, now)
+        self._recorded(now, self._net.leave, job_id, now)
         return True
 
     def _recorded(self, now: float, change, *args):
@@ -70,7 +72,7 @@ class Fabric:
     def rephase(self, job_id: int, phase: float, now: float) -> None:
         """A policy shifted a running job's phase."""
         self._flush(now)
-        self.model.change(job_id, now, phase=phase)
+        self._net.change(job_id, now, phase=phase)
 
     def reallocate(self, job_id: int, allocation, now: float, demand: CommDemand | None = None) -> float | None:
         """A network policy gave a running job a new ``NetAllocation``. Without ``demand`` the model takes its
@@ -82,11 +84,11 @@ class Fabric:
         ``demand``, the rejoined job's per-flow rate if known at once, as :meth:`join`)."""
         if demand is None:
             self._flush(now)
-            self.model.change(job_id, now, allocation=allocation)
+            self._net.change(job_id, now, allocation=allocation)
             return None
         demand.allocation = allocation
-        self.model.check_allocation(allocation, job_id)
-        if self.model.capabilities.relinks:  # the model moves the flows in place (as leave + join would)
+        self._net.check_allocation(allocation, job_id)
+        if self._net.capabilities.relinks:  # the model moves the flows in place (as leave + join would)
             old = self.demands.get(job_id)
             if old is None:
                 raise KeyError(f"job {job_id} has no flows in the fabric")
@@ -94,7 +96,7 @@ class Fabric:
             self.demands[job_id] = demand
             self.links.jobs[old.links] -= 1
             self.links.jobs[demand.links] += 1
-            return self._recorded(now, self.model.relink, job_id, demand, now)
+            return self._recorded(now, self._net.relink, job_id, demand, now)
         if not self.leave(job_id, now):
             raise KeyError(f"job {job_id} has no flows in the fabric")
         return self.join(job_id, demand, now)
@@ -102,13 +104,13 @@ class Fabric:
     @property
     def dirty(self) -> bool:
         """A change waits for :meth:`solve`."""
-        return self.model.pending
+        return self._net.pending
 
     # ---------------------------------------------------------------- solve
     def solve(self, now: float) -> Moved:
         """Re-solve what changed; the jobs whose time moved (job ids, iteration s, communication s)."""
         self._flush(now)
-        moved = self.model.resolve(now)
+        moved = self._net.resolve(now)
         self._record(now)
         return moved
 

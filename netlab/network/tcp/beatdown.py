@@ -30,14 +30,13 @@ shares the links with them. The weights need each ring flow's own links, which t
 without them (a record built by hand, or by a path-choice policy that rebuilds it from summed links) gets
 weight 1. The model's incremental re-solve cannot honour the term (the weights are a solve's output, read
 back as its input, over whole components), so a model with it says so through its capabilities
-(:func:`beaten_capabilities`: not incremental, no relink in place) and the simulator re-solves every running
-job through ``solve`` at each change (``Fabric``), each solve from no phase state (both solves on a fresh
-model: the first solve's phases must not seed the second, and the generic re-solve gives no time to carry
-them from). What it costs (measured with the registered ``dctcp``, nice 10, load 3-5): the first 20,000 Philly
-jobs (Tiresias, consolidated, the 512-GPU 4:1 leaf-spine) 53.0 / 54.4 s CPU against 8.7 / 7.9 s without the term
-(alternating, 6.5x); the reproduction's Dally cells 3.03 s a cell (mean) against reno-deep's 1.04 s in the same
-run (0.70 against 0.66 before). A simulation's phase-blind share counts these solves as phase-aware (the generic
-re-solve reports no per-job answer; the model uses phase): on components over ``max_exact_jobs`` it is not.
+(:func:`beaten_capabilities`: not incremental, no relink in place) and the simulator's fabric drives it through
+the generic interface (:class:`~netlab.network.model.GenericIncremental`: every running job re-solved through
+``solve`` at each change), each solve from no phase state (both solves on a fresh model: the first solve's phases
+must not seed the second, and the generic re-solve gives no time to carry them from). That costs several times a
+simulation without the term (the figures are in the commit messages that measured them). A simulation's
+phase-blind share counts these solves as phase-aware (the generic re-solve reports no per-job answer; the model
+uses phase): on components over ``max_exact_jobs`` it is not.
 """
 
 from __future__ import annotations
@@ -74,28 +73,10 @@ def beatdown_weights(flows: Mapping[int, Sequence], marked: np.ndarray, beta: fl
 
 
 def beaten_capabilities(capabilities):
-    """A model's ``capabilities`` with the beat-down term: not incremental (every running job re-solved through
-    ``solve`` at each change), no re-route in place, no phase moved and kept (module doc)."""
-    from dataclasses import replace
-
+    """A model's ``capabilities`` with the beat-down term: not incremental (the fabric drives it through the generic
+    interface, :class:`~netlab.network.model.GenericIncremental`: every running job re-solved through ``solve`` at
+    each change), no re-route in place, no phase moved and kept (module doc)."""
     return replace(capabilities, incremental=False, relinks=False, moves_phase=False)
-
-
-#: the incremental interface a model with the term takes from :class:`~netlab.network.model.NetworkModel` (the
-#: generic one: the running demands kept, every one re-solved through ``solve`` after any change)
-GENERIC_INTERFACE = ("attach", "join", "leave", "change", "resolve", "_await_resolve")
-
-
-def full_solve(model) -> None:
-    """Give ``model`` (an instance) the generic incremental interface (:data:`GENERIC_INTERFACE`), as its
-    capabilities (:func:`beaten_capabilities`) say: the simulator's fabric then re-solves every running job
-    through the model's ``solve`` at each change, with no call of its own incremental machinery."""
-    from types import MethodType
-
-    from ..model import NetworkModel
-
-    for name in GENERIC_INTERFACE:
-        setattr(model, name, MethodType(getattr(NetworkModel, name), model))
 
 
 def demand_flows(demands) -> dict[int, Sequence]:

@@ -8,7 +8,7 @@ from ..links import LinkState
 from ..model import (ALLOCATION_KINDS, NETWORKS, Capabilities, CommDemand, Moved, NetSolution, NetworkModel,
                      _same_paths, _treatment, incidence)
 from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of
-from .beatdown import beaten_capabilities, beaten_solve, full_solve
+from .beatdown import beaten_capabilities, beaten_solve
 from .components import Solved
 from .cores import CoreCache
 from .exposed import exposed_s
@@ -60,7 +60,6 @@ class TcpNetwork(NetworkModel):
                                         slow_k=slow_k, beatdown_beta=beatdown_beta)
         if self.params.beatdown_beta > 0.0:  # two solves a change, every job, no phase state kept (beatdown.py)
             self.capabilities = beaten_capabilities(type(self).capabilities)
-            full_solve(self)
         self._slots = SlotTable()  # every job's row: its demand, last time and phase state
         self.exact_solves = self.mean_field_solves = 0
         self.counts = mean_field_counts()  # over mean-field solves (MeanFieldCounts)
