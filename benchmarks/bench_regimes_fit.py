@@ -41,6 +41,10 @@ half, and how much of the heavy jobs' error is the timeouts the referee's runs h
 Writes ``benchmarks/results/regimes_fit.json``: per regime the calibration
 scenarios used, every grid point's scores and the choice.
 
+``--rto-idle`` scores :data:`RTO_IDLE_GRID` (shallow Reno's timeout tail as idle time inside the solve, with alpha,
+the goodput term and the stretch) the same way, the testbed judging every point that beats the registered model
+against the draws (``rto_idle_grid``); ``tcp-shallow`` is registered at its best.
+
 ``--joint-draws`` scores the joint grids (:data:`JOINT`) on the calibration scenarios that have two referee draws,
 against the first draw (as the fit) and against the draws (their mean; heavy jobs chosen on one draw and read on the
 other), into ``joint_draws_grid``: recorded beside the fit, not applied.
@@ -48,6 +52,7 @@ other), into ``joint_draws_grid``: recorded beside the fit, not applied.
 Usage:
     python benchmarks/bench_regimes_fit.py
     python benchmarks/bench_regimes_fit.py --joint-draws   # the joint grids against the referee's draws
+    python benchmarks/bench_regimes_fit.py --rto-idle --regimes reno-shallow   # the idle timeout tail's grid
 """
 
 from __future__ import annotations
@@ -128,6 +133,15 @@ JOINT = {"dctcp": dict(alpha=(0.125, 0.25, 0.375, 0.5), goodput_k=(0.0, 0.05, 0.
          "reno-shallow": dict(alpha=(-0.5, -0.25, 0.0, 0.25), goodput_k=(0.3, 0.5, 0.75, 1.0, 1.5),
                               stretch=(0.0, 0.1, 0.2, 0.3))}
 JOINT_TESTBED = 12
+#: ``--rto-idle``: shallow Reno's timeout tail as idle time inside the solve (:func:`netlab.network.tcp.rto.idle_demands`,
+#: the model's ``rto_idle``: a ring stalled in a timeout leaves its links to the others) with the terms it overlaps (the
+#: goodput term and the stretch both lengthen every contended job alike), scored as ``--joint-draws`` scores
+#: (``rto_idle_grid``); rto_k 0 is the same point without the tail
+RTO_IDLE_GRID = {"reno-shallow": dict(alpha=(-0.25, 0.0), goodput_k=(0.0, 0.3, 0.75), stretch=(0.0, 0.1, 0.2),
+                                      rto_k=(0.0, 0.03, 0.05, 0.07, 0.1, 0.17, 0.25), rto_idle=(True,))}
+#: ``--rto-idle``: how many of the points beating the registered model against the draws the testbed checks (every
+#: one that could: the testbed, not the referee, decides between them)
+RTO_IDLE_TESTBED = 60
 
 
 def objective(s: dict) -> float:
@@ -555,14 +569,15 @@ def joint_choice(table: list[dict], key: str = "objective") -> dict:
                                      x.get("goodput_k", 0.0), abs(1.0 - x.get("alpha", 1.0))))
 
 
-def testbed_judged(r, grid: dict, table: list[dict], registered: dict, key: str) -> tuple[dict, str]:
+def testbed_judged(r, grid: dict, table: list[dict], registered: dict, key: str,
+                   most: int = JOINT_TESTBED) -> tuple[dict, str]:
     """A joint grid's best point for a regime the testbed judges too (:data:`TESTBED_TIE_BREAK`): the registered model
-    and the (at most :data:`JOINT_TESTBED`) points beating it by ``key`` are checked on the testbed (each row gains
+    and the (at most ``most``) points beating it by ``key`` are checked on the testbed (each row gains
     ``testbed`` and ``<key>_with_testbed``, the worse of both objectives); the best of them by that, and its key."""
     from netlab.network.tcp.params import TRANSPORT_PARAMS
 
     base = {k: v for k, v in TRANSPORT_PARAMS[r.network][1].items() if v is not None}
-    better = sorted((x for x in table if x[key] < registered[key]), key=lambda x: x[key])[:JOINT_TESTBED]
+    better = sorted((x for x in table if x[key] < registered[key]), key=lambda x: x[key])[:most]
     labels = [",".join(f"{k}={x[k]:g}" for k in grid) for x in better]
     tb = testbed_check(TESTBED_TIE_BREAK[r.referee], dict({r.network: base},
                                                           **{lb: {**base, **{k: x[k] for k in grid}}
@@ -628,7 +643,8 @@ def draws_objective(mean: dict, cross: dict) -> float:
                heavy / TARGET["heavy_median_signed"])
 
 
-def joint_draws_grid(store: RunStore, per_family: int, only: list[str] | None = None) -> dict:
+def joint_draws_grid(store: RunStore, per_family: int, only: list[str] | None = None, grids: dict = JOINT,
+                     testbed_most: int = JOINT_TESTBED) -> dict:
     """Per regime of :data:`JOINT` (``only``: these of them): its joint grid through the registered model's own solve
     on the calibration scenarios that have two referee draws (:func:`netlab.validate.sanity.replicate` 1), each point
     scored twice: as the fit scores (:func:`objective` against the first draw) and against the draws
@@ -641,7 +657,7 @@ def joint_draws_grid(store: RunStore, per_family: int, only: list[str] | None = 
     from netlab.validate.draws import cross_heavy, mean_of_draws, rescore
 
     out = {}
-    for name, grid, r, scenarios in by_regime(JOINT, store, per_family, only):
+    for name, grid, r, scenarios in by_regime(grids, store, per_family, only):
         drawn = [(sc, rec, store.get(sanity.replicate(sc, 1))) for sc, rec in scenarios]
         drawn = [(sc, rec, rep) for sc, rec, rep in drawn if rep is not None]
         if not drawn:
@@ -669,7 +685,7 @@ def joint_draws_grid(store: RunStore, per_family: int, only: list[str] | None = 
         registered = scored(r.network, {})
         best_single, best, key = joint_choice(table), joint_choice(table, "objective_draws"), "objective_draws"
         if r.referee in TESTBED_TIE_BREAK:
-            best, key = testbed_judged(r, grid, table, registered, key)
+            best, key = testbed_judged(r, grid, table, registered, key, testbed_most)
         out[name] = dict(network=r.network, scenarios=len(drawn),
                          scenarios_named=sorted(f"{sc.meta['family']}-{sc.meta['seed']}" for sc, _, _ in drawn),
                          grid=grid, table=table, registered=registered, best_single_draw=best_single, best=best,
@@ -781,6 +797,9 @@ def main(argv=None) -> int:
                     help="only score JOINT's grids against the calibration half's two referee draws (their mean, and "
                          "the heavy bias across them) beside the first draw alone; add them to --out as "
                          "joint_draws_grid")
+    ap.add_argument("--rto-idle", action="store_true",
+                    help="only score RTO_IDLE_GRID (the timeout tail inside the solve) against the calibration half's "
+                         "two referee draws as --joint-draws does; add it to --out as rto_idle_grid")
     ap.add_argument("--beatdown", action="store_true",
                     help="only score DCTCP's multi-bottleneck beat-down prototype over BEATDOWN_BETAS against the "
                          "calibration half's two referee draws; add it to --out as beatdown_grid")
@@ -789,7 +808,9 @@ def main(argv=None) -> int:
     store = RunStore(args.runs_dir)
     for flag, key, run in (("joint", "joint_grid", joint_grid), ("model_checks", "model_checks", model_checks),
                            ("joint_draws", "joint_draws_grid", joint_draws_grid),
-                           ("beatdown", "beatdown_grid", beatdown_grid)):
+                           ("beatdown", "beatdown_grid", beatdown_grid),
+                           ("rto_idle", "rto_idle_grid", lambda st, pf, rg: joint_draws_grid(st, pf, rg, RTO_IDLE_GRID,
+                                                                             RTO_IDLE_TESTBED))):
         if getattr(args, flag):  # one section of --out re-scored (of --regimes, if given), the rest kept
             doc = json.loads(Path(args.out).read_text())
             kept = {k: v for k, v in doc.get(key, {}).items() if args.regimes and k not in args.regimes}
@@ -917,6 +938,7 @@ def main(argv=None) -> int:
     kept_doc = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     joint, joint_draws = kept_doc.get("joint_grid"), kept_doc.get("joint_draws_grid")
     beatdown = kept_doc.get("beatdown_grid")
+    rto_idle = kept_doc.get("rto_idle_grid")
     # every regime's choice, also those kept from --out: a partial run used to write no testbed check at all
     chosen = {r: v["chosen"] for r, v in out.items() if "chosen" in v}
     checks = {}
@@ -942,6 +964,7 @@ def main(argv=None) -> int:
                               **({"joint_grid": joint} if joint else {}),
                               **({"joint_draws_grid": joint_draws} if joint_draws else {}),
                               **({"beatdown_grid": beatdown} if beatdown else {}),
+                              **({"rto_idle_grid": rto_idle} if rto_idle else {}),
                               wall_s=time.time() - t0))
     print(f"wrote {args.out} ({time.time() - t0:.0f} s)")
     return 0

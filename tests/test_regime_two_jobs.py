@@ -9,7 +9,8 @@ the goodput term (``goodput_k`` g, ``buffer_packets`` B, :mod:`netlab.network.tc
 term is per binding link, not per moment, so jobs that take turns pay it too. With the timeout tail (``rto_k``,
 :mod:`netlab.network.tcp.rto`) every job on the binding link adds, per iteration, rto_k x rto_min_s x its packets
 (flow bytes / segment_bytes) x p(w) x Q(w), w = (10 Gbit/s x rtt_us / segment_bytes + buffer_packets) / (flows
-sending at once, at least 1), p = 8 / (3 w^2), Q = 3 / w (:func:`tail_s`), after the stretch. With the rate-cut
+sending at once, at least 1), p = 8 / (3 w^2), Q = 3 / w (:func:`tail_s`), after the stretch, or, with ``rto_idle``,
+as time the job leaves the link inside the solve (:func:`~netlab.network.tcp.rto.idle_demands`). With the rate-cut
 term (``cut_k``, :mod:`netlab.network.tcp.ratecut`) its network time as solved, t, grows by g t, g = cut_k x
 min(1, sqrt(2 / w)) / 4 x max(0, 1 - w / c) (:func:`cut_frac`; w as for the tail, here with the marking threshold
 as ``buffer_packets``; c its packets per ring step: one step of all its bytes here).
@@ -21,6 +22,7 @@ import pytest
 from incremental_helpers import joined
 from netlab.network import NETWORKS, CommDemand
 from netlab.network.regimes import regimes
+from netlab.network.tcp.rto import idle_demands
 
 CAP_GBPS = 10.0
 CAP = np.array([CAP_GBPS])
@@ -104,6 +106,20 @@ def test_unequal_sizes_share_by_weight_and_keep_the_link_full(net):
     # Both always send alone: two flows at once for the tail, job 2's ten times job 1's (ten times the packets).
     p = net.params
     sol = net.solve([job(1, 0.0), job(2, 0.0, 10 * BYTES)], CAP)
+    if p.rto_idle and p.rto_k > 0.0:
+        # the tail as idle time inside the solve (rto.idle_demands): the model without the tail, given each job's
+        # tail (two flows at once) as time it leaves the link, answers the same. The link is then not always full:
+        # each job has it alone while the other stalls, so each job's network time lies between its time alone
+        # (a f, 10a f) and its time always sharing it (the lead-0 figures below)
+        tails = [tail_s(net, BYTES, 2.0), tail_s(net, 10 * BYTES, 2.0)]
+        plain = type(net)(**p._replace(rto_k=0.0)._asdict())
+        ref = plain.solve(idle_demands([job(1, 0.0), job(2, 0.0, 10 * BYTES)], tails), CAP)
+        assert sol.iter_s[1] == pytest.approx(ref.iter_s[1], rel=1e-9)
+        assert sol.iter_s[2] == pytest.approx(ref.iter_s[2], rel=1e-9)
+        w, f = 10.0 ** p.alpha, slower(net)
+        assert A_S * f < sol.iter_s[1] - tails[0] < A_S * (1 + w) * f
+        assert 10 * A_S * f < sol.iter_s[2] - tails[1] < 10 * A_S * (1 + w) / w * f
+        return
     # iter = a + (1 + k)(t - a) + tail + g t (module doc), so t = (iter - tail + k a) / (1 + k + g)
     g1, g2 = cut_frac(net, BYTES, 2.0), cut_frac(net, 10 * BYTES, 2.0)
     t1 = (sol.iter_s[1] - tail_s(net, BYTES, 2.0) + p.stretch * A_S) / (1.0 + p.stretch + g1) / slower(net)

@@ -18,10 +18,11 @@ from .incremental import (adds_nonbinding, binding_component, clear_row_load, re
 from .mean_field import mean_field_counts
 from .params import (ALPHA, BEATDOWN_BETA, BUFFER_PACKETS, BUFFER_US, CORE_ALPHA, CUT_K, DRAWS, ECN_THRESHOLD_US,
                      GOODPUT_K, HORIZON, JITTER, LEAD, MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES,
-                     REPORT_RTOL, RTO_K, RTO_MIN_S, RTT_US, SEGMENT_BYTES, SLOW_K, STRETCH, WARMUP, TcpParams)
+                     REPORT_RTOL, RTO_IDLE, RTO_K, RTO_MIN_S, RTT_US, SEGMENT_BYTES, SLOW_K, STRETCH, WARMUP,
+                     TcpParams)
 from .ratecut import cut_s, demands_cut_s
 from .relink import relink_in_place
-from .rto import demand_duty, demands_tail_s, solved_share, tail_s
+from .rto import demand_duty, demands_tail_s, idle_demands, solved_share, tail_s
 from .scenarios import simulate_starts
 from .slowest import demands_slowest_s, slowest_s
 from .solve import SolveCode, solve_component, solve_unless_exact
@@ -48,7 +49,7 @@ class TcpNetwork(NetworkModel):
                  phase_cores: bool = PHASE_CORES, rto_k: float = RTO_K, rto_min_s: float = RTO_MIN_S,
                  segment_bytes: float = SEGMENT_BYTES, rtt_us: float = RTT_US,
                  max_core_jobs: int = MAX_CORE_JOBS, core_alpha: float | None = CORE_ALPHA, cut_k: float = CUT_K,
-                 slow_k: float = SLOW_K, beatdown_beta: float = BEATDOWN_BETA):
+                 slow_k: float = SLOW_K, beatdown_beta: float = BEATDOWN_BETA, rto_idle: bool = RTO_IDLE):
         """Parameters: see :mod:`~netlab.network.tcp.params` (one ValueError if any is out of range)."""
         self.params = TcpParams.checked(alpha=alpha, jitter=jitter, lead=lead, horizon=horizon, warmup=warmup,
                                         max_exact_jobs=max_exact_jobs, max_events=max_events,
@@ -57,8 +58,9 @@ class TcpNetwork(NetworkModel):
                                         phase_cores=phase_cores, rto_k=rto_k, rto_min_s=rto_min_s,
                                         segment_bytes=segment_bytes, rtt_us=rtt_us,
                                         max_core_jobs=max_core_jobs, core_alpha=core_alpha, cut_k=cut_k,
-                                        slow_k=slow_k, beatdown_beta=beatdown_beta)
-        if self.params.beatdown_beta > 0.0:  # two solves a change, every job, no phase state kept (beatdown.py)
+                                        slow_k=slow_k, beatdown_beta=beatdown_beta, rto_idle=rto_idle)
+        # two solves a change, every job, no phase state kept (beatdown.py; the idle timeout tail, rto.py, likewise)
+        if self.params.beatdown_beta > 0.0 or (self.params.rto_idle and self.params.rto_k > 0.0):
             self.capabilities = beaten_capabilities(type(self).capabilities)
         self._slots = SlotTable()  # every job's row: its demand, last time and phase state
         self.exact_solves = self.mean_field_solves = 0
@@ -124,6 +126,10 @@ class TcpNetwork(NetworkModel):
         if p.rto_k > 0.0 or p.cut_k > 0.0 or p.slow_k > 0.0:  # rto.py, ratecut.py, slowest.py: each job at its
             shares = list(map(solved_share, out.iter_s, out.comm_s))  # share of the iteration as solved
             tails = tail_s(demands, capacity_gbps, p, shares) if p.rto_k > 0.0 else [0.0] * len(demands)
+            if p.rto_idle and p.rto_k > 0.0:  # the tail as idle time, inside a second solve (rto.idle_demands)
+                demands = idle_demands(demands, tails)
+                out = self.solve_rows(now_s, rows, e, cap, jobs_of(demands))
+                tails = [0.0] * len(demands)
             net = [max(c - d.serial_intra_s, 0.0) for d, c in zip(demands, out.comm_s.tolist())]
             if p.cut_k > 0.0:
                 tails = [t + c for t, c in zip(tails, cut_s(demands, capacity_gbps, p, shares, net))]

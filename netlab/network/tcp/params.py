@@ -48,6 +48,10 @@ SLOW_K = 0.0
 #: solved in two passes (the first gives the marking); 0: no term, one solve, the model's incremental re-solve.
 #: Above 0 the model is not incremental (``capabilities``): a simulation re-solves every running job at each change
 BEATDOWN_BETA = 0.0
+#: the timeout tail (``rto_k``) as time its job leaves the network idle, inside the solve (:func:`~.rto.idle_demands`:
+#: a ring stalled in a timeout sends nothing, so the others on its links get them; a second solve, not incremental)
+#: instead of added after it; off: the tail after the solve, as before (no term at rto_k 0 either way)
+RTO_IDLE = False
 RTO_MIN_S = 0.2  # the minimum retransmission timeout: Linux's and the referee's 200 ms
 SEGMENT_BYTES = 1500.0  # bytes on the wire per packet: a flow's packets per iteration = its flow bytes / this
 #: the base round trip a flow's window covers beside its share of the queue (:mod:`~.rto`): a few-hop datacenter
@@ -97,6 +101,7 @@ class TcpParams(NamedTuple):
     cut_k: float = CUT_K
     slow_k: float = SLOW_K
     beatdown_beta: float = BEATDOWN_BETA
+    rto_idle: bool = RTO_IDLE
 
     @classmethod
     def checked(cls, **kw) -> TcpParams:
@@ -110,18 +115,18 @@ class TcpParams(NamedTuple):
                 and p.draws >= 1 and p.stretch >= 0 and p.goodput_k >= 0 and p.buffer_packets > 0
                 and p.phase_cores in (True, False) and p.rto_k >= 0 and p.rto_min_s >= 0 and p.segment_bytes > 0
                 and p.rtt_us >= 0 and p.max_core_jobs >= 1 and p.cut_k >= 0 and p.slow_k >= 0
-                and p.beatdown_beta >= 0):
+                and p.beatdown_beta >= 0 and p.rto_idle in (True, False)):
             raise ValueError("tcp network: need alpha >= -1, jitter >= 0, lead >= 0, horizon > warmup + 1 >= 1, "
                              "max_exact_jobs >= 1, max_events > 0, 0 <= ecn_threshold_us <= buffer_us, draws >= 1, "
                              "stretch >= 0, goodput_k >= 0, buffer_packets > 0, phase_cores True or False, rto_k >= 0, "
                              "rto_min_s >= 0, segment_bytes > 0, rtt_us >= 0, max_core_jobs >= 1, "
-                             "core_alpha >= -1 or None, cut_k >= 0, slow_k >= 0, beatdown_beta >= 0")
+                             "core_alpha >= -1 or None, cut_k >= 0, slow_k >= 0, beatdown_beta >= 0, rto_idle True or False")
         return cls(float(p.alpha), float(p.jitter), float(p.lead), int(p.horizon), int(p.warmup),
                    int(p.max_exact_jobs), int(p.max_events), float(p.ecn_threshold_us), float(p.buffer_us),
                    int(p.draws), float(p.stretch), float(p.goodput_k), float(p.buffer_packets),
                    bool(p.phase_cores), float(p.rto_k), float(p.rto_min_s), float(p.segment_bytes),
                    float(p.rtt_us), int(p.max_core_jobs), float(p.core_alpha), float(p.cut_k), float(p.slow_k),
-                   float(p.beatdown_beta))
+                   float(p.beatdown_beta), bool(p.rto_idle))
 
 
 #: the transport variants of ``tcp`` (:mod:`~.transports`): name -> (what it stands for, defaults that differ from
@@ -165,9 +170,26 @@ TRANSPORT_PARAMS: dict[str, tuple[str, dict]] = {
     # Its heavy-job bias on the scoring half (-31% against one referee draw) is the referee choosing heavy jobs on the
     # draw it is scored against (a job that drew timeouts is both heavy and under-predicted): heavy by one draw and
     # read on the other, +2% (referee.json scoring_mean_of_draws, cross_draw_heavy)
+    # The point above was registered until the miss was read against the referee's draws: of the calibration jobs off
+    # by more than 15% against one draw (59 of 287), 34 are off the same way against both draws, and those are
+    # mostly *over*-predicted jobs of 8:1 scenarios that drop little and time out never (2tier-large-32 and -2: +20%
+    # to +47% on both draws, no timeout), beside under-predicted jobs that time out often. Within a scenario a job's
+    # error falls with its drops per packet (Spearman -0.29): the losses, and the timeouts' 200 ms stalls, fall on
+    # some jobs, and while a ring stalls its links are the others'. The stretch and the goodput term charge every
+    # contended job alike; the timeout tail added after the solve charges the stalled job but leaves the others as
+    # slow as if it had kept sending. As idle time inside the solve (``rto_idle``, :func:`~.rto.idle_demands`) it
+    # does both. Chosen on the calibration half's 16 scenarios with two draws (``bench_regimes_fit.py --rto-idle``,
+    # regimes_fit.json rto_idle_grid: alpha, goodput_k, stretch, rto_k, the worse of the referee's objective against
+    # the draws and the testbed's byte-limited queue's): rto_k 0.05 (a third of the timeout counts' 0.17, which
+    # over-predicts the testbed, whose Linux has the tail-loss probe and RACK that ns-3.37 lacks), alpha 0, goodput_k
+    # 0.75, stretch 0: against the mean of the two draws 2.7% / 16.0% median / p90, heavy bias across draws +1.7%
+    # (objective 1.06; the point above 3.2% / 20.2% / +5.5%, 1.35), and the testbed's queue 4.9% / 16.6% / -1.9%
+    # median / p90 / mean signed (the point above 6.3% / 22.7% / -5.9%). Against one draw its heavy-job bias is
+    # -10.5% (the point above -3.5%): heavy chosen on the draw scored against. Not incremental (two solves over
+    # whole components at each change: a simulation re-solves every running job, as dctcp's beat-down does)
     "tcp-shallow": ("TCP over shallow-buffer drop-tail queues (losses, retransmission timeouts)",
-                    {"alpha": -0.25, "lead": 0.0, "stretch": 0.2, "goodput_k": 0.75, "buffer_packets": 100.0,
-                     "rto_k": 0.0, "core_alpha": None}),
+                    {"alpha": 0.0, "lead": 0.0, "stretch": 0.0, "goodput_k": 0.75, "buffer_packets": 100.0,
+                     "rto_k": 0.05, "rto_idle": True, "core_alpha": None}),
     # DCTCP with step ECN marking: weakly byte-weighted (alpha 0.25), no leader advantage (lead 0), and a long ring
     # step cut below its share (:mod:`~.ratecut`, cut_k 1), no goodput term: chosen on the joint grid of the three
     # through the model's own solve (regimes_fit.json, joint_grid), on the 16 calibration scenarios (278 contended

@@ -106,3 +106,23 @@ def tail_s(demands, capacity_gbps: np.ndarray, p, shares=None) -> list[float]:
     """Per demand, the expected timeout seconds per iteration when ``demands`` are all the jobs on the links,
     each sending ``shares[n]`` of its iteration as solved (:func:`offered_and_active`)."""
     return demands_tail_s(demands, capacity_gbps, *offered_and_active(demands, len(capacity_gbps), shares), p)
+
+
+def idle_demands(demands, tails: list[float]) -> list:
+    """Each demand with its expected timeout seconds per iteration (``tails``, :func:`tail_s`) as time its job
+    leaves the network idle: added to its serial time (``serial_intra_s``: communication that loads no link, as a
+    ring step's latency is; its iteration on the ideal network follows), so that a solve of these demands counts the
+    job's flows as sending a smaller share of its (longer) iteration. Why: a ring stalled in a retransmission
+    timeout sends nothing on any of its links for ``rto_min_s``; the flows of the other jobs there get the link for
+    that time. Added after the solve (the model's default), the tail lengthens the stalled job and leaves the others
+    as slow as if it had kept sending; inside the solve (``rto_idle``), the others are as fast as its silence lets
+    them be. A demand with no tail is returned as it is."""
+    from dataclasses import replace
+
+    out = []
+    for d, t in zip(demands, tails):
+        if t > 0.0:
+            d = replace(d, serial_intra_s=d.serial_intra_s + t)
+            d = replace(d, iso_iter_s=d.iter_s(d.iso_rate_gbps))
+        out.append(d)
+    return out
