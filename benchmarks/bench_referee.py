@@ -36,6 +36,12 @@ Writes ``benchmarks/results/referee.json``:
 * ``calibration_draws``: the same three ways for the calibration half's scenarios that have the draws, the regimes'
   own models as registered, over all and per oversubscription: whether the fit's misses are the referee's noise
   (they shrink against the mean of draws) or the model's (they stay).
+* ``noise_floor``: for :data:`NOISE_FLOOR_REGIMES` (shallow Reno), both halves, the regime's own model (and as
+  registered before, :data:`NOISE_FLOOR_BEFORE`) against every stored draw of each scenario, up to
+  ``--noise-draws`` (:mod:`netlab.validate.noise`): the referee's own floor (what a perfect deterministic model
+  scores against one draw), the model's part (its error against the draws' centre with the noise left in their mean
+  taken out), the score against the centre of k draws for every k, and the misses that persist on every draw.
+  Without ``--score-only`` the missing draws of ``--noise-halves`` are run first, every second draw before any third.
 * ``beatdown``: the scoring half under DCTCP, the registered ``dctcp`` (with the multi-bottleneck beat-down,
   :mod:`netlab.network.tcp.beatdown`, its exponent and rate cut chosen on the calibration half:
   ``regimes_fit.json['beatdown_grid']``, ``bench_regimes_fit.py --beatdown``) beside ``dctcp`` as registered before
@@ -67,6 +73,8 @@ Usage:
     python benchmarks/bench_referee.py --families 3tier --seeds 6 0 --regimes dctcp --need-job-loss  # given seeds
     python benchmarks/bench_referee.py --score-per-family 4 --families 2tier --regimes dctcp   # + its extra draws
     python benchmarks/bench_referee.py --trace 2tier-overlap:18 2tier-large:2   # traced DCTCP runs (referee_trace.json)
+    python benchmarks/bench_referee.py --regimes reno-shallow --per-family 0 --score-per-family 4 --noise-draws 4 \
+        --out draws.json   # run shallow Reno's missing draws for noise_floor (then --score-only for referee.json)
 """
 
 from __future__ import annotations
@@ -110,6 +118,9 @@ NOISE_SCENARIOS = (("2tier", 7, "reno-deep"), ("2tier-overlap", 3, "reno-deep"),
 #: the regimes whose scoring half is also scored against the mean of several referee draws (``scoring_mean_of_draws``):
 #: the lossy ones, where one draw is itself p90 13-29% from the next on 8:1 components (sanity.noise)
 DRAW_REGIMES = ("dctcp", "reno-shallow")
+#: the regimes whose own model is read against every stored draw of each scenario (``noise_floor``,
+#: :mod:`netlab.validate.noise`): shallow Reno, whose p90 miss is about half the referee's own noise
+NOISE_FLOOR_REGIMES = ("reno-shallow",)
 #: ``--trace``: seconds per time bin of a traced run (a ring step at these rates takes 0.3-3 ms alone)
 TRACE_BIN_S = 0.001
 #: what the mean-of-draws section keeps per model and reference
@@ -476,6 +487,90 @@ def beatdown_section(store: RunStore, families: list[str], n_score: int, n_draws
                 model=name, before=before, before_kwargs=DCTCP_BEFORE_BEATDOWN, cpu_s=cpu, cells=out)
 
 
+def stored_draws(store: RunStore, sc, rec: dict, most: int) -> list:
+    """``sc``'s referee draws in the store, at most ``most``: its record, then :func:`sanity.replicate` 1, 2, ... up to
+    the first one missing, as (iteration, alone) times."""
+    draws = [record_times(rec)]
+    for k in range(1, most):
+        other = store.get(sanity.replicate(sc, k))
+        if other is None:
+            break
+        draws.append(record_times(other))
+    return draws
+
+
+#: ``tcp-shallow`` as registered before the timeout tail went inside the solve (``params.TRANSPORT_PARAMS``): what
+#: ``noise_floor`` reads beside the registered model (the 25% p90 of issue 26's last reading was this point's)
+TCP_SHALLOW_BEFORE = dict(alpha=-0.25, stretch=0.2, rto_k=0.0, rto_idle=False)
+#: per regime, the models ``noise_floor`` reads beside the registered one: label -> constructor arguments
+NOISE_FLOOR_BEFORE = {"reno-shallow": {"before": TCP_SHALLOW_BEFORE}}
+
+
+def noise_floor_section(store: RunStore, regimes: list[str], families: list[str], n_score: int,
+                        calibration_seeds: dict, most: int, specs: dict, used: set) -> dict:
+    """Per regime of ``regimes`` and half, the regime's own model (and :data:`NOISE_FLOOR_BEFORE`'s) against every
+    stored draw of each scenario (:func:`netlab.validate.noise.noise_split`: the referee's floor, the model's own
+    part, the score against the centre of k draws, the persistent misses): over the scenarios with at least ``n``
+    draws, for n = 2 and for the fewest and the most draws the half's scenarios have (at most ``most``)."""
+    from netlab.validate.noise import noise_split
+
+    out: dict = dict(note=(
+        "the regime's own model (as registered, and as before: before_kwargs) against every stored referee draw "
+        "(sanity.replicate) of each scenario: referee_floor, what a perfect deterministic model (each job's centre "
+        "over infinitely many draws) scores against one draw; model_part, the APE against the draws' centre with the "
+        "noise left in a mean of N draws taken out per job (raw: without); against_k_draws, the APE against the "
+        "centre of k draws (mean over every k-subset); persistent, the jobs off by more than 15% against the first "
+        "draw that are off by more than that, the same way, against every draw (netlab.validate.noise). "
+        "y = log(1 + signed); centre = geometric mean; by_draws: over the scenarios with at least that many draws"),
+        most_draws=most, results={})
+    for r in regimes:
+        name = own_model(r)
+        if name is None or name not in specs:
+            continue
+        models = {name: specs[name]} | {f"{name}({label})": (specs[name][0], kw, "solve")
+                                        for label, kw in NOISE_FLOOR_BEFORE.get(r, {}).items()}
+        for half_name in ("scoring", "calibration"):
+            scenarios = [(f, s) for f in families for s in (scoring_seeds(f, n_score) if half_name == "scoring"
+                                                          else sorted(calibration_seeds[f]))]
+            parts = []
+            for f, s in scenarios:
+                sc = generate(f, s, REGIMES[r])
+                rec = store.get(sc)
+                if rec is None:
+                    continue
+                draws = stored_draws(store, sc, rec, most)
+                if len(draws) < 2:
+                    continue
+                used |= {sc.key()} | {sanity.replicate(sc, k).key() for k in range(1, len(draws))}
+                preds = predict_all(sc, models)
+                parts.append((f"{f}-{s}", sc.meta["oversub"], [compare_jobs(sc, *d, preds) for d in draws]))
+            if not parts:
+                continue
+            entry = dict(model=name, before_kwargs=NOISE_FLOOR_BEFORE.get(r, {}), models={})
+            for m in models:
+                cells = {}
+                for n in sorted({2, min(len(p[2]) for p in parts), max(len(p[2]) for p in parts)}):
+                    with_n = [p for p in parts if len(p[2]) >= n]
+
+                    def split(sel, n=n):
+                        return noise_split([pd.concat([d[k][d[k].model == m] for _, _, d in sel], ignore_index=True)
+                                            for k in range(n)])
+
+                    cells[n] = dict(split(with_n), scenarios=sorted(p[0] for p in with_n),
+                                    per_oversub={f"{o:g}:1": split([p for p in with_n if p[1] == o])
+                                                 for o in sorted({p[1] for p in with_n})})
+                entry["models"][m] = cells
+                for n, c in cells.items():
+                    print(f"noise floor {r} {half_name} {m} ({len(c['scenarios'])} scenarios, {n} draws): referee "
+                          f"floor p90 {c['referee_floor']['p90_ape']:.3f}; p90 against 1 / {n} draws "
+                          f"{c['against_k_draws'][1]['p90_ape']:.3f} / {c['against_k_draws'][n]['p90_ape']:.3f}; "
+                          f"model part p90 {c['model_part']['p90_ape']:.3f} (raw {c['model_part']['raw']['p90_ape']:.3f})"
+                          f"; persistent {c['persistent']['of_them_missed_on_every_draw']} of "
+                          f"{c['persistent']['missed_on_first_draw']}", flush=True)
+            out["results"].setdefault(r, {})[half_name] = entry
+    return out
+
+
 def trace_section(store: RunStore, names: list[str], regime: str, timeout_s: float, binary) -> dict:
     """Per scenario of ``names`` ("family:seed"), a traced referee run of ``regime`` (:mod:`netlab.validate.trace`)
     read over the steady window: whether its times are the stored record's to the bit, per switch queue its
@@ -573,6 +668,13 @@ def main(argv=None) -> int:
                     help="regimes whose scored scenarios are also scored against the mean of --draws referee draws "
                          "(scoring_mean_of_draws; without --score-only the missing draws are run, one at a time)")
     ap.add_argument("--draws", type=int, default=2, help="referee draws per scenario for scoring_mean_of_draws")
+    ap.add_argument("--noise-regimes", nargs="*", default=list(NOISE_FLOOR_REGIMES), choices=list(REGIMES),
+                    help="regimes whose own model is read against every stored draw (noise_floor; without "
+                         "--score-only the missing draws of --noise-halves up to --noise-draws are run, cheapest "
+                         "first)")
+    ap.add_argument("--noise-draws", type=int, default=4, help="referee draws per scenario for noise_floor (at most)")
+    ap.add_argument("--noise-halves", choices=("scoring", "calibration", "all"), default="scoring",
+                    help="whose missing draws for noise_floor are run (both halves are read)")
     ap.add_argument("--trace", nargs="*", default=None, metavar="FAMILY:SEED",
                     help="only run these scenarios traced in the referee (--trace-regime) and write what the traces "
                          "say to --trace-out (netlab.validate.trace); nothing else is scored")
@@ -665,6 +767,26 @@ def main(argv=None) -> int:
                 print(f"[draw {i + 1}/{len(extra)}] {x.name} FAILED: {str(exc)[-300:]}", flush=True)
                 continue
             print(f"[draw {i + 1}/{len(extra)}] {x.transport.name} {x.name}: {time.time() - t:.0f} s", flush=True)
+    if not args.score_only:  # noise_floor's draws: replicates up to --noise-draws, cheapest first
+        nh = ("scoring", "calibration") if args.noise_halves == "all" else (args.noise_halves,)
+        base = [generate(f, s, REGIMES[r]) for r in args.noise_regimes if r in args.regimes for f in args.families
+                for h in nh for s in (scoring_seeds(f, n_score) if h == "scoring"
+                                      else family_seeds(f, args.calibration_per_family, "calibration"))]
+        base = [sc for sc in base if store.get(sc) is not None]
+        extra = [(k, sanity.replicate(sc, k)) for k in range(1, args.noise_draws) for sc in base]
+        extra = [(k, x) for k, x in extra if store.get(x) is None]
+        extra.sort(key=lambda x: (x[0], x[1].meta["estimated_link_packets"]))  # every draw 2 before any draw 3
+        for i, (k, x) in enumerate(extra):
+            t, c0 = time.time(), os.times()
+            try:
+                referee_record(x, store, args.timeout_s, binary)
+            except RefereeError as exc:
+                print(f"[noise draw {i + 1}/{len(extra)}] {x.name} FAILED: {str(exc)[-300:]}", flush=True)
+                continue
+            c1 = os.times()
+            print(f"[noise draw {i + 1}/{len(extra)}] {x.transport.name} {x.name}: {time.time() - t:.0f} s wall, "
+                  f"{c1.children_user + c1.children_system - c0.children_user - c0.children_system:.0f} s CPU, "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
     # score (the scoring half only), netlab's models warmed up first so their CPU time is a solve's
     specs = model_specs()
     warm = generate(args.families[0], 1)
@@ -731,6 +853,8 @@ def main(argv=None) -> int:
         calibration_draws=calibration_draws_section(store, [r for r in args.draws_regimes if r in args.regimes],
                                                     args.families, calibration_seeds, specs, args.draws,
                                                     record.used),
+        noise_floor=noise_floor_section(store, [r for r in args.noise_regimes if r in args.regimes], args.families,
+                                        n_score, calibration_seeds, args.noise_draws, specs, record.used),
         speed=speed_summary(infos),
         **({"beatdown": beatdown_section(store, args.families, n_score, args.draws)}
            if "dctcp" in args.regimes else {}),
