@@ -170,11 +170,23 @@ def test_write_back_clears_only_links_a_solve_wrote_and_marks_those_it_writes():
     solved = np.array([False, False, True, True])
     t.iter_s[0] = 1.0
     out = Solved(np.array([1.0]), np.array([0.5]), np.array([12.0]), np.array([2.0]), np.array([0.25]))
-    ids, it, comm = write_back(touched, np.array([3]), comp, all_links, np.array([0]), out, 1e-3, t, links, solved)
+    ids, it, comm, written = write_back(touched, np.array([3]), comp, all_links, np.array([0]), out, 1e-3, t, links,
+                                        solved)
     assert links.overload_gbps.tolist() == [0.0, 2.0, 0.0, 0.0] and links.queue_frac.tolist() == [0.0, 0.25, 0.0, 0.0]
     assert solved.tolist() == [False, True, False, False]
     assert touched.tolist() == [False, False, False, True]
     assert ids.tolist() == []  # its time did not move (1.0 as before)
+    # named as written: seed 3 and link 2 cleared, link 1 solved; not link 0 (row 0's load unchanged)
+    assert written.tolist() == [3, 2, 1]
+    # again, the row's time moving 1.0 -> 2.0: its loads change on all its links, named after the solved link
+    # (link 1 no longer needs clearing first: written above, it is cleared and written again)
+    t.iter_s[0] = 1.0
+    out2 = Solved(np.array([2.0]), np.array([1.5]), np.array([6.0]), np.array([3.0]), np.array([0.5]))
+    ids, it, comm, written = write_back(touched, np.array([3]), comp, all_links, np.array([0]), out2, 1e-3, t,
+                                        links, solved)
+    assert ids.tolist() == [0] and it.tolist() == [2.0]
+    assert written.tolist() == [1, 1, 0, 1, 2]
+    assert links.overload_gbps.tolist() == [0.0, 3.0, 0.0, 0.0]
 
 
 def test_a_relinked_row_keeps_its_places_on_the_links_that_may_bind():

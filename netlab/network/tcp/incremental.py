@@ -111,22 +111,22 @@ def resolve_touched(now_s, touched, seeds, t: Rows, links: LinkArrays, binding, 
     :func:`update_binding`) solved and written back, when no part of it is for the exact simulation: (code, job
     ids, iteration s, comm s of the jobs whose time moved, the component (entries on those links), every link
     of its rows, its entries on links that bind in its solve and which of its links those are
-    (:func:`binding_part`)), the code a :class:`SolveCode` value. ``EXACT_NEEDED``: nothing written; the caller
+    (:func:`binding_part`), the links it wrote (:func:`write_back`)), the code a :class:`SolveCode` value. ``EXACT_NEEDED``: nothing written; the caller
     solves the component's binding part (returned, so that it is not found a second time) and calls
     :func:`write_back` (``solved``: its links written). Named tuples or plain ones (``jit.py``)."""
     t, links, counts = Rows(*t), LinkArrays(*links), MeanFieldCounts(*counts)
     comp, all_links = component_kept_at(seeds, touched, t, binding)  # binding links couple its rows
     none_i, none_f = np.empty(0, np.int64), np.empty(0)
     if comp.rows.shape[0] == 0:
-        return SolveCode.NOTHING.value, none_i, none_f, none_f, comp, all_links, comp.entries, none_i
+        return SolveCode.NOTHING.value, none_i, none_f, none_f, comp, all_links, comp.entries, none_i, none_i
     cap = links.capacity_gbps[comp.links]
     sub, kept = binding_part(comp, cap, t)
     code, out = solve_unless_exact(now_s, sub, cap[kept], jobs_at(t, comp.rows), t, comp.rows, max_exact, alpha,
                                    counts)
     if code == SolveCode.EXACT_NEEDED:
-        return code.value, none_i, none_f, none_f, comp, all_links, sub, kept
-    ids, it, comm = write_back(touched, seeds, comp, all_links, kept, out, rtol, t, links, solved)
-    return code.value, ids, it, comm, comp, all_links, sub, kept
+        return code.value, none_i, none_f, none_f, comp, all_links, sub, kept, none_i
+    ids, it, comm, written = write_back(touched, seeds, comp, all_links, kept, out, rtol, t, links, solved)
+    return code.value, ids, it, comm, comp, all_links, sub, kept, written
 
 
 @njit(**JIT)
@@ -145,29 +145,50 @@ def write_back(touched, seeds, comp: Component, all_links, kept, out: Solved, rt
 
     A fixed point converges to a tolerance, so unaffected jobs' times wobble by about that much: only a
     change beyond ``rtol`` moves a job (and its completion); the others keep their time.
+
+    The fourth value is the ids of the links written (repeats possible): those cleared, those the solve wrote
+    and every link of the moved rows (their loads), for :meth:`~netlab.network.links.LinkState.mark`. Why not
+    every link of the rows: a reader that keeps per-link state (the aggregated history) reads each named
+    link, and on a busy rail fabric about 4% of a component's links change in a re-solve.
     """
+    rows, it = comp.rows, out.iter_s
+    moved = np.zeros(rows.shape[0], np.bool_)
+    n_moved_links = 0
+    for a in range(rows.shape[0]):
+        moved[a] = not (abs(it[a] - t.iter_s[rows[a]]) <= rtol * it[a])  # NaN (a new job) counts as moved
+        if moved[a]:
+            t.iter_s[rows[a]] = it[a]
+            n_moved_links += t.n_links[rows[a]]
+    written = np.empty(seeds.shape[0] + all_links.shape[0] + kept.shape[0] + n_moved_links, np.int64)
+    n = 0
     for g in seeds:
         if solved[g]:
             links.overload_gbps[g] = links.queue_frac[g] = 0.0
             solved[g] = False
+            written[n] = g
+            n += 1
     for g in all_links:
         if solved[g]:
             links.overload_gbps[g] = links.queue_frac[g] = 0.0
             solved[g] = False
+            written[n] = g
+            n += 1
     for g in comp.links:  # every link the walk widened ``touched`` to (coupling links are among them)
         touched[g] = False
     for b in range(kept.shape[0]):
         g = comp.links[kept[b]]
         links.overload_gbps[g], links.queue_frac[g] = out.overload_gbps[b], out.queue_frac[b]
         solved[g] = True
-    rows, it = comp.rows, out.iter_s
-    moved = np.zeros(rows.shape[0], np.bool_)
+        written[n] = g
+        n += 1
     for a in range(rows.shape[0]):
-        moved[a] = not (abs(it[a] - t.iter_s[rows[a]]) <= rtol * it[a])  # NaN (a new job) counts as moved
         if moved[a]:
-            t.iter_s[rows[a]] = it[a]
+            r = rows[a]
+            for k in range(t.n_links[r]):
+                written[n] = t.links[r, k]
+                n += 1
     row_loads(rows[moved], t, links.load_gbps)
-    return t.job_id[rows[moved]], it[moved], out.comm_s[moved]
+    return t.job_id[rows[moved]], it[moved], out.comm_s[moved], written[:n].copy()
 
 
 @njit(**JIT)

@@ -310,8 +310,9 @@ class TcpNetwork(NetworkModel):
             code = SolveCode.EXACT_NEEDED if len(comp.rows) else SolveCode.NOTHING
             ids = it = comm = np.empty(0)
             all_links, sub, kept = comp.links, comp.entries, np.arange(len(comp.links))  # the cores read every link
+            written = np.zeros(0, dtype=np.int64)
         else:  # (the component and its binding part come back for the exact path: not found a second time)
-            code, ids, it, comm, comp, all_links, sub, kept = resolve_touched(
+            code, ids, it, comm, comp, all_links, sub, kept, written = resolve_touched(
                 now_s, self._touched, seeds, tuple(t), tuple(arrays), self._binding,
                 p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts), self._solved)
         if code == SolveCode.EXACT_NEEDED:
@@ -321,17 +322,16 @@ class TcpNetwork(NetworkModel):
                                                      self._core_cache)
             self.exact_solves += exact
             self.mean_field_solves += mean_field
-            ids, it, comm = write_back(self._touched, seeds, comp, all_links, kept, out, REPORT_RTOL, t,
-                                       links.arrays(), self._solved)
+            ids, it, comm, written = write_back(self._touched, seeds, comp, all_links, kept, out, REPORT_RTOL, t,
+                                                links.arrays(), self._solved)
             phase_blind = None  # per job, below
         else:
             self.mean_field_solves += code == SolveCode.MEAN_FIELD
             phase_blind = bool(code == SolveCode.MEAN_FIELD)  # the whole component by the mean field
         self._new.clear()
-        # what was written: the links the changes touched and the component's (the touched ones widened to,
-        # cleared by write_back)
-        links.mark(seeds)
-        links.mark(all_links)
+        # what was written (write_back): the links it cleared, those the solve wrote and the moved rows' links,
+        # not every link of the component (the aggregated history reads each link named)
+        links.mark(written)
         self._touched[seeds] = False
         ids = ids.tolist()
         # the moved jobs' demands, for the terms that read them (by default none: no list built per re-solve)
