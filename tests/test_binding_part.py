@@ -1,14 +1,25 @@
-"""The tcp model's solve reads only links that can bind (issue 28, result-neutral): the component built with
-entries on the links that may bind (:func:`component_kept_at`) against the full one, the links a solve may find
-binding (:func:`update_binding`'s ``may_bind``) and the binding part of a component (:func:`binding_part`), by
-hand and on random tables."""
+"""The tcp model's solve reads only links that can bind (issue 28, result-neutral): the component walked and built
+with entries on the links that may bind (its rows' kept places: :func:`component_rows` with ``kept``,
+:func:`binding_entries`) against the full one, the links a solve may find binding (:func:`update_binding`'s
+``may_bind``) and the binding part of a component (:func:`binding_entries`), by hand and on random tables."""
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netlab.network.slots import Component, SlotTable, component_at, component_kept_at, keep_link
-from netlab.network.tcp.incremental import binding_part, update_binding
+from netlab.network.slots import Component, SlotTable, component_at, component_rows, keep_link, rows_links
+from netlab.network.tcp.incremental import binding_entries, update_binding
+
+#: a capacity under which every link binds: :func:`binding_entries` then keeps every entry on a kept place
+EVERY = -1.0
+
+
+def _kept_component(seeds, touched, t, couple, capacity):
+    """The component walked over the rows' kept places: (rows, every link of the rows, its kept links, entries on
+    those that bind under ``capacity`` (per link), which of the kept links they are)."""
+    rows = component_rows(seeds, touched, t, couple, True)
+    links, sub, kept = binding_entries(rows, t, capacity)
+    return rows, rows_links(rows, t), links, sub, kept
 
 from test_slots_index import _demand, scratch_clear
 
@@ -70,14 +81,46 @@ def test_the_kept_component_is_the_full_one_on_the_kept_links(case, data):
     touched[seeds] = True
     full_touched = touched.copy()
     full = component_at(seeds, full_touched, table.rows, couple)
-    got, all_links = component_kept_at(seeds, touched, table.rows, couple)
+    rows, all_links, got_links, sub, kept = _kept_component(seeds, touched, table.rows, couple,
+                                                            np.full(n_links, EVERY))
     assert touched.tolist() == full_touched.tolist() and scratch_clear(table)
-    assert got.rows.tolist() == full.rows.tolist()
+    assert rows.tolist() == full.rows.tolist()
     assert all_links.tolist() == full.links.tolist()  # every link of its rows, in the same order
     links, job, link, weight = _kept_view(full, keep)
-    assert got.links.tolist() == links
-    assert got.entries.job.tolist() == job and got.entries.link.tolist() == link
-    assert got.entries.weight.tolist() == weight
+    assert got_links.tolist() == links and kept.tolist() == list(range(len(links)))
+    assert sub.job.tolist() == job and sub.link.tolist() == link
+    assert sub.weight.tolist() == weight
+
+
+@settings(max_examples=300, deadline=None)
+@given(kept_tables(), st.data())
+def test_the_binding_part_is_the_kept_component_on_the_links_its_offered_sums_exceed(case, data):
+    """Random rates and capacities: the entries :func:`binding_entries` keeps are those of the kept component on
+    the links whose offered sum (weight x the row's least of cap and isolated rate, summed in the entries' order,
+    here in Python) exceeds the capacity by more than 1e-9 of it, renumbered in the order first met."""
+    table, keep = case
+    n_links = len(keep)
+    t = table.rows
+    joined = np.flatnonzero(t.joined)
+    t.rate_cap_gbps[joined] = data.draw(st.lists(st.sampled_from([1.0, 2.5, 4.0, np.inf]), min_size=len(joined),
+                                                 max_size=len(joined)))
+    t.iso_rate_gbps[joined] = data.draw(st.lists(st.floats(0.5, 5.0), min_size=len(joined), max_size=len(joined)))
+    capacity = np.array(data.draw(st.lists(st.floats(0.5, 12.0), min_size=n_links, max_size=n_links)))
+    seeds = np.array(data.draw(st.lists(st.integers(0, n_links - 1), max_size=8)), dtype=np.int64)
+    touched = np.zeros(n_links, dtype=bool)
+    rows, _, links, sub, kept = _kept_component(seeds, touched.copy(), t, keep, capacity)
+    _, _, _, every, _ = _kept_component(seeds, touched.copy(), t, keep, np.full(n_links, EVERY))
+    offered = [0.0] * len(links)
+    for i, b, w in zip(every.job.tolist(), every.link.tolist(), every.weight.tolist()):
+        r = rows[i]
+        offered[b] += w * min(t.rate_cap_gbps[r], t.iso_rate_gbps[r])
+    binds = [b for b in range(len(links)) if offered[b] > capacity[links[b]] * (1.0 + 1e-9)]
+    assert kept.tolist() == binds and scratch_clear(table)
+    local = {b: n for n, b in enumerate(binds)}
+    sel = [x for x, b in enumerate(every.link.tolist()) if b in local]
+    assert sub.job.tolist() == [int(every.job[x]) for x in sel]
+    assert sub.link.tolist() == [local[int(every.link[x])] for x in sel]
+    assert sub.weight.tolist() == [float(every.weight[x]) for x in sel]
 
 
 def test_kept_places_by_hand():
@@ -134,19 +177,20 @@ def test_binding_part_by_hand():
     """Two jobs (rows 0 and 1) over three links of capacity 10: per-flow rate caps 4 and 6 (isolated 5 and 8:
     the smaller counts), weights as given. Offered per link: link 7: 1 x 4 + 1 x 6 = 10 (not above 10);
     link 8: 2 x 4 + 1 x 6 = 14 (binds); link 9: 1 x 6 = 6 (not)."""
-    table = SlotTable(rows=2, width=3)
-    table.add(0, _demand(0, [7, 8], [1.0, 2.0]))
-    table.add(1, _demand(1, [8, 7, 9], [1.0, 1.0, 1.0]))
+    table, keep = SlotTable(rows=2, width=3), np.ones(10, bool)
+    table.add(0, _demand(0, [7, 8], [1.0, 2.0]), keep=keep)
+    table.add(1, _demand(1, [8, 7, 9], [1.0, 1.0, 1.0]), keep=keep)
     t = table.rows
     t.rate_cap_gbps[:2], t.iso_rate_gbps[:2] = [4.0, 9.0], [5.0, 6.0]
-    comp = component_at(np.array([8]), np.zeros(10, bool), t, np.ones(10, bool))
-    assert comp.links.tolist() == [7, 8, 9]  # first met: row 0's links, then row 1's new one
-    sub, kept = binding_part(comp, np.full(3, 10.0), t)
+    rows = component_rows(np.array([8]), np.zeros(10, bool), t, keep, True)
+    links, sub, kept = binding_entries(rows, t, np.full(10, 10.0))
+    assert links.tolist() == [7, 8, 9]  # first met: row 0's links, then row 1's new one
     assert kept.tolist() == [1]  # link 8 only
     assert sub.job.tolist() == [0, 1] and sub.link.tolist() == [0, 0] and sub.weight.tolist() == [2.0, 1.0]
     # at capacity 14 exactly link 8 does not bind either (the test is offered > capacity x (1 + 1e-9))
-    sub, kept = binding_part(comp, np.full(3, 14.0), t)
-    assert kept.tolist() == [] and len(sub.job) == 0
+    links, sub, kept = binding_entries(rows, t, np.full(10, 14.0))
+    assert links.tolist() == [7, 8, 9] and kept.tolist() == [] and len(sub.job) == 0
+    assert scratch_clear(table)
 
 
 def test_write_back_clears_only_links_a_solve_wrote_and_marks_those_it_writes():
@@ -162,16 +206,16 @@ def test_write_back_clears_only_links_a_solve_wrote_and_marks_those_it_writes():
     table.add(0, _demand(0, [0, 1, 2]), keep=keep)
     t = table.rows
     touched = np.array([False, True, False, True])
-    comp, all_links = component_kept_at(np.array([1]), touched, t, keep)
-    assert comp.links.tolist() == [1] and all_links.tolist() == [0, 1, 2]
+    rows, all_links, comp_links, _, _ = _kept_component(np.array([1]), touched, t, keep, np.full(4, EVERY))
+    assert comp_links.tolist() == [1] and all_links.tolist() == [0, 1, 2]
     n = 4
     links = LinkArrays(np.full(n, 10.0), np.ones(n, np.int64), np.zeros(n), np.array([0.0, 0.0, 5.0, 7.0]),
                        np.array([0.0, 0.0, 0.5, 0.7]))
     solved = np.array([False, False, True, True])
     t.iter_s[0] = 1.0
     out = Solved(np.array([1.0]), np.array([0.5]), np.array([12.0]), np.array([2.0]), np.array([0.25]))
-    ids, it, comm, written = write_back(touched, np.array([3]), comp, all_links, np.array([0]), out, 1e-3, t, links,
-                                        solved)
+    ids, it, comm, written = write_back(touched, np.array([3]), rows, comp_links, all_links, np.array([0]), out, 1e-3,
+                                        t, links, solved)
     assert links.overload_gbps.tolist() == [0.0, 2.0, 0.0, 0.0] and links.queue_frac.tolist() == [0.0, 0.25, 0.0, 0.0]
     assert solved.tolist() == [False, True, False, False]
     assert touched.tolist() == [False, False, False, True]
@@ -182,8 +226,8 @@ def test_write_back_clears_only_links_a_solve_wrote_and_marks_those_it_writes():
     # (link 1 no longer needs clearing first: written above, it is cleared and written again)
     t.iter_s[0] = 1.0
     out2 = Solved(np.array([2.0]), np.array([1.5]), np.array([6.0]), np.array([3.0]), np.array([0.5]))
-    ids, it, comm, written = write_back(touched, np.array([3]), comp, all_links, np.array([0]), out2, 1e-3, t,
-                                        links, solved)
+    ids, it, comm, written = write_back(touched, np.array([3]), rows, comp_links, all_links, np.array([0]), out2,
+                                        1e-3, t, links, solved)
     assert ids.tolist() == [0] and it.tolist() == [2.0]
     assert written.tolist() == [1, 1, 0, 1, 2]
     assert links.overload_gbps.tolist() == [0.0, 3.0, 0.0, 0.0]

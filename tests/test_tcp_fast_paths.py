@@ -138,3 +138,82 @@ def test_the_one_call_path_and_the_path_with_exact_components_agree():
     assert mixed.exact_solves == 1 and mixed.mean_field_solves == 1
     assert [a[j] for j in range(12)] == [b[j] for j in range(12)]
     assert all(a[j] > big[j].iter_s(100.0) for j in range(12))  # the link binds: everyone is slowed
+
+
+def test_links_first_met_in_the_order_of_their_ids_by_hand():
+    from netlab.network.tcp.mean_field import _as_met
+
+    assert _as_met(np.array([0, 0, 1, 2, 1, 0]), 3)  # met 0, 1, 2 in that order
+    assert not _as_met(np.array([0, 2, 1]), 3)  # 2 met before 1
+    assert not _as_met(np.array([1, 0]), 2)
+    assert not _as_met(np.array([0, 1, 1]), 3)  # link 2 never met
+    assert _as_met(np.zeros(0, np.int64), 0)
+
+
+def _large_case(seed):
+    """12 jobs (isolated rate 8 Gbit/s a flow) on 6 links of 10 Gbit/s, 3 links each with 1 or 2 flows, every link
+    with 2 jobs or more (so every link binds: 2 x 8 > 10), entries job by job, links numbered as first met."""
+    from netlab.network.slots import SlotTable
+
+    rng = np.random.default_rng(seed)
+    while True:
+        on = [rng.choice(6, 3, replace=False) for _ in range(12)]
+        if all(sum(g in o for o in on) >= 2 for g in range(6)):
+            break
+    first = {}
+    for o in on:
+        for g in o.tolist():
+            first.setdefault(g, len(first))
+    job = np.repeat(np.arange(12), 3)
+    link = np.array([first[g] for o in on for g in o.tolist()])
+    weight = rng.choice([1.0, 2.0], 36)
+    demands = [CommDemand(j, np.arange(3), np.ones(3), float(rng.uniform(1e8, 1e9)), float(rng.uniform(0.05, 0.2)),
+                          iso_rate_gbps=8.0) for j in range(12)]
+    table = SlotTable(rows=16, width=4)
+    return Entries(job, link, weight), np.full(6, 10.0) * rng.uniform(1.0, 1.5, 6), table, table.claim(demands)
+
+
+def test_a_large_component_numbered_as_met_is_solved_on_its_own_entries_with_the_same_bits():
+    """The mean field's entries of a component whose jobs are all large and links all binding, numbered as first
+    met, are taken as they are (no renumbered copy); the same component with its links numbered otherwise goes
+    through the copy, which numbers them back as first met: the same times, the same overload and queue on
+    each link (under its own id) and the same phase state, bit for bit."""
+    from netlab.network.slots import jobs_at
+    from netlab.network.tcp.mean_field import _as_met
+    from netlab.network.tcp.solve import SolveCode, solve_unless_exact
+
+    for seed in range(5):
+        e, cap, table_a, rows_a = _large_case(seed)
+        _, _, table_b, rows_b = _large_case(seed)
+        perm = np.random.default_rng(100 + seed).permutation(6)
+        while _as_met(perm[e.link], 6):
+            perm = np.roll(perm, 1)
+        cap_b = np.empty(6)
+        cap_b[perm] = cap
+        e_b = Entries(e.job, perm[e.link], e.weight)
+        assert _as_met(e.link, 6) and not _as_met(e_b.link, 6)
+        code_a, a = solve_unless_exact(5.0, e, cap, jobs_at(table_a.rows, rows_a), table_a.rows, rows_a, 8, 1.0,
+                                       mean_field_counts())
+        code_b, b = solve_unless_exact(5.0, e_b, cap_b, jobs_at(table_b.rows, rows_b), table_b.rows, rows_b, 8, 1.0,
+                                       mean_field_counts())
+        assert code_a == code_b == SolveCode.MEAN_FIELD
+        assert a.iter_s.tobytes() == b.iter_s.tobytes() and a.comm_s.tobytes() == b.comm_s.tobytes()
+        assert a.overload_gbps.tobytes() == b.overload_gbps[perm].tobytes() and a.overload_gbps.max() > 0
+        assert a.queue_frac.tobytes() == b.queue_frac[perm].tobytes()
+        assert a.load_gbps.tobytes() == b.load_gbps[perm].tobytes()
+        for f in ("anchor_s", "period_s"):
+            assert getattr(table_a.rows, f)[rows_a].tobytes() == getattr(table_b.rows, f)[rows_b].tobytes()
+
+
+def test_binding_components_told_every_link_binds_gives_what_its_own_test_gives():
+    """``bound``: the caller found every link binding, so the offered sums are not taken again; on entries where
+    every link does bind the components are the same (and the same when the test runs)."""
+    from netlab.network.tcp.components import binding_components
+
+    e, cap, _, _ = _large_case(0)
+    cap_job = np.full(12, 8.0)
+    a = binding_components(e, cap, cap_job, 8)
+    b = binding_components(e, cap, cap_job, 8, True)
+    assert a.binding.all() and b.binding.all()
+    for x, y in zip(a, b):
+        assert np.array_equal(x, y)

@@ -153,7 +153,8 @@ class SlotTable:
     def add(self, job_id: int, demand, keep=None) -> int:
         """A row for a job joining the incremental network: its demand written, no solution, no phase state.
         ``keep`` (per link, optional): the links the table keeps the row's places on (:func:`keep_link`), for a
-        model that builds components with entries on those links only (:func:`component_kept_at`)."""
+        model that builds components with entries on those links only (``tcp``: :func:`component_rows` with
+        ``kept``, ``tcp.incremental.binding_entries``)."""
         r = self._claim(job_id)
         t, k = self.rows, len(demand.links)
         if k > t.links.shape[1]:
@@ -398,21 +399,13 @@ def component_at(seeds, touched, t: Rows, couple) -> Component:
 
 
 @njit(**JIT)
-def component_kept_at(seeds, touched, t: Rows, couple):
-    """:func:`component_at` with entries only on the kept links (the rows' kept places, :func:`keep_link`, which
-    must hold every ``couple`` link), and every link of the component's rows apart: (component, all links). The
-    component's ``links`` are the kept ones, in the order first met, as are ``all links`` (the ``links``
-    :func:`component_at` gives: the same ids in the same order).
-
-    Why: a solve that reads only some links (``tcp`` reads the links that can bind) need not have entries on
-    the others; on a busy rail fabric a component's rows have a few percent of their job x link pairs on
-    links that can bind, and building and renumbering the rest cost more than the solve. The walk and the
-    entries read the rows' kept places only, so they cost in proportion to the entries kept; every link of
-    the rows is one pass (a link marked as it is first met, the marks cleared from the list)."""
-    rows = component_rows(seeds, touched, t, couple, True)
-    nnz = pairs = 0
+def rows_links(rows, t: Rows):
+    """Every link of ``rows``, each once, in the order first met (the ``links`` :func:`component_at` gives), in
+    one pass: a link is marked as it is first met and the marks are cleared from the list. For a model that walks
+    and builds a component over the rows' kept places only (:func:`component_rows` with ``kept``) and needs every
+    link of its rows apart (``tcp`` clears what an earlier solve wrote on them)."""
+    pairs = 0
     for r in rows:
-        nnz += t.n_kept[r]
         pairs += t.n_links[r]
     all_links = np.empty(pairs, np.int64)
     n = 0
@@ -425,17 +418,7 @@ def component_kept_at(seeds, touched, t: Rows, couple):
             n += new
     for i in range(n):
         t.link_seen[all_links[i]] = False
-    job, glink, weight = np.empty(nnz, np.int64), np.empty(nnz, np.int64), np.empty(nnz)
-    e = 0
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        base = t.node_base[r]
-        for j in range(t.n_kept[r]):
-            k = t.node_kept[base + j]
-            job[e], glink[e], weight[e] = i, t.links[r, k], t.weights[r, k]
-            e += 1
-    link, comp_links = first_met_table(glink, t.link_local)
-    return Component(rows, comp_links, Entries(job, link, weight)), all_links[:n]
+    return all_links[:n]
 
 
 @njit(**JIT)

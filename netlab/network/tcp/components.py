@@ -70,20 +70,24 @@ def alone(jobs: Jobs) -> Alone:
 
 
 @njit(**JIT)
-def binding_components(e: Entries, cap_link, cap_job, max_exact) -> Components:
+def binding_components(e: Entries, cap_link, cap_job, max_exact, bound=False) -> Components:
     """Jobs joined through links that can bind (see :class:`Components`).
 
     A link binds when its jobs, all sending at their isolated (capped) rates at once, would exceed its
     capacity; only such links couple jobs. Union-find over the binding entries; a job on no binding link is
     a component of its own and not contended. A contended job is *large* when its component has more than
-    ``max_exact`` jobs (solved by the mean field).
+    ``max_exact`` jobs (solved by the mean field). ``bound``: the caller has found every link of ``e`` binding
+    with this test (the same sums: the incremental re-solve's ``binding_entries``), so it is not taken again.
     """
     job, link, weight = e.job, e.link, e.weight
     n_jobs, n_links = cap_job.shape[0], cap_link.shape[0]
-    offered = np.zeros(n_links)
-    for e in range(job.shape[0]):
-        offered[link[e]] += weight[e] * cap_job[job[e]]
-    binding = offered > cap_link * (1.0 + 1e-9)
+    if bound:
+        binding = np.ones(n_links, np.bool_)
+    else:
+        offered = np.zeros(n_links)
+        for e in range(job.shape[0]):
+            offered[link[e]] += weight[e] * cap_job[job[e]]
+        binding = offered > cap_link * (1.0 + 1e-9)
     parent = np.arange(n_jobs)
     first = np.full(n_links, -1, np.int64)
     contended = np.zeros(n_jobs, np.bool_)

@@ -11,7 +11,7 @@ a re-solve reads the mask instead of testing every link of the fabric. The
 solve itself reads only the component's links that bind in it: the entries
 on other links are left out as the component is built (those that cannot
 bind in any solve, :func:`update_binding`'s ``may_bind``) and after its own
-binding test (:func:`binding_part`), with the same result.
+binding test (:func:`binding_entries`), with the same result.
 
 A job's time-averaged load on each of its links is its bytes per iteration
 over its period, whatever the sharing, so loads are kept per row
@@ -25,7 +25,7 @@ import numpy as np
 from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..links import LinkArrays
-from ..slots import Component, Entries, Rows, component_at, component_kept_at, jobs_at, keep_link
+from ..slots import Component, Entries, Rows, component_at, component_rows, jobs_at, keep_link, rows_links
 from .components import Solved
 from .mean_field import MeanFieldCounts
 from .solve import SolveCode, solve_unless_exact
@@ -48,11 +48,11 @@ def update_binding(binding, may_bind, links, offered, capacity, jobs, t: Rows):
     built over them only.
 
     Why ``may_bind``: a solve tests each link of its component on the component's own sum
-    (:func:`binding_part`), a sum over some of the link's jobs, so it may differ from ``offered`` (kept by
+    (:func:`binding_entries`), a sum over some of the link's jobs, so it may differ from ``offered`` (kept by
     adding and subtracting as jobs come and go) by rounding, about 1e-16 of the sums' size per operation, far
     below 1e-6. A link with one job never binds in a solve: a job's isolated rate is the least of its links'
     capacity / flows (``demand.py``), so its flows there offer at most the capacity, to rounding. Entries on
-    other links are left out of the solve (:func:`~netlab.network.slots.component_kept_at`): with them out,
+    other links are left out of the solve (:func:`binding_entries`): with them out,
     the solve's own test keeps exactly the links it kept before."""
     t = Rows(*t)
     for g in links:
@@ -64,43 +64,60 @@ def update_binding(binding, may_bind, links, offered, capacity, jobs, t: Rows):
 
 
 @njit(**JIT)
-def binding_part(comp: Component, cap_link, t: Rows):
-    """The entries of ``comp`` (built with entries on every link that may bind, or on every link) on the links
-    that can bind in its solve (``cap_link``: per link of the component),
-    their links renumbered in the same order, and which of the component's links they are (``kept``):
-    (entries, kept).
+def binding_entries(rows, t: Rows, capacity):
+    """The binding part of the component of ``rows`` (walked over their kept places, :func:`update_binding`):
+    (its links that may bind, the rows' kept places, numbered in the order first met row by row; its entries on
+    those of them that can bind in its solve, in the same order, their links renumbered in that order; and which
+    of the links those are). ``capacity``: per link of the fabric.
 
-    Why: a solve reads a job's links only where they can bind (every job on the link at its isolated, capped
-    rate at once would exceed the capacity): the offered sums, the union of jobs into components and the mean
-    field's claims are over binding links, and a non-binding link gets no overload or queue. On a busy rail
-    fabric a large job has thousands of links of which few can bind (its NIC links carry only its own flows,
-    most others are far from full), so the solve's passes run over a small part of its entries. Exact: the test is
+    A solve reads a job's links only where they can bind (every job on the link at its isolated, capped rate at
+    once would exceed the capacity): the offered sums, the union of jobs into components and the mean field's
+    claims are over binding links, and a non-binding link gets no overload or queue. On a busy rail fabric a
+    large job has thousands of links of which few can bind (its NIC links carry only its own flows, most others
+    are far from full), so the solve's passes run over a small part of its entries. Exact: the test is
     :func:`~netlab.network.tcp.components.binding_components`' own (the same products summed in the same
-    order), so the solve finds the same binding links and, on them, the same entries in the same order."""
-    e = comp.entries
-    m = comp.links.shape[0]
-    offered = np.zeros(m)
-    for x in range(e.job.shape[0]):
-        r = comp.rows[e.job[x]]
-        offered[e.link[x]] += e.weight[x] * min(t.rate_cap_gbps[r], t.iso_rate_gbps[r])
-    local = np.full(m, -1, np.int64)
-    kept = np.empty(m, np.int64)
+    order), so the solve finds the same binding links and, on them, the same entries in the same order.
+
+    Why one kernel, one pass over the kept places and one over their entries: building the component's entries,
+    numbering their links, then reading them again for the offered sums, counting and copying the binding ones
+    took five passes over ~1,800 entries in a Philly re-solve."""
+    nnz = 0
+    for r in rows:
+        nnz += t.n_kept[r]
+    job, loc, weight = np.empty(nnz, np.int64), np.empty(nnz, np.int64), np.empty(nnz)
+    links, offered = np.empty(nnz, np.int64), np.zeros(nnz)  # per kept link, numbered as first met
+    m = x = 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        base, rate = t.node_base[r], min(t.rate_cap_gbps[r], t.iso_rate_gbps[r])
+        for j in range(t.n_kept[r]):
+            k = t.node_kept[base + j]
+            g = t.links[r, k]
+            b = t.link_local[g]
+            if b < 0:
+                b = t.link_local[g] = m
+                links[m] = g
+                m += 1
+            w = t.weights[r, k]
+            job[x], loc[x], weight[x] = i, b, w
+            offered[b] += w * rate
+            x += 1
+    local, kept = np.empty(m, np.int64), np.empty(m, np.int64)
     n_kept = 0
     for b in range(m):
-        if offered[b] > cap_link[b] * (1.0 + 1e-9):
+        t.link_local[links[b]] = -1  # (the table is left all -1, as :func:`first_met_table` leaves it)
+        local[b] = -1
+        if offered[b] > capacity[links[b]] * (1.0 + 1e-9):
             local[b], kept[n_kept] = n_kept, b
             n_kept += 1
+    sj, sl, sw = np.empty(nnz, np.int64), np.empty(nnz, np.int64), np.empty(nnz)
     n_e = 0
-    for x in range(e.job.shape[0]):
-        if local[e.link[x]] >= 0:
+    for x in range(nnz):
+        b = local[loc[x]]
+        if b >= 0:
+            sj[n_e], sl[n_e], sw[n_e] = job[x], b, weight[x]
             n_e += 1
-    job, link, weight = np.empty(n_e, np.int64), np.empty(n_e, np.int64), np.empty(n_e)
-    k = 0
-    for x in range(e.job.shape[0]):
-        if local[e.link[x]] >= 0:
-            job[k], link[k], weight[k] = e.job[x], local[e.link[x]], e.weight[x]
-            k += 1
-    return Entries(job, link, weight), kept[:n_kept].copy()
+    return links[:m].copy(), Entries(sj[:n_e], sl[:n_e], sw[:n_e]), kept[:n_kept].copy()
 
 
 @njit(**JIT)
@@ -109,34 +126,37 @@ def resolve_touched(now_s, touched, seeds, t: Rows, links: LinkArrays, binding, 
     """The component of the ``touched`` links (``seeds``: their ids, with repeats; ``touched`` widened in place;
     ``binding``: the links that can bind; ``t`` keeps its rows' places on the links a solve may find binding,
     :func:`update_binding`) solved and written back, when no part of it is for the exact simulation: (code, job
-    ids, iteration s, comm s of the jobs whose time moved, the component (entries on those links), every link
-    of its rows, its entries on links that bind in its solve and which of its links those are
-    (:func:`binding_part`), the links it wrote (:func:`write_back`)), the code a :class:`SolveCode` value. ``EXACT_NEEDED``: nothing written; the caller
-    solves the component's binding part (returned, so that it is not found a second time) and calls
-    :func:`write_back` (``solved``: its links written). Named tuples or plain ones (``jit.py``)."""
+    ids, iteration s, comm s of the jobs whose time moved, the component's rows, its links that may bind (in the
+    order first met), every link of its rows, its entries on links that bind in its solve and which of its links
+    those are (:func:`binding_entries`), the links it wrote (:func:`write_back`)), the code a :class:`SolveCode`
+    value. ``EXACT_NEEDED``: nothing written; the caller solves the component's binding part (returned, so that
+    it is not found a second time) and calls :func:`write_back` (``solved``: its links written). Named tuples or
+    plain ones (``jit.py``)."""
     t, links, counts = Rows(*t), LinkArrays(*links), MeanFieldCounts(*counts)
-    comp, all_links = component_kept_at(seeds, touched, t, binding)  # binding links couple its rows
+    rows = component_rows(seeds, touched, t, binding, True)  # binding links couple its rows
+    all_links = rows_links(rows, t)
     none_i, none_f = np.empty(0, np.int64), np.empty(0)
-    if comp.rows.shape[0] == 0:
-        return SolveCode.NOTHING.value, none_i, none_f, none_f, comp, all_links, comp.entries, none_i, none_i
-    cap = links.capacity_gbps[comp.links]
-    sub, kept = binding_part(comp, cap, t)
-    code, out = solve_unless_exact(now_s, sub, cap[kept], jobs_at(t, comp.rows), t, comp.rows, max_exact, alpha,
-                                   counts)
+    if rows.shape[0] == 0:
+        return SolveCode.NOTHING.value, none_i, none_f, none_f, rows, none_i, all_links, Entries(
+            none_i, none_i, none_f), none_i, none_i
+    comp_links, sub, kept = binding_entries(rows, t, links.capacity_gbps)
+    code, out = solve_unless_exact(now_s, sub, links.capacity_gbps[comp_links[kept]], jobs_at(t, rows), t, rows,
+                                   max_exact, alpha, counts, True)  # (sub binds: no loads, write_back keeps them)
     if code == SolveCode.EXACT_NEEDED:
-        return code.value, none_i, none_f, none_f, comp, all_links, sub, kept, none_i
-    ids, it, comm, written = write_back(touched, seeds, comp, all_links, kept, out, rtol, t, links, solved)
-    return code.value, ids, it, comm, comp, all_links, sub, kept, written
+        return code.value, none_i, none_f, none_f, rows, comp_links, all_links, sub, kept, none_i
+    ids, it, comm, written = write_back(touched, seeds, rows, comp_links, all_links, kept, out, rtol, t, links,
+                                        solved)
+    return code.value, ids, it, comm, rows, comp_links, all_links, sub, kept, written
 
 
 @njit(**JIT)
-def write_back(touched, seeds, comp: Component, all_links, kept, out: Solved, rtol, t: Rows, links: LinkArrays,
+def write_back(touched, seeds, rows, comp_links, all_links, kept, out: Solved, rtol, t: Rows, links: LinkArrays,
                solved):
     """A component's solve into the links and rows, in place: the links' overload and queue (``out``'s per link
-    of ``comp.links[kept]``, the links the solve read; the other links of its rows, ``all_links``, cannot bind in
-    it and get none: cleared, as the seeds, the links the changes touched), and the rows whose iteration time
+    of ``comp_links[kept]``, the links the solve read; the other links of its ``rows``, ``all_links``, cannot bind
+    in it and get none: cleared, as the seeds, the links the changes touched), and the rows whose iteration time
     moved (their time and loads); those rows' (job id, iteration s, comm s). ``touched`` is cleared on the
-    component's links (the seeds are the caller's).
+    component's links ``comp_links`` (the seeds are the caller's).
 
     The links are cleared by id, not by a pass over every link of the fabric, and only those a solve wrote
     (``solved``, per link, kept here: a link not written since it was last cleared holds 0.0 in both, so
@@ -151,7 +171,7 @@ def write_back(touched, seeds, comp: Component, all_links, kept, out: Solved, rt
     every link of the rows: a reader that keeps per-link state (the aggregated history) reads each named
     link, and on a busy rail fabric about 4% of a component's links change in a re-solve.
     """
-    rows, it = comp.rows, out.iter_s
+    it = out.iter_s
     moved = np.zeros(rows.shape[0], np.bool_)
     n_moved_links = 0
     for a in range(rows.shape[0]):
@@ -173,10 +193,10 @@ def write_back(touched, seeds, comp: Component, all_links, kept, out: Solved, rt
             solved[g] = False
             written[n] = g
             n += 1
-    for g in comp.links:  # every link the walk widened ``touched`` to (coupling links are among them)
+    for g in comp_links:  # every link the walk widened ``touched`` to (coupling links are among them)
         touched[g] = False
     for b in range(kept.shape[0]):
-        g = comp.links[kept[b]]
+        g = comp_links[kept[b]]
         links.overload_gbps[g], links.queue_frac[g] = out.overload_gbps[b], out.queue_frac[b]
         solved[g] = True
         written[n] = g

@@ -332,6 +332,21 @@ def mean_field_classes(e: Entries, cap_link, jobs: MeanFieldJobs, priority, rate
 
 
 @njit(**JIT)
+def _as_met(link, m):
+    """True if the ``m`` links are first met in the entries in the order of their ids (0, 1, ..., m - 1): then
+    numbering them in the order first met gives each its own id. On the incremental re-solve's binding part
+    they are (its links are numbered in the order the component first met them)."""
+    top = -1
+    for x in range(link.shape[0]):
+        g = link[x]
+        if g > top:
+            if g != top + 1:
+                return False
+            top = g
+    return top == m - 1
+
+
+@njit(**JIT)
 def solve_large(now_s, e: Entries, cap_link, comps: Components, jobs: Jobs, al: Alone, alpha, t: Rows, rows, it,
                 overload, queue, counts):
     """The ``comps.large`` jobs by the mean field over their binding links, in place: their iteration times
@@ -351,17 +366,20 @@ def solve_large(now_s, e: Entries, cap_link, comps: Components, jobs: Jobs, al: 
     local[members] = np.arange(k)
     # the entries of large jobs on binding links, renumbered (links in the order first met: each link's
     # levels are computed on their own, so the order changes no result)
-    blocal, blinks = np.full(m, -1, np.int64), np.empty(m, np.int64)
-    ej, el, ew = np.empty(job.shape[0], np.int64), np.empty(job.shape[0], np.int64), np.empty(job.shape[0])
-    ne = nb = 0
-    for e in range(job.shape[0]):
-        if large[job[e]] and binding[link[e]]:
-            if blocal[link[e]] < 0:
-                blocal[link[e]], blinks[nb] = nb, link[e]
-                nb += 1
-            ej[ne], el[ne], ew[ne] = local[job[e]], blocal[link[e]], weight[e]
-            ne += 1
-    ej, el, ew, blinks = ej[:ne], el[:ne], ew[:ne], blinks[:nb]
+    if _as_met(link, m) and k == n and binding.all():  # every entry, renumbered to itself: no copy
+        ej, el, ew, blinks, ne = job, link, weight, np.arange(m), job.shape[0]
+    else:
+        blocal, blinks = np.full(m, -1, np.int64), np.empty(m, np.int64)
+        ej, el, ew = np.empty(job.shape[0], np.int64), np.empty(job.shape[0], np.int64), np.empty(job.shape[0])
+        ne = nb = 0
+        for e in range(job.shape[0]):
+            if large[job[e]] and binding[link[e]]:
+                if blocal[link[e]] < 0:
+                    blocal[link[e]], blinks[nb] = nb, link[e]
+                    nb += 1
+                ej[ne], el[ne], ew[ne] = local[job[e]], blocal[link[e]], weight[e]
+                ne += 1
+        ej, el, ew, blinks = ej[:ne], el[:ne], ew[:ne], blinks[:nb]
     g, c, p, tl, cj = gbit[members], cap_link[blinks], pre[members], tail[members], cap_job[members]
     rate0 = cj.copy()
     for a in range(k):

@@ -309,21 +309,22 @@ class TcpNetwork(NetworkModel):
             comp = binding_component(seeds, self._touched, t, self._binding)
             code = SolveCode.EXACT_NEEDED if len(comp.rows) else SolveCode.NOTHING
             ids = it = comm = np.empty(0)
+            rows, comp_links = comp.rows, comp.links
             all_links, sub, kept = comp.links, comp.entries, np.arange(len(comp.links))  # the cores read every link
             written = np.zeros(0, dtype=np.int64)
         else:  # (the component and its binding part come back for the exact path: not found a second time)
-            code, ids, it, comm, comp, all_links, sub, kept, written = resolve_touched(
+            code, ids, it, comm, rows, comp_links, all_links, sub, kept, written = resolve_touched(
                 now_s, self._touched, seeds, tuple(t), tuple(arrays), self._binding,
                 p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts), self._solved)
         if code == SolveCode.EXACT_NEEDED:
-            blind = np.zeros(len(comp.rows), dtype=bool)
-            out, exact, mean_field = solve_component(now_s, sub, arrays.capacity_gbps[comp.links[kept]],
-                                                     jobs_at(t, comp.rows), t, comp.rows, p, self.counts, blind,
+            blind = np.zeros(len(rows), dtype=bool)
+            out, exact, mean_field = solve_component(now_s, sub, arrays.capacity_gbps[comp_links[kept]],
+                                                     jobs_at(t, rows), t, rows, p, self.counts, blind,
                                                      self._core_cache)
             self.exact_solves += exact
             self.mean_field_solves += mean_field
-            ids, it, comm, written = write_back(self._touched, seeds, comp, all_links, kept, out, REPORT_RTOL, t,
-                                                links.arrays(), self._solved)
+            ids, it, comm, written = write_back(self._touched, seeds, rows, comp_links, all_links, kept, out,
+                                                REPORT_RTOL, t, links.arrays(), self._solved)
             phase_blind = None  # per job, below
         else:
             self.mean_field_solves += code == SolveCode.MEAN_FIELD
@@ -353,6 +354,6 @@ class TcpNetwork(NetworkModel):
                 tails = [t + c for t, c in zip(tails, demands_slowest_s(moved, cap, self._offered, net, p))]
         it, comm = self._stretched(moved, it.tolist(), comm.tolist(), tails)
         if not isinstance(phase_blind, bool):
-            by_id = dict(zip(t.job_id[comp.rows].tolist(), blind.tolist()))
+            by_id = dict(zip(t.job_id[rows].tolist(), blind.tolist()))
             phase_blind = [by_id[j] for j in ids]
         return Moved(ids, it, comm, phase_blind)

@@ -41,10 +41,12 @@ class SolveCode(IntEnum):
 
 @njit(**JIT)
 def solve_rest(now_s, e: Entries, cap_link, comps: Components, jobs: Jobs, al: Alone, alpha, t: Rows, rows, it,
-               overload, queue, counts: MeanFieldCounts):
+               overload, queue, counts: MeanFieldCounts, loads=True):
     """After the exact components: the large ones (:func:`~netlab.network.tcp.mean_field.solve_large`), then
     every job's communication s and each link's time-averaged load, and new jobs on no binding link start
-    their iterations at their phase. (comm, load, whether the mean field ran)."""
+    their iterations at their phase. (comm, load, whether the mean field ran). ``loads`` False: no loads (an
+    empty array), for a caller that keeps them per row (the incremental re-solve: ``write_back`` reads the
+    rows' times, not these sums, and the pass over every entry with a division was a few percent of it)."""
     n = jobs.flow_bytes.shape[0]
     mean_field = comps.large.any()
     if mean_field:
@@ -57,28 +59,30 @@ def solve_rest(now_s, e: Entries, cap_link, comps: Components, jobs: Jobs, al: A
             t.anchor_s[rows[i]], t.period_s[rows[i]], t.anchor_phase[rows[i]] = jobs.phase[i] * it[i], it[i], \
                 jobs.phase[i]
     # Time-averaged load: every job moves its Gbit per flow once per iteration, whatever the sharing.
-    load = np.zeros(cap_link.shape[0])
-    for x in range(e.job.shape[0]):
+    load = np.zeros(cap_link.shape[0] if loads else 0)
+    for x in range(e.job.shape[0] if loads else 0):
         load[e.link[x]] += e.weight[x] * al.gbit[e.job[x]] / max(it[e.job[x]], 1e-300)
     return comm, load, mean_field
 
 
 @njit(**JIT)
 def solve_unless_exact(now_s, e: Entries, cap_link, jobs: Jobs, t: Rows, rows, max_exact, alpha,
-                       counts: MeanFieldCounts):
+                       counts: MeanFieldCounts, bound=False):
     """The whole solve in one compiled call when no component is for the exact simulation: (ALONE or
     MEAN_FIELD, the answer); else (EXACT_NEEDED, empty arrays) before solving anything. Why: on Philly nearly
-    every re-solve is one large component, and Python steps between compiled ones cost a sixth of it."""
+    every re-solve is one large component, and Python steps between compiled ones cost a sixth of it.
+    ``bound``: every link of ``e`` binds, as the caller found (the incremental re-solve's binding part), so the
+    test is not taken again, and the answer has no per-link loads (:func:`solve_rest`'s ``loads``)."""
     n, m = jobs.flow_bytes.shape[0], cap_link.shape[0]
     al = alone(jobs)
-    comps = binding_components(e, cap_link, al.cap_gbps, max_exact)
+    comps = binding_components(e, cap_link, al.cap_gbps, max_exact, bound)
     for i in range(n):
         if comps.contended[i] and not comps.large[i]:
             none = np.empty(0)
             return SolveCode.EXACT_NEEDED, Solved(none, none, none, none, none)
     it, overload, queue = al.iter_s.copy(), np.zeros(m), np.zeros(m)
     comm, load, mean_field = solve_rest(now_s, e, cap_link, comps, jobs, al, alpha, t, rows, it, overload, queue,
-                                        counts)
+                                        counts, not bound)
     return SolveCode.MEAN_FIELD if mean_field else SolveCode.ALONE, Solved(it, comm, load, overload, queue)
 
 
