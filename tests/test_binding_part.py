@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netlab.network.slots import Component, SlotTable, component_at, component_rows, keep_link, rows_links
+from netlab.network.slots import Component, SlotTable, component_at, component_rows, keep_link
 from netlab.network.tcp.incremental import binding_entries, update_binding
 
 #: a capacity under which every link binds: :func:`binding_entries` then keeps every entry on a kept place
@@ -15,11 +15,11 @@ EVERY = -1.0
 
 
 def _kept_component(seeds, touched, t, couple, capacity):
-    """The component walked over the rows' kept places: (rows, every link of the rows, its kept links, entries on
-    those that bind under ``capacity`` (per link), which of the kept links they are)."""
+    """The component walked over the rows' kept places: (rows, its kept links, entries on those that bind under
+    ``capacity`` (per link), which of the kept links they are)."""
     rows = component_rows(seeds, touched, t, couple, True)
     links, sub, kept = binding_entries(rows, t, capacity)
-    return rows, rows_links(rows, t), links, sub, kept
+    return rows, links, sub, kept
 
 from test_slots_index import _demand, scratch_clear
 
@@ -81,11 +81,9 @@ def test_the_kept_component_is_the_full_one_on_the_kept_links(case, data):
     touched[seeds] = True
     full_touched = touched.copy()
     full = component_at(seeds, full_touched, table.rows, couple)
-    rows, all_links, got_links, sub, kept = _kept_component(seeds, touched, table.rows, couple,
-                                                            np.full(n_links, EVERY))
+    rows, got_links, sub, kept = _kept_component(seeds, touched, table.rows, couple, np.full(n_links, EVERY))
     assert touched.tolist() == full_touched.tolist() and scratch_clear(table)
     assert rows.tolist() == full.rows.tolist()
-    assert all_links.tolist() == full.links.tolist()  # every link of its rows, in the same order
     links, job, link, weight = _kept_view(full, keep)
     assert got_links.tolist() == links and kept.tolist() == list(range(len(links)))
     assert sub.job.tolist() == job and sub.link.tolist() == link
@@ -108,8 +106,8 @@ def test_the_binding_part_is_the_kept_component_on_the_links_its_offered_sums_ex
     capacity = np.array(data.draw(st.lists(st.floats(0.5, 12.0), min_size=n_links, max_size=n_links)))
     seeds = np.array(data.draw(st.lists(st.integers(0, n_links - 1), max_size=8)), dtype=np.int64)
     touched = np.zeros(n_links, dtype=bool)
-    rows, _, links, sub, kept = _kept_component(seeds, touched.copy(), t, keep, capacity)
-    _, _, _, every, _ = _kept_component(seeds, touched.copy(), t, keep, np.full(n_links, EVERY))
+    rows, links, sub, kept = _kept_component(seeds, touched.copy(), t, keep, capacity)
+    _, _, every, _ = _kept_component(seeds, touched.copy(), t, keep, np.full(n_links, EVERY))
     offered = [0.0] * len(links)
     for i, b, w in zip(every.job.tolist(), every.link.tolist(), every.weight.tolist()):
         r = rows[i]
@@ -148,8 +146,9 @@ def test_may_bind_by_hand():
     jobs = np.array([1, 2, 1, 5, 1, 3])
     cap = np.full(6, 100.0)
     binding, may = np.zeros(6, bool), np.zeros(6, bool)
+    solved, keep = np.zeros(6, bool), np.zeros(6, bool)  # no link holds a solve's values: keep follows may
     t = SlotTable().rows  # no joined row: no kept places to keep
-    update_binding(binding, may, np.arange(6), offered, cap, jobs, t)
+    update_binding(binding, may, np.arange(6), offered, cap, jobs, t, solved, keep)
     # 0: one job at exactly its capacity (its isolated rate's own link): neither
     # 1: two jobs, 5e-7 below capacity: may bind (a component's sum may round above), does not bind now
     # 2: the same load from one job: a job alone never binds
@@ -157,20 +156,29 @@ def test_may_bind_by_hand():
     # 4: above capacity: binds (whatever the job count)
     # 5: 2e-9 above capacity, three jobs: binds
     assert binding.tolist() == [False, False, False, False, True, True]
-    assert may.tolist() == [False, True, False, False, True, True]
+    assert may.tolist() == [False, True, False, False, True, True] and keep.tolist() == may.tolist()
     # only the links named are updated
-    binding[:], may[:] = False, False
-    update_binding(binding, may, np.array([4]), offered, cap, jobs, t)
+    binding[:], may[:], keep[:] = False, False, False
+    update_binding(binding, may, np.array([4]), offered, cap, jobs, t, solved, keep)
     assert binding.tolist() == [False] * 4 + [True, False] and may.tolist() == binding.tolist()
-    # a joined row on links 5, 0, 1, 4 keeps its places on the may_bind links as they flip
+    # a joined row on links 5, 0, 1, 4 keeps its places on the kept links as they flip
     table = SlotTable(rows=2, width=4)
-    table.add(7, _demand(7, [5, 0, 1, 4]), keep=may)  # may_bind now: link 4 only (its place 3)
+    table.add(7, _demand(7, [5, 0, 1, 4]), keep=keep)  # may_bind now: link 4 only (its place 3)
     assert _kept(table.rows, 0) == [3]
-    update_binding(binding, may, np.arange(6), offered, cap, jobs, table.rows)  # 1, 4, 5 may bind
+    update_binding(binding, may, np.arange(6), offered, cap, jobs, table.rows, solved, keep)  # 1, 4, 5 may bind
     assert _kept(table.rows, 0) == [0, 2, 3]
     offered[4] = 0.0
-    update_binding(binding, may, np.array([4, 4]), offered, cap, jobs, table.rows)  # (repeats: one flip)
+    update_binding(binding, may, np.array([4, 4]), offered, cap, jobs, table.rows, solved, keep)  # (one flip)
     assert _kept(table.rows, 0) == [0, 2]
+    # link 5 holds a solve's values: when it can no longer bind it stays kept (so a re-solve of the row finds and
+    # clears it), and it may bind again without a flip of the places
+    solved[5] = True
+    offered[5] = 50.0
+    update_binding(binding, may, np.array([5]), offered, cap, jobs, table.rows, solved, keep)
+    assert not may[5] and keep[5] and _kept(table.rows, 0) == [0, 2]
+    offered[5] = 250.0
+    update_binding(binding, may, np.array([5]), offered, cap, jobs, table.rows, solved, keep)
+    assert may[5] and keep[5] and _kept(table.rows, 0) == [0, 2]
 
 
 def test_binding_part_by_hand():
@@ -194,30 +202,33 @@ def test_binding_part_by_hand():
 
 
 def test_write_back_clears_only_links_a_solve_wrote_and_marks_those_it_writes():
-    """Row 0 on links 0, 1, 2 (link 1 kept and binding in the solve), seed link 3 (a leaving job's). Before: link 2
-    holds an old solve's overload 5 and queue 0.5 (written: ``solved``), link 3 likewise (7, 0.7); link 0 was never
-    written (0.0). After: links 2 and 3 cleared and no longer marked, link 1 holds the solve's 2.0 / 0.25 and is
+    """Row 0 on links 0, 1, 2 (link 1 may bind and binds in the solve), seed link 3 (a leaving job's). Before: link 2
+    holds an old solve's overload 5 and queue 0.5 (written: ``solved``; it can no longer bind, but the row keeps
+    its place there: ``keep = may_bind | solved``), link 3 likewise (7, 0.7); link 0 was never written (0.0).
+    After: links 2 and 3 cleared, no longer marked and no longer kept, link 1 holds the solve's 2.0 / 0.25 and is
     marked, link 0 untouched; the touched mask is cleared on the component's links (the caller clears the seeds)."""
     from netlab.network.links import LinkArrays
     from netlab.network.tcp.components import Solved
     from netlab.network.tcp.incremental import write_back
 
-    table, keep = SlotTable(rows=2, width=3), np.array([False, True, False, False])
+    may_bind = np.array([False, True, False, False])
+    table, keep = SlotTable(rows=2, width=3), np.array([False, True, True, True])
     table.add(0, _demand(0, [0, 1, 2]), keep=keep)
     t = table.rows
     touched = np.array([False, True, False, True])
-    rows, all_links, comp_links, _, _ = _kept_component(np.array([1]), touched, t, keep, np.full(4, EVERY))
-    assert comp_links.tolist() == [1] and all_links.tolist() == [0, 1, 2]
+    rows, comp_links, _, _ = _kept_component(np.array([1]), touched, t, keep, np.full(4, EVERY))
+    assert comp_links.tolist() == [1, 2]  # link 1 may bind, link 2 holds a solve's values
     n = 4
     links = LinkArrays(np.full(n, 10.0), np.ones(n, np.int64), np.zeros(n), np.array([0.0, 0.0, 5.0, 7.0]),
                        np.array([0.0, 0.0, 0.5, 0.7]))
     solved = np.array([False, False, True, True])
     t.iter_s[0] = 1.0
     out = Solved(np.array([1.0]), np.array([0.5]), np.array([12.0]), np.array([2.0]), np.array([0.25]))
-    ids, it, comm, written = write_back(touched, np.array([3]), rows, comp_links, all_links, np.array([0]), out, 1e-3,
-                                        t, links, solved)
+    ids, it, comm, written = write_back(touched, np.array([3]), rows, comp_links, np.array([0]), out, 1e-3, t, links,
+                                        solved, may_bind, keep)
     assert links.overload_gbps.tolist() == [0.0, 2.0, 0.0, 0.0] and links.queue_frac.tolist() == [0.0, 0.25, 0.0, 0.0]
     assert solved.tolist() == [False, True, False, False]
+    assert keep.tolist() == [False, True, False, False] and _kept(t, 0) == [1]  # cleared links 2, 3 left the kept
     assert touched.tolist() == [False, False, False, True]
     assert ids.tolist() == []  # its time did not move (1.0 as before)
     # named as written: seed 3 and link 2 cleared, link 1 solved; not link 0 (row 0's load unchanged)
@@ -226,8 +237,8 @@ def test_write_back_clears_only_links_a_solve_wrote_and_marks_those_it_writes():
     # (link 1 no longer needs clearing first: written above, it is cleared and written again)
     t.iter_s[0] = 1.0
     out2 = Solved(np.array([2.0]), np.array([1.5]), np.array([6.0]), np.array([3.0]), np.array([0.5]))
-    ids, it, comm, written = write_back(touched, np.array([3]), rows, comp_links, all_links, np.array([0]), out2,
-                                        1e-3, t, links, solved)
+    ids, it, comm, written = write_back(touched, np.array([3]), rows, comp_links, np.array([0]), out2, 1e-3, t,
+                                        links, solved, may_bind, keep)
     assert ids.tolist() == [0] and it.tolist() == [2.0]
     assert written.tolist() == [1, 1, 0, 1, 2]
     assert links.overload_gbps.tolist() == [0.0, 3.0, 0.0, 0.0]
@@ -235,8 +246,9 @@ def test_write_back_clears_only_links_a_solve_wrote_and_marks_those_it_writes():
 
 def test_a_relinked_row_keeps_its_places_on_the_links_that_may_bind():
     """Jobs re-routed in place (``TcpNetwork.relink``) back and forth on a small leaf-spine, solved between: after
-    every step each joined row's kept places are its places on the ``may_bind`` links (the rows on the links
-    whose ``may_bind`` flipped updated, the moved row's rebuilt on its new links)."""
+    every step each joined row's kept places are its places on the kept links, those that may bind or hold a
+    solve's values (the rows on the links whose ``keep`` flipped updated, the moved row's rebuilt on its new
+    links)."""
     import test_relink as case
     from netlab.network.tcp import TcpNetwork
     from netlab.sim.fabric import Fabric
@@ -248,12 +260,13 @@ def test_a_relinked_row_keeps_its_places_on_the_links_that_may_bind():
     fabric.join(2, case._demand(topo, 2, [(1, 3)], 0, flow_bytes=0.7 * case.GBIT_BYTES), 0.0)
     fabric.join(3, case._demand(topo, 3, [(2, 0)], 1, compute_s=0.3), 0.0)
     fabric.solve(0.0)
-    assert net._may_bind.any() and _kept_places_hold(net._slots, net._may_bind)
+    assert net._may_bind.any() and _kept_places_hold(net._slots, net._keep)
+    assert (net._keep == (net._may_bind | net._solved)).all()
     wide = [(s, d) for s in range(4) for d in range(4) if s // 2 != d // 2]
     for now, (jid, pairs, path) in enumerate(((2, [(1, 3)], 1), (1, [(0, 2)], 1), (2, [(1, 3)], 0), (1, wide, 0),
                                               (3, [(2, 0)], 0), (2, wide, 1)), start=1):
         d = case._demand(topo, jid, pairs, path)
         fabric.reallocate(jid, d.allocation, float(now), demand=d)
-        assert _kept_places_hold(net._slots, net._may_bind)
+        assert _kept_places_hold(net._slots, net._keep)
         fabric.solve(float(now))
-        assert _kept_places_hold(net._slots, net._may_bind)
+        assert _kept_places_hold(net._slots, net._keep) and (net._keep == (net._may_bind | net._solved)).all()

@@ -399,29 +399,6 @@ def component_at(seeds, touched, t: Rows, couple) -> Component:
 
 
 @njit(**JIT)
-def rows_links(rows, t: Rows):
-    """Every link of ``rows``, each once, in the order first met (the ``links`` :func:`component_at` gives), in
-    one pass: a link is marked as it is first met and the marks are cleared from the list. For a model that walks
-    and builds a component over the rows' kept places only (:func:`component_rows` with ``kept``) and needs every
-    link of its rows apart (``tcp`` clears what an earlier solve wrote on them)."""
-    pairs = 0
-    for r in rows:
-        pairs += t.n_links[r]
-    all_links = np.empty(pairs, np.int64)
-    n = 0
-    for r in rows:
-        for k in range(t.n_links[r]):  # (no branch: a link met again is written and overwritten)
-            g = t.links[r, k]
-            new = 1 - np.int64(t.link_seen[g])
-            t.link_seen[g] = True
-            all_links[n] = g
-            n += new
-    for i in range(n):
-        t.link_seen[all_links[i]] = False
-    return all_links[:n]
-
-
-@njit(**JIT)
 def component_rows(seeds, touched, t: Rows, couple, kept=False):
     """The component's rows, in row order (see :func:`component_at`). A walk from the seeds: each link met
     gives its joined rows (the table's per-link lists), each new row its coupling links, until nothing new is

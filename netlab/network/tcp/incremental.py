@@ -25,7 +25,7 @@ import numpy as np
 from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..links import LinkArrays
-from ..slots import Component, Entries, Rows, component_at, component_rows, jobs_at, keep_link, rows_links
+from ..slots import Component, Entries, Rows, component_at, component_rows, jobs_at, keep_link
 from .components import Solved
 from .mean_field import MeanFieldCounts
 from .solve import SolveCode, solve_unless_exact
@@ -39,13 +39,14 @@ def binding_component(seeds, touched, t: Rows, binding) -> Component:
 
 
 @njit(**JIT)
-def update_binding(binding, may_bind, links, offered, capacity, jobs, t: Rows):
+def update_binding(binding, may_bind, links, offered, capacity, jobs, t: Rows, solved, keep):
     """Whether each of ``links`` can bind now (``offered`` above its capacity), into the ``binding`` mask, and
     whether a solve of any component may find it binding, into ``may_bind``: a binding link, or one with two
     jobs or more (``jobs``: running jobs per link) whose offered load is within 1e-6 of its capacity. The row
-    table ``t`` (named or plain, ``jit.py``) keeps its joined rows' places on the ``may_bind`` links
-    (:func:`~netlab.network.slots.keep_link`, where a link's ``may_bind`` flips), so a component is walked and
-    built over them only.
+    table ``t`` (named or plain, ``jit.py``) keeps its joined rows' places on the ``keep`` links: those that
+    may bind and those that hold a solve's overload and queue (``solved``, :func:`write_back`), so
+    ``keep = may_bind | solved`` (:func:`~netlab.network.slots.keep_link`, where a link's ``keep`` flips): a
+    component is walked and built over them only, and finds among its links every one it must clear.
 
     Why ``may_bind``: a solve tests each link of its component on the component's own sum
     (:func:`binding_entries`), a sum over some of the link's jobs, so it may differ from ``offered`` (kept by
@@ -60,7 +61,10 @@ def update_binding(binding, may_bind, links, offered, capacity, jobs, t: Rows):
         may = binding[g] or (jobs[g] >= 2 and offered[g] > capacity[g] * (1 - 1e-6))
         if may != may_bind[g]:
             may_bind[g] = may
-            keep_link(g, may, t)
+            kept = may or solved[g]
+            if kept != keep[g]:
+                keep[g] = kept
+                keep_link(g, kept, t)
 
 
 @njit(**JIT)
@@ -122,46 +126,49 @@ def binding_entries(rows, t: Rows, capacity):
 
 @njit(**JIT)
 def resolve_touched(now_s, touched, seeds, t: Rows, links: LinkArrays, binding, max_exact, alpha, rtol,
-                    counts: MeanFieldCounts, solved):
+                    counts: MeanFieldCounts, solved, may_bind, keep):
     """The component of the ``touched`` links (``seeds``: their ids, with repeats; ``touched`` widened in place;
-    ``binding``: the links that can bind; ``t`` keeps its rows' places on the links a solve may find binding,
-    :func:`update_binding`) solved and written back, when no part of it is for the exact simulation: (code, job
-    ids, iteration s, comm s of the jobs whose time moved, the component's rows, its links that may bind (in the
-    order first met), every link of its rows, its entries on links that bind in its solve and which of its links
-    those are (:func:`binding_entries`), the links it wrote (:func:`write_back`)), the code a :class:`SolveCode`
-    value. ``EXACT_NEEDED``: nothing written; the caller solves the component's binding part (returned, so that
-    it is not found a second time) and calls :func:`write_back` (``solved``: its links written). Named tuples or
-    plain ones (``jit.py``)."""
+    ``binding``: the links that can bind; ``t`` keeps its rows' places on the ``keep`` links, those a solve may
+    find binding and those a solve wrote, :func:`update_binding`) solved and written back, when no part of it is
+    for the exact simulation: (code, job ids, iteration s, comm s of the jobs whose time moved, the component's
+    rows, its kept links (in the order first met), its entries on links that bind in its solve and which of its
+    links those are (:func:`binding_entries`), the links it wrote (:func:`write_back`)), the code a
+    :class:`SolveCode` value. ``EXACT_NEEDED``: nothing written; the caller solves the component's binding part
+    (returned, so that it is not found a second time) and calls :func:`write_back` (``solved``: its links
+    written). Named tuples or plain ones (``jit.py``)."""
     t, links, counts = Rows(*t), LinkArrays(*links), MeanFieldCounts(*counts)
     rows = component_rows(seeds, touched, t, binding, True)  # binding links couple its rows
-    all_links = rows_links(rows, t)
     none_i, none_f = np.empty(0, np.int64), np.empty(0)
     if rows.shape[0] == 0:
-        return SolveCode.NOTHING.value, none_i, none_f, none_f, rows, none_i, all_links, Entries(
-            none_i, none_i, none_f), none_i, none_i
+        return SolveCode.NOTHING.value, none_i, none_f, none_f, rows, none_i, Entries(none_i, none_i, none_f), \
+            none_i, none_i
     comp_links, sub, kept = binding_entries(rows, t, links.capacity_gbps)
     code, out = solve_unless_exact(now_s, sub, links.capacity_gbps[comp_links[kept]], jobs_at(t, rows), t, rows,
                                    max_exact, alpha, counts, True)  # (sub binds: no loads, write_back keeps them)
     if code == SolveCode.EXACT_NEEDED:
-        return code.value, none_i, none_f, none_f, rows, comp_links, all_links, sub, kept, none_i
-    ids, it, comm, written = write_back(touched, seeds, rows, comp_links, all_links, kept, out, rtol, t, links,
-                                        solved)
-    return code.value, ids, it, comm, rows, comp_links, all_links, sub, kept, written
+        return code.value, none_i, none_f, none_f, rows, comp_links, sub, kept, none_i
+    ids, it, comm, written = write_back(touched, seeds, rows, comp_links, kept, out, rtol, t, links, solved,
+                                        may_bind, keep)
+    return code.value, ids, it, comm, rows, comp_links, sub, kept, written
 
 
 @njit(**JIT)
-def write_back(touched, seeds, rows, comp_links, all_links, kept, out: Solved, rtol, t: Rows, links: LinkArrays,
-               solved):
+def write_back(touched, seeds, rows, comp_links, kept, out: Solved, rtol, t: Rows, links: LinkArrays, solved,
+               may_bind, keep):
     """A component's solve into the links and rows, in place: the links' overload and queue (``out``'s per link
-    of ``comp_links[kept]``, the links the solve read; the other links of its ``rows``, ``all_links``, cannot bind
-    in it and get none: cleared, as the seeds, the links the changes touched), and the rows whose iteration time
-    moved (their time and loads); those rows' (job id, iteration s, comm s). ``touched`` is cleared on the
-    component's links ``comp_links`` (the seeds are the caller's).
+    of ``comp_links[kept]``, the links the solve read; the other links of its ``rows`` cannot bind in it and get
+    none: cleared, as the seeds, the links the changes touched), and the rows whose iteration time moved (their
+    time and loads); those rows' (job id, iteration s, comm s). ``touched`` is cleared on the component's links
+    ``comp_links`` (the seeds are the caller's).
 
     The links are cleared by id, not by a pass over every link of the fabric, and only those a solve wrote
     (``solved``, per link, kept here: a link not written since it was last cleared holds 0.0 in both, so
     clearing it changes nothing): on a busy rail fabric a component's rows have far more links than ever bind,
     and writing every one of them (scattered over the fabric's link arrays) cost about as much as the solve.
+    Nor are they looked for among every link of the rows (~95,000 on a rail 131k re-solve, two passes): the
+    rows keep their places on the links a solve wrote (``keep = may_bind | solved``, :func:`update_binding`),
+    so every such link of the rows is among ``comp_links`` (the rows' kept links), and a link cleared that can
+    no longer bind leaves the kept ones (:func:`~netlab.network.slots.keep_link`).
 
     A fixed point converges to a tolerance, so unaffected jobs' times wobble by about that much: only a
     change beyond ``rtol`` moves a job (and its completion); the others keep their time.
@@ -179,26 +186,18 @@ def write_back(touched, seeds, rows, comp_links, all_links, kept, out: Solved, r
         if moved[a]:
             t.iter_s[rows[a]] = it[a]
             n_moved_links += t.n_links[rows[a]]
-    written = np.empty(seeds.shape[0] + all_links.shape[0] + kept.shape[0] + n_moved_links, np.int64)
-    n = 0
-    for g in seeds:
-        if solved[g]:
-            links.overload_gbps[g] = links.queue_frac[g] = 0.0
-            solved[g] = False
-            written[n] = g
-            n += 1
-    for g in all_links:
-        if solved[g]:
-            links.overload_gbps[g] = links.queue_frac[g] = 0.0
-            solved[g] = False
-            written[n] = g
-            n += 1
+    written = np.empty(seeds.shape[0] + comp_links.shape[0] + kept.shape[0] + n_moved_links, np.int64)
+    n = _clear_solved(seeds, written, 0, links, t, solved, may_bind, keep)
+    n = _clear_solved(comp_links, written, n, links, t, solved, may_bind, keep)
     for g in comp_links:  # every link the walk widened ``touched`` to (coupling links are among them)
         touched[g] = False
     for b in range(kept.shape[0]):
         g = comp_links[kept[b]]
         links.overload_gbps[g], links.queue_frac[g] = out.overload_gbps[b], out.queue_frac[b]
         solved[g] = True
+        if not keep[g]:  # (a link that binds in a solve may bind: kept already)
+            keep[g] = True
+            keep_link(g, True, t)
         written[n] = g
         n += 1
     for a in range(rows.shape[0]):
@@ -209,6 +208,22 @@ def write_back(touched, seeds, rows, comp_links, all_links, kept, out: Solved, r
                 n += 1
     row_loads(rows[moved], t, links.load_gbps)
     return t.job_id[rows[moved]], it[moved], out.comm_s[moved], written[:n].copy()
+
+
+@njit(**JIT)
+def _clear_solved(ids, written, n, links: LinkArrays, t: Rows, solved, may_bind, keep):
+    """Clear the overload and queue of each of ``ids`` a solve wrote (``solved``), each named in ``written`` from
+    ``n`` on; one that cannot bind leaves the kept links. The next free place in ``written``."""
+    for g in ids:
+        if solved[g]:
+            links.overload_gbps[g] = links.queue_frac[g] = 0.0
+            solved[g] = False
+            written[n] = g
+            n += 1
+            if keep[g] and not may_bind[g]:
+                keep[g] = False
+                keep_link(g, False, t)
+    return n
 
 
 @njit(**JIT)

@@ -181,6 +181,7 @@ class TcpNetwork(NetworkModel):
         self._binding = np.zeros(n, dtype=bool)  # per link: it can bind (offered above capacity)
         self._may_bind = np.zeros(n, dtype=bool)  # per link: a solve may find it binding (incremental.py)
         self._solved = np.zeros(n, dtype=bool)  # per link: a solve wrote its overload and queue (write_back)
+        self._keep = np.zeros(n, dtype=bool)  # per link: may_bind or solved, the rows' kept places (incremental.py)
         # per link: what a binding link delivers (goodput.py), kept where offered and flows change
         self._capacity_eff = links.capacity_gbps.copy()
         self._touched_links: list[np.ndarray] = []  # the links set in _touched, by change
@@ -193,7 +194,7 @@ class TcpNetwork(NetworkModel):
 
     def join(self, job_id, demand, now_s):
         self.check_allocation(demand.allocation, job_id)
-        row = self._slots.add(job_id, demand, keep=self._may_bind)  # its places on may_bind links kept
+        row = self._slots.add(job_id, demand, keep=self._keep)  # its places on may_bind or solved links kept
         self._demands[job_id] = demand
         links, rate = self._links, demand.alone_rate_gbps
         alone = adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, rate)
@@ -220,7 +221,7 @@ class TcpNetwork(NetworkModel):
         """The offered load (and flows) on links ``ids`` moved: whether they can bind, and what they deliver."""
         cap, p = self._links.capacity_gbps, self.params
         update_binding(self._binding, self._may_bind, ids, self._offered, cap, self._links.jobs,
-                       tuple(self._slots.rows))
+                       tuple(self._slots.rows), self._solved, self._keep)
         if p.goodput_k:
             self._capacity_eff[ids] = effective_capacity(cap[ids], self._flows[ids], self._offered[ids], p.goodput_k,
                                                          p.buffer_packets)
@@ -261,7 +262,8 @@ class TcpNetwork(NetworkModel):
         # the sums, and the row moved in place with its kept places if it holds the new links (one call)
         bound, alone, moved = relink_in_place(r, t.n_links[r], old.alone_rate_gbps, share, demand.links,
                                               demand.weights, rate, new_share, tuple(links.arrays()), self._offered,
-                                              self._flows, self._active, self._binding, self._may_bind, tuple(t))
+                                              self._flows, self._active, self._binding, self._may_bind,
+                                              self._solved, self._keep, tuple(t))
         if self.params.goodput_k:  # what leave and join's _moved also keep (update_binding ran in relink_sums)
             self._moved(old.links)
             self._moved(demand.links)
@@ -274,7 +276,7 @@ class TcpNetwork(NetworkModel):
             slots.rewrite(job_id, demand)
         else:  # the row must grow: removed and added again (the same row)
             slots.remove(job_id)
-            slots.add(job_id, demand, keep=self._may_bind)
+            slots.add(job_id, demand, keep=self._keep)
         return self._joined(job_id, r, demand, rate, alone)
 
     def change(self, job_id, now_s, *, phase=None, allocation=None):
@@ -309,13 +311,13 @@ class TcpNetwork(NetworkModel):
             comp = binding_component(seeds, self._touched, t, self._binding)
             code = SolveCode.EXACT_NEEDED if len(comp.rows) else SolveCode.NOTHING
             ids = it = comm = np.empty(0)
-            rows, comp_links = comp.rows, comp.links
-            all_links, sub, kept = comp.links, comp.entries, np.arange(len(comp.links))  # the cores read every link
+            rows, comp_links = comp.rows, comp.links  # (every link of the rows)
+            sub, kept = comp.entries, np.arange(len(comp.links))  # the cores read every link
             written = np.zeros(0, dtype=np.int64)
         else:  # (the component and its binding part come back for the exact path: not found a second time)
-            code, ids, it, comm, rows, comp_links, all_links, sub, kept, written = resolve_touched(
+            code, ids, it, comm, rows, comp_links, sub, kept, written = resolve_touched(
                 now_s, self._touched, seeds, tuple(t), tuple(arrays), self._binding,
-                p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts), self._solved)
+                p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts), self._solved, self._may_bind, self._keep)
         if code == SolveCode.EXACT_NEEDED:
             blind = np.zeros(len(rows), dtype=bool)
             out, exact, mean_field = solve_component(now_s, sub, arrays.capacity_gbps[comp_links[kept]],
@@ -323,8 +325,8 @@ class TcpNetwork(NetworkModel):
                                                      self._core_cache)
             self.exact_solves += exact
             self.mean_field_solves += mean_field
-            ids, it, comm, written = write_back(self._touched, seeds, rows, comp_links, all_links, kept, out,
-                                                REPORT_RTOL, t, links.arrays(), self._solved)
+            ids, it, comm, written = write_back(self._touched, seeds, rows, comp_links, kept, out, REPORT_RTOL, t,
+                                                links.arrays(), self._solved, self._may_bind, self._keep)
             phase_blind = None  # per job, below
         else:
             self.mean_field_solves += code == SolveCode.MEAN_FIELD

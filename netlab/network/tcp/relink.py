@@ -26,13 +26,13 @@ from .incremental import update_binding
 
 @njit(**JIT)
 def relink_sums(r, n_old, row_links, row_weights, row_load, old_rate, old_share, new_links, new_weights, new_rate,
-                new_share, links: LinkArrays, offered, flows, active, binding, may_bind, t):
+                new_share, links: LinkArrays, offered, flows, active, binding, may_bind, solved, keep, t):
     """Row ``r``'s ``n_old`` links (``row_links[r]``, ``row_weights[r]``, its load there ``row_load[r]``, its
     isolated rate ``old_rate`` and share ``old_share``) exchanged in the per-link sums for ``new_links`` (distinct
     ids, as a route gives them, ``new_weights`` flows on each). Returns (some old link could bind before, no new
     link can bind after: the job runs at its isolated rate), as ``TcpNetwork.leave`` and ``join`` find them; the
     row's load on its links is left at zero. ``links``: named or plain (``jit.py``); ``t``: the row table, plain,
-    whose kept places follow ``may_bind`` (``update_binding``; the row's own are the caller's to rebuild once it
+    whose kept places follow ``keep`` (``update_binding``; the row's own are the caller's to rebuild once it
     has moved)."""
     links = LinkArrays(*links)
     cap, jobs, load = links.capacity_gbps, links.jobs, links.load_gbps
@@ -74,17 +74,17 @@ def relink_sums(r, n_old, row_links, row_weights, row_load, old_rate, old_share,
         flows[g] += w
         active[g] += w * new_share
     # whether each link can bind: an old-only link as leave left it (its count is final), the new ones after
-    update_binding(binding, may_bind, old, offered, cap, jobs, t)
-    update_binding(binding, may_bind, new_links, offered, cap, jobs, t)
+    update_binding(binding, may_bind, old, offered, cap, jobs, t, solved, keep)
+    update_binding(binding, may_bind, new_links, offered, cap, jobs, t, solved, keep)
     return bound, alone
 
 
 @njit(**JIT)
 def relink_in_place(r, n_old, old_rate, old_share, new_links, new_weights, new_rate, new_share, links: LinkArrays,
-                    offered, flows, active, binding, may_bind, t):
+                    offered, flows, active, binding, may_bind, solved, keep, t):
     """:func:`relink_sums` of row ``r`` (of the row table ``t``, plain), then, if the row holds the new links
     (its width, its block of nodes, the per-link lists), the row moved onto them in place
-    (:func:`~netlab.network.slots.relink_row`) with its places on the ``may_bind`` links kept
+    (:func:`~netlab.network.slots.relink_row`) with its places on the ``keep`` links kept
     (:func:`~netlab.network.slots.kept_places`): (bound, alone, moved). Not moved: the caller removes the row
     and adds it again (it must grow).
 
@@ -94,12 +94,12 @@ def relink_in_place(r, n_old, old_rate, old_share, new_links, new_weights, new_r
     rows = Rows(*t)
     bound, alone = relink_sums(r, n_old, rows.links, rows.weights, rows.link_load, old_rate, old_share, new_links,
                                new_weights, new_rate, new_share, links, offered, flows, active, binding, may_bind,
-                               t)
+                               solved, keep, t)
     k = new_links.shape[0]
     fits = k <= rows.links.shape[1] and k <= rows.node_cap[r]
     if fits and k:
         fits = new_links.max() < rows.link_head.shape[0]
     if fits:
         relink_row(r, t, new_links, new_weights)
-        kept_places(r, t, may_bind)
+        kept_places(r, t, keep)
     return bound, alone, fits
