@@ -62,3 +62,15 @@ def test_matches_a_dict_scanned_for_the_minimum(seed):
                 del d[k]
         assert c.first() == min(d.values(), default=math.inf)
         assert len(c) == len(d)
+
+
+def test_set_many_is_set_for_each_job_in_order():
+    c = Completions()
+    c.set(5, 4.0)
+    c.set_many([8, 5, 2, 8], [3.0, 1.0, 3.0, 2.0])  # 8 twice: its last time holds; 5 keeps its place (first)
+    assert c.first() == 1.0 and len(c) == 3 and c.get(8) == 2.0
+    # by hand, dict order 5, 8, 2 with times 1.0, 2.0, 3.0: due by 2.5 are 5 and 8; by 3.0 then 2
+    assert c.due(2.5) == [5, 8]
+    assert c.due(3.0) == [2]
+    c.set_many([], [])
+    assert c.first() == math.inf

@@ -40,14 +40,20 @@ class Completions:
 
     def set(self, job_id: int, t: float) -> None:
         """``job_id`` finishes at ``t`` (replacing the time it had)."""
-        stamp = self._stamp.get(job_id)
-        if stamp is None:
-            stamp = self._stamp[job_id] = next(self._count)
-        self._t[job_id] = t
-        heap = self._heap
-        heapq.heappush(heap, (t, stamp, job_id))
-        if len(heap) > 4 * len(self._t) + 1024:  # mostly stale entries: keep only the live ones
-            self._heap = [(t, self._stamp[j], j) for j, t in self._t.items()]
+        self.set_many((job_id,), (t,))
+
+    def set_many(self, job_ids: list, times: list) -> None:
+        """:meth:`set` for each job of ``job_ids`` in order, at the time of ``times`` beside it: a re-solve moves
+        tens of jobs at once, and one call with the loop here costs about half of a call per job."""
+        stamps, ts, heap, count, push = self._stamp, self._t, self._heap, self._count, heapq.heappush
+        for job_id, t in zip(job_ids, times):
+            stamp = stamps.get(job_id)
+            if stamp is None:
+                stamp = stamps[job_id] = next(count)
+            ts[job_id] = t
+            push(heap, (t, stamp, job_id))
+        if len(heap) > 4 * len(ts) + 1024:  # mostly stale entries: keep only the live ones
+            self._heap = [(t, stamps[j], j) for j, t in ts.items()]
             heapq.heapify(self._heap)
 
     def pop(self, job_id: int) -> None:
