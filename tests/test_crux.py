@@ -91,8 +91,7 @@ def _slots(*jobs, intensity, picks=None):
     slots = np.array([t.add(_flows(*flows), i) for flows, i in zip(jobs, intensity)])
     for s, p in zip(slots, picks or []):
         t.picks_of(s)[:] = p
-    return t, slots, (t.packed, t.secs, t.picks, t.pk_off, t.sec_off, t.pick_off, t.n_flows, t.n_entries,
-                      t.intensity)
+    return t, slots, t.arrays()
 
 
 def test_jobs_in_table_slots_decide_as_the_flat_flows_do():
@@ -133,7 +132,7 @@ def test_table_slots_keep_their_picks_and_are_written_from_the_position_asked():
     t = DecidedTable(slots=1, pool=2)  # grown and rebuilt on the way
     s0, s1 = t.add(_flows(base), 3.0), t.add(_flows(alt), 1.0)
     assert t.picks_of(s0).tolist() == [-1] and t.cls[s1] == -1
-    args = (t.packed, t.secs, t.picks, t.pk_off, t.sec_off, t.pick_off, t.n_flows, t.n_entries, t.intensity)
+    args = t.arrays()
     moved, classes = _decide_slots(np.array([s0, s1]), *args, PATH_MARGIN, 4, 8, 0)
     assert [t.picks_of(s0).tolist(), t.picks_of(s1).tolist()] == [[0], [1]]
     assert moved.tolist() == [True, True] and classes.tolist() == [0, 0]
@@ -147,7 +146,7 @@ def test_table_slots_keep_their_picks_and_are_written_from_the_position_asked():
     # links) from 3, the new job from 9 (before the rebuild s2 sat at 9, after job 0 and s1)
     assert (s2, s1) == (s0, 1) and [t.pk_off[s] for s in (s2, s1, big)] == [0, 3, 9]
     t.remove(big)
-    args = (t.packed, t.secs, t.picks, t.pk_off, t.sec_off, t.pick_off, t.n_flows, t.n_entries, t.intensity)
+    args = t.arrays()
     moved, _ = _decide_slots(np.array([s2, s1]), *args, PATH_MARGIN, 4, 8, 0)
     assert t.picks_of(s1).tolist() == [1] and moved.tolist() == [False, False]
     # job 1 set back on path 0 (1.04 s behind near against 1.0 s on path 1) and decided with no margin: it
@@ -325,3 +324,22 @@ def test_a_chosen_route_is_the_chosen_paths_links_weighted_and_asked_again_gives
     # one choice for all flows; an index past the paths wraps around (path 3 of 2 is path 1)
     links, weights = topo.route(((0, 3),), paths=(3,))
     assert links.tolist() == sorted(up[1]) and weights.tolist() == [1.0] * len(up[1])
+
+
+def test_fitting_in_keeps_a_running_jobs_picks_unless_a_path_costs_nothing():
+    # fitted in (an infinite margin, picks written from position 2): a flow with a previous path keeps it unless
+    # some path costs nothing (the margin's test prev_cost <= best * inf fails only at best == 0). Job 0 (1.0 s
+    # on path 0, 2.0 s on path 1, previously on 1) keeps path 1: link 1 carries 2.0 s. Job 1 (0.0 s on path 0,
+    # 0.5 s on path 1, previously on 1) has a path costing nothing (link 0 is empty): it moves to path 0 (the
+    # move is reported, its table pick is not written). Job 2 (new, 1.5 s on either) takes link 0: 1.5 s
+    # against 2.0 + 1.5 = 3.5 s. Only job 0's slot has every second above zero: its paths are not priced
+    t = DecidedTable()
+    s0 = t.add(_flows([[(0, 1.0)], [(1, 2.0)]]), 3.0)
+    s1 = t.add(_flows([[(0, 0.0)], [(1, 0.5)]]), 2.0)
+    s2 = t.add(_flows([[(0, 1.5)], [(1, 1.5)]]), 1.0)
+    t.picks_of(s0)[:] = 1
+    t.picks_of(s1)[:] = 1
+    assert t.positive[[s0, s1, s2]].tolist() == [True, False, True]
+    moved, classes = _decide_slots(np.array([s0, s1, s2]), *t.arrays(), np.inf, 2, 0, 2)
+    assert moved.tolist() == [False, True, True] and classes.tolist() == [0, 0, 0]
+    assert [t.picks_of(s).tolist() for s in (s0, s1, s2)] == [[1], [1], [0]]

@@ -92,18 +92,25 @@ def compress(weights: np.ndarray, classes: int = PRIORITY_CLASSES) -> list[int]:
 def _compress(a, classes):  # pragma: no cover  (compiled; tested through compress)
     """:func:`compress` of the upper-triangular weights ``a`` (n >= 1): each job's class as an array."""
     n = len(a)
-    # inside[j, i]: weight of edges among jobs i..j-1 = sum over a >= i of (sum over b < j of A[a, b]), each sum
-    # taken in that order (the same sums as cumulative sums along the rows, then up the columns); kept with i
-    # along the rows, the order the cuts' search reads it in
+    # c[r, j]: the sum of A[r, b] over b < j, taken in that order (cumulative sums along the rows)
     c = np.zeros((n, n + 1))
     for r in range(n):
         for j in range(n):
             c[r, j + 1] = c[r, j] + a[r, j]
+    return _compress_rows(c, classes)
+
+
+@njit(cache=True)
+def _compress_rows(c, classes):  # pragma: no cover  (compiled; tested through compress and CruxPolicy)
+    """:func:`_compress` from ``c``, the cumulative sums along the rows of the upper-triangular weights
+    (``c[r, j]``: the sum of ``A[r, b]`` over ``b < j``, so 0 for ``j <= r + 1``)."""
+    n = len(c)
+    # inside[j, i]: weight of edges among jobs i..j-1 = sum over a >= i of c[a, j], taken from a = n - 1 up;
+    # kept with i along the rows, the order the cuts' search reads it in. c[a, j] is 0 for a >= j - 1, so
+    # inside[j, i] is 0 for i >= j - 1 and the sums start at a = j - 2 (adding those zeros first changes no bit)
     inside = np.zeros((n + 1, n + 1))
     for j in range(n + 1):
-        inside[j, n - 1] = c[n - 1, j]
-    for r in range(n - 2, -1, -1):
-        for j in range(n + 1):
+        for r in range(j - 2, -1, -1):
             inside[j, r] = inside[j, r + 1] + c[r, j]
     k_max = min(classes, n)
     best, cut = _cuts(inside, k_max, n)
@@ -185,14 +192,11 @@ class CruxPolicy(NetworkPolicy):
         if hit is None:
             lay = placement_paths(topo, view.zoo[js.job.model], js.job.pattern, p.hosts, p.gpus)
             n_paths, hops, links = lay.n_paths, lay.hops, lay.links
-            if not np.array_equal(np.repeat(hops, n_paths), np.diff(lay.path_start)):
+            equal, secs, packed = _flow_secs(n_paths, hops, lay.path_start, links, lay.flow_w, d.flow_bytes * 8, cap)
+            if not equal:
                 raise ValueError(f"crux: the equal-cost paths of job {jid}'s flows differ in length on topology "
                                  f"{topo.name}")
-            # seconds per hop entry: each entry's flow weight repeated over its flow's entries, the same
-            # operations per entry as flow by flow (bytes x 8 x weight / (capacity x 1e9))
-            w = np.repeat(lay.flow_w, n_paths * hops)
-            flows = _Flows(n_paths, hops, links, d.flow_bytes * 8 * w / (cap[links] * GBIT),
-                           np.concatenate([n_paths, hops, links]))
+            flows = _Flows(n_paths, hops, links, secs, packed)
             if len(self._flows) >= 100_000:  # bounded, as the topology's route memos
                 self._flows.clear()
             hit = self._flows[key] = (flows, lay.multi)
@@ -268,8 +272,7 @@ class CruxPolicy(NetworkPolicy):
         job added since: picks -1, class -1 in the table), classes."""
         t = self._table
         order = np.array(self._slot_order, dtype=np.int64)
-        moved, classes = _decide_slots(order, t.packed, t.secs, t.picks, t.pk_off, t.sec_off, t.pick_off, t.n_flows,
-                                       t.n_entries, t.intensity, PATH_MARGIN, view.topology.n_links,
+        moved, classes = _decide_slots(order, *t.arrays(), PATH_MARGIN, view.topology.n_links,
                                        self.classes if self.priorities else 0, 0)
         changed = np.flatnonzero(moved | (classes != t.cls[order])).tolist()
         t.cls[order] = classes
@@ -289,8 +292,7 @@ class CruxPolicy(NetworkPolicy):
         new = t.cls[order] < 0  # (in intensity order)
         if any(j.multi for j in added):
             seq = np.concatenate((order[~new], order[new]))
-            _decide_slots(seq, t.packed, t.secs, t.picks, t.pk_off, t.sec_off, t.pick_off, t.n_flows, t.n_entries,
-                          t.intensity, np.inf, view.topology.n_links, 0, len(order) - int(new.sum()))
+            _decide_slots(seq, *t.arrays(), np.inf, view.topology.n_links, 0, len(order) - int(new.sum()))
         else:  # no path to pick
             for s in order[new].tolist():
                 t.picks_of(s)[:] = 0
@@ -375,61 +377,132 @@ class _Job(NamedTuple):
     multi: bool  # some flow has a choice of paths
 
 
-@njit(cache=True)
-def _decide(n_paths, hops, links, secs, prev, margin, n_links, flow_job, intensity, classes):  # pragma: no cover
-    """Path selection (:func:`_pick_paths`) of jobs in priority order, then (``classes`` > 0) their compression
-    into at most ``classes`` classes (:func:`compress` of :func:`contention`); classes all 0 when ``classes`` is
-    0 or there is one job."""
-    n = len(intensity)
-    want = classes > 0 and n >= 2  # the contention graph is needed only to compress into classes
-    picks, share = _pick_paths(n_paths, hops, links, secs, prev, margin, n_links, flow_job, n if want else 0)
-    if not want:
-        return picks, np.zeros(n, dtype=np.int64)
-    w = np.zeros((n, n))
-    for a in range(n):
-        for b in range(a + 1, n):
-            if share[a, b]:
-                w[a, b] = intensity[a]
-    return picks, _compress(w, classes)
-
-
-@njit(cache=True)
-def _pick_paths(n_paths, hops, links, secs, prev, margin, n_links, flow_job, n_jobs):  # pragma: no cover
-    """Path selection (the module doc's step 1) over flows in priority order: per flow the path whose busiest
-    link, counting this flow, has the least seconds of traffic (the first of equal ones), unless its previous
-    path ``prev[f]`` (-1: none) is within ``margin`` of that; and ``share[a, b]``: jobs a and b cross a link
-    (``n_jobs`` 0: not wanted, an empty matrix)."""
-    load = np.zeros(n_links)
-    picks = np.zeros(len(n_paths), dtype=np.int64)
-    on_link = np.zeros(int(hops.sum()), dtype=np.int64)  # (link, job) of every hop taken
-    on_job = np.zeros(len(on_link), dtype=np.int64)
-    e = 0
-    taken = 0
-    for f in range(len(n_paths)):
-        best, k, prev_cost = np.inf, 0, np.inf
-        for q in range(n_paths[f]):
-            c = 0.0
-            for h in range(hops[f]):
-                x = e + q * hops[f] + h
-                c = max(c, load[links[x]] + secs[x])
-            if c < best:
-                best, k = c, q
-            if q == prev[f]:
-                prev_cost = c
-        if prev[f] >= 0 and prev_cost <= best * (1.0 + margin):
-            k = prev[f]  # the new pick does not beat the old path by the margin: keep it
-        for h in range(hops[f]):
-            x = e + k * hops[f] + h
-            load[links[x]] += secs[x]
-            on_link[taken], on_job[taken] = links[x], flow_job[f]
-            taken += 1
-        picks[f] = k
-        e += n_paths[f] * hops[f]
-    share = np.full((n_jobs, n_jobs), False)
+def _pick_paths(n_paths, hops, links, secs, prev, margin, n_links, flow_job, n_jobs):
+    """Path selection (the module doc's step 1) of flat flows in priority order (flow ``f`` of job
+    ``flow_job[f]``, each job's flows together, jobs in order 0, 1, ...; ``prev[f]``: its previous path, -1:
+    none): each flow's pick, and ``share[a, b]`` (a < b): jobs a and b cross a link (``n_jobs`` 0: not wanted, an
+    empty matrix). The flows laid out as one table slot per job and decided by :func:`_pick_slots`, the kernel
+    :class:`CruxPolicy` runs (here for tests and readers of flat flows)."""
+    flow_job = np.asarray(flow_job, dtype=np.int64)
+    if len(flow_job) and (flow_job[0] != 0 or not np.all(np.isin(np.diff(flow_job), (0, 1)))):
+        raise ValueError("_pick_paths: each job's flows must come together, jobs in order 0, 1, ...")
+    n_paths, hops = np.asarray(n_paths, dtype=np.int64), np.asarray(hops, dtype=np.int64)
+    entries = n_paths * hops
+    ends = np.cumsum(entries)
+    t = DecidedTable()
+    slots = []
+    for j in range(int(flow_job[-1]) + 1 if len(flow_job) else 0):
+        fs = np.flatnonzero(flow_job == j)
+        a, b = (int(ends[fs[0]] - entries[fs[0]]), int(ends[fs[-1]])) if len(fs) else (0, 0)
+        f = _Flows(n_paths[fs], hops[fs], np.asarray(links[a:b], dtype=np.int64), np.asarray(secs[a:b], float),
+                   np.concatenate([n_paths[fs], hops[fs], np.asarray(links[a:b], dtype=np.int64)]))
+        s = t.add(f, 0.0)
+        t.picks_of(s)[:] = np.asarray(prev)[fs]
+        slots.append(s)
+    seq = np.array(slots, dtype=np.int64)
+    _, share = _pick_slots(seq, *t.arrays()[:8], margin, n_links, n_jobs > 0, 0)
+    picks = np.concatenate([t.picks_of(s) for s in slots]) if slots else np.zeros(0, dtype=np.int64)
     if n_jobs == 0:
-        return picks, share
-    # the entries by link, each link's in the order taken (a counting sort: links are few beside the entries),
-    # so a link's jobs come in order, each once however many of its flows cross it
+        return picks, np.zeros((0, 0), dtype=bool)
+    out = np.zeros((n_jobs, n_jobs), dtype=bool)
+    out[:len(seq), :len(seq)] = share
+    return picks, out
+
+
+@njit(cache=True)
+def _flow_secs(n_paths, hops, path_start, links, flow_w, bits, capacity):  # pragma: no cover  (compiled)
+    """A placement's layout (``routes.PlacementPaths``) as :class:`_Flows` needs it, in one call (a trace starts
+    thousands of new placements, and this was a dozen small numpy operations each): whether each flow's paths
+    all have its ``hops[f]`` links (equal cost), the seconds of its traffic per hop entry, ``bits`` (the flow's
+    bytes x 8) x its weight / (the link's capacity x 1e9), the operations numpy applied entry by entry, and
+    ``n_paths``, ``hops`` and ``links`` one after the other."""
+    n = n_paths.shape[0]
+    equal = True
+    secs = np.empty(links.shape[0])
+    q, e = 0, 0
+    for f in range(n):
+        for _ in range(n_paths[f]):
+            if path_start[q + 1] - path_start[q] != hops[f]:
+                equal = False
+            q += 1
+        for _ in range(n_paths[f] * hops[f]):
+            if e < secs.shape[0]:
+                secs[e] = bits * flow_w[f] / (capacity[links[e]] * GBIT)
+            e += 1
+    packed = np.empty(2 * n + links.shape[0], dtype=np.int64)
+    packed[:n] = n_paths
+    packed[n:2 * n] = hops
+    packed[2 * n:] = links
+    return equal and e == links.shape[0], secs, packed
+
+
+@njit(cache=True)
+def _pick_slots(seq, packed, secs_pool, picks, pk_off, sec_off, pick_off, n_flows, positive, margin, n_links, want,
+                write_from):  # pragma: no cover  (compiled; tested through _pick_paths and CruxPolicy)
+    """Path selection (the module doc's step 1) of the jobs in the table slots ``seq`` (``decided.DecidedTable``'s
+    arrays), in that order, flow by flow: the path whose busiest link, counting this flow, has the least seconds of
+    traffic (the first of equal ones), unless its previous path (the table's pick, -1: none) is within ``margin``
+    of that. The picks of the jobs from position ``write_from`` on are written into the table. Returns whether
+    each job's picks moved, and (``want``) ``share[a, b]`` for a < b: jobs a and b (positions in ``seq``) cross a
+    link (else an empty matrix).
+
+    Each slot's flows are read where they sit in the pools. With an infinite margin a flow with a previous path
+    keeps it unless some path costs nothing (the margin's test ``prev_cost <= best * inf`` fails only at
+    ``best == 0``): in a slot whose seconds are all finite and above zero (``positive``) no path can, so its
+    paths are not priced (the load it adds is the same)."""
+    n = len(seq)
+    load = np.zeros(n_links)
+    moved = np.zeros(n, dtype=np.bool_)
+    total = 0  # hops taken, if the shares are wanted
+    if want:
+        for i in range(n):
+            s = seq[i]
+            for k in range(n_flows[s]):
+                total += packed[pk_off[s] + n_flows[s] + k]
+    on_link = np.empty(total, dtype=np.int64)  # (link, job) of every hop taken
+    on_job = np.empty(total, dtype=np.int64)
+    taken = 0
+    keep = margin == np.inf
+    for i in range(n):
+        s = seq[i]
+        nf, a, b, c = n_flows[s], pk_off[s], sec_off[s], pick_off[s]
+        base = a + 2 * nf  # the slot's links in packed; its seconds from b in secs_pool, entry by entry
+        skip = keep and positive[s]
+        e = 0
+        for f in range(nf):
+            np_f, hf, prev = packed[a + f], packed[a + nf + f], picks[c + f]
+            if skip and prev >= 0:
+                k = prev
+            else:
+                best, k, prev_cost = np.inf, 0, np.inf
+                for q in range(np_f):
+                    cost = 0.0
+                    for h in range(hf):
+                        x = e + q * hf + h
+                        cost = max(cost, load[packed[base + x]] + secs_pool[b + x])
+                    if cost < best:
+                        best, k = cost, q
+                    if q == prev:
+                        prev_cost = cost
+                if prev >= 0 and prev_cost <= best * (1.0 + margin):
+                    k = prev  # the new pick does not beat the old path by the margin: keep it
+            for h in range(hf):
+                x = e + k * hf + h
+                g = packed[base + x]
+                load[g] += secs_pool[b + x]
+                if want:
+                    on_link[taken], on_job[taken] = g, i
+                    taken += 1
+            if k != prev:
+                moved[i] = True
+            if i >= write_from:
+                picks[c + f] = k
+            e += np_f * hf
+    share = np.zeros((n if want else 0, n if want else 0), dtype=np.bool_)
+    if not want:
+        return moved, share
+    # the hops by link, each link's in the order taken (a counting sort: links are few beside the hops), so a
+    # link's jobs come in increasing position, each once however many of its flows cross it
     start = np.zeros(n_links + 1, dtype=np.int64)
     for x in range(taken):
         start[on_link[x] + 1] += 1
@@ -440,63 +513,40 @@ def _pick_paths(n_paths, hops, links, secs, prev, margin, n_links, flow_job, n_j
     for x in range(taken):
         by_link[fill[on_link[x]]] = on_job[x]
         fill[on_link[x]] += 1
-    jobs = np.empty(n_jobs, dtype=np.int64)
+    jobs = np.empty(n, dtype=np.int64)
     for g in range(n_links):  # every two jobs on a link share it
         m = 0
         for x in range(start[g], start[g + 1]):
-            b = by_link[x]
-            if m == 0 or jobs[m - 1] != b:
-                jobs[m] = b
+            j = by_link[x]
+            if m == 0 or jobs[m - 1] != j:
+                jobs[m] = j
                 m += 1
-        for a in range(m):
-            for b in range(m):
-                share[jobs[a], jobs[b]] = True
-    return picks, share
+        for p in range(m):
+            for q in range(p + 1, m):
+                share[jobs[p], jobs[q]] = True
+    return moved, share
 
 
 @njit(cache=True)
-def _decide_slots(seq, packed, secs_pool, picks, pk_off, sec_off, pick_off, n_flows, n_entries, intensity_of,
+def _decide_slots(seq, packed, secs_pool, picks, pk_off, sec_off, pick_off, n_flows, positive, intensity_of,
                   margin, n_links, classes, write_from):  # pragma: no cover  (compiled; tested through CruxPolicy)
-    """:func:`_decide` of the jobs in the table slots ``seq`` (``decided.DecidedTable``'s arrays), in that order,
-    with their picks in the table as the last ones (-1: none). The new picks of the jobs from position
-    ``write_from`` on are written into the table; returns whether each job's picks moved, and the classes."""
+    """Path selection (:func:`_pick_slots`) of the jobs in the table slots ``seq`` in that order, the new picks of
+    those from position ``write_from`` on written into the table; then (``classes`` > 0) their compression into
+    at most ``classes`` classes (:func:`compress` of :func:`contention`; all 0 when ``classes`` is 0 or there is
+    one job). Returns whether each job's picks moved, and the classes.
+
+    The contention weights are not laid out: the cumulative sums along their rows (:func:`_compress_rows`) are
+    taken from the shares at once, ``c[r, j + 1] = c[r, j] + intensity[r]`` where jobs r < j share a link
+    (adding the zero weight elsewhere changes no bit: the sums are never below zero)."""
     n = len(seq)
-    total_f, total_e = 0, 0
-    for i in range(n):
-        total_f += n_flows[seq[i]]
-        total_e += n_entries[seq[i]]
-    n_paths = np.empty(total_f, dtype=np.int64)
-    hops = np.empty(total_f, dtype=np.int64)
-    flow_job = np.empty(total_f, dtype=np.int64)
-    prev = np.empty(total_f, dtype=np.int64)
-    links = np.empty(total_e, dtype=np.int64)
-    secs = np.empty(total_e)
-    intensity = np.empty(n)
-    f, e = 0, 0
-    for i in range(n):
-        s = seq[i]
-        nf, ne, a, b, c = n_flows[s], n_entries[s], pk_off[s], sec_off[s], pick_off[s]
-        for k in range(nf):
-            n_paths[f + k] = packed[a + k]
-            hops[f + k] = packed[a + nf + k]
-            flow_job[f + k] = i
-            prev[f + k] = picks[c + k]
-        for k in range(ne):
-            links[e + k] = packed[a + 2 * nf + k]
-            secs[e + k] = secs_pool[b + k]
-        intensity[i] = intensity_of[s]
-        f += nf
-        e += ne
-    new, cls = _decide(n_paths, hops, links, secs, prev, margin, n_links, flow_job, intensity, classes)
-    moved = np.zeros(n, dtype=np.bool_)
-    f = 0
-    for i in range(n):
-        s = seq[i]
-        c = pick_off[s]
-        for k in range(n_flows[s]):
-            if new[f + k] != prev[f + k]:
-                moved[i] = True
-            if i >= write_from:
-                picks[c + k] = new[f + k]
-        f += n_flows[s]
-    return moved, cls
+    want = classes > 0 and n >= 2  # the contention graph is needed only to compress into classes
+    moved, share = _pick_slots(seq, packed, secs_pool, picks, pk_off, sec_off, pick_off, n_flows, positive, margin,
+                               n_links, want, write_from)
+    if not want:
+        return moved, np.zeros(n, dtype=np.int64)
+    c = np.zeros((n, n + 1))
+    for r in range(n):
+        x = intensity_of[seq[r]]
+        for j in range(r + 1, n):
+            c[r, j + 1] = c[r, j] + x if share[r, j] else c[r, j]
+    return moved, _compress_rows(c, classes)

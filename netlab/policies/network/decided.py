@@ -5,7 +5,7 @@ last call (one or two started or ended). Gathering each job's flows, last path p
 Python objects at every call cost more than the decision itself. Here each decided job has a slot: its flows
 (``_Flows.packed`` and ``secs``) are copied into flat pools once, when it is added, and its picks and class stay
 in the table between calls, so a call hands one compiled kernel the slots in the order it wants
-(``crux._decide_slots``) and the kernel gathers from the pools.
+(``crux._decide_slots``) and the kernel reads each slot's flows where they sit in the pools (no copy per call).
 
 Slots are reused; the pools grow at their end and, when full, are rebuilt from the live slots (the freed regions
 dropped), so their size stays within a small multiple of what the running jobs need.
@@ -17,8 +17,10 @@ import numpy as np
 
 
 class DecidedTable:
-    """Per slot: where its flows (``packed``, ``secs``) and path picks sit in the pools, its flows, hop entries,
-    GPU intensity and class (-1: not decided yet). A new slot's picks are -1 (no path yet)."""
+    """Per slot: where its flows (``packed``, ``secs``) and path picks sit in the pools, its flows, whether every
+    seconds entry of its flows is finite and above zero (``positive``: then no path of it can cost nothing, which
+    lets a kernel keep its picks without pricing its paths: ``crux._pick_slots``), GPU intensity and class
+    (-1: not decided yet). A new slot's picks are -1 (no path yet)."""
 
     def __init__(self, slots: int = 64, pool: int = 4096):
         self.packed = np.zeros(pool, dtype=np.int64)  # each slot's n_paths, hops and links (``_Flows.packed``)
@@ -28,7 +30,7 @@ class DecidedTable:
         self.sec_off = np.zeros(slots, dtype=np.int64)
         self.pick_off = np.zeros(slots, dtype=np.int64)
         self.n_flows = np.zeros(slots, dtype=np.int64)
-        self.n_entries = np.zeros(slots, dtype=np.int64)  # hop entries (links of every candidate path)
+        self.positive = np.zeros(slots, dtype=np.bool_)  # every seconds entry finite and > 0
         self.intensity = np.zeros(slots)
         self.cls = np.full(slots, -1, dtype=np.int64)
         self._flows: dict[int, object] = {}  # live slot -> its _Flows (what a rebuild copies again)
@@ -52,7 +54,8 @@ class DecidedTable:
         self.secs[b:b + need[1]] = flows.secs
         self.picks[c:c + need[2]] = -1
         self.pk_off[s], self.sec_off[s], self.pick_off[s] = a, b, c
-        self.n_flows[s], self.n_entries[s] = need[2], need[1]
+        self.n_flows[s] = need[2]
+        self.positive[s] = bool(np.all(np.isfinite(flows.secs) & (flows.secs > 0)))
         self.intensity[s], self.cls[s] = intensity, -1
         self._ends = [a + need[0], b + need[1], c + need[2]]
         self._flows[s] = flows
@@ -63,6 +66,12 @@ class DecidedTable:
         del self._flows[slot]
         self._free.append(slot)
 
+    def arrays(self) -> tuple:
+        """The pools and per-slot arrays ``crux._decide_slots`` reads, in its order (valid until the next
+        :meth:`add`)."""
+        return (self.packed, self.secs, self.picks, self.pk_off, self.sec_off, self.pick_off, self.n_flows,
+                self.positive, self.intensity)
+
     def picks_of(self, slot: int) -> np.ndarray:
         """The slot's path picks (a view: valid until the next :meth:`add`)."""
         o = self.pick_off[slot]
@@ -70,7 +79,7 @@ class DecidedTable:
 
     def _grow_slots(self) -> None:
         n = 2 * len(self.n_flows)
-        for name in ("pk_off", "sec_off", "pick_off", "n_flows", "n_entries", "intensity", "cls"):
+        for name in ("pk_off", "sec_off", "pick_off", "n_flows", "positive", "intensity", "cls"):
             old = getattr(self, name)
             new = np.full(n, -1, dtype=old.dtype) if name == "cls" else np.zeros(n, dtype=old.dtype)
             new[:len(old)] = old
