@@ -37,7 +37,7 @@ Writes ``benchmarks/results/referee.json``:
   own models as registered, over all and per oversubscription: whether the fit's misses are the referee's noise
   (they shrink against the mean of draws) or the model's (they stay).
 * ``noise_floor``: for :data:`NOISE_FLOOR_REGIMES` (shallow Reno), both halves, the regime's own model (and as
-  registered before, :data:`NOISE_FLOOR_BEFORE`) against every stored draw of each scenario, up to
+  registered, and :data:`NOISE_FLOOR_BEFORE`'s variants) against every stored draw of each scenario, up to
   ``--noise-draws`` (:mod:`netlab.validate.noise`): the referee's own floor (what a perfect deterministic model
   scores against one draw), the model's part (its error against the draws' centre with the noise left in their mean
   taken out), the score against the centre of k draws for every k, and the misses that persist on every draw.
@@ -499,11 +499,12 @@ def stored_draws(store: RunStore, sc, rec: dict, most: int) -> list:
     return draws
 
 
-#: ``tcp-shallow`` as registered before the timeout tail went inside the solve (``params.TRANSPORT_PARAMS``): what
-#: ``noise_floor`` reads beside the registered model (the 25% p90 of issue 26's last reading was this point's)
-TCP_SHALLOW_BEFORE = dict(alpha=-0.25, stretch=0.2, rto_k=0.0, rto_idle=False)
+#: ``tcp-shallow`` with its timeout tail as idle time inside the solve (``rto_idle``, the best point of
+#: ``regimes_fit.json['rto_idle_grid']``, not registered: params.TRANSPORT_PARAMS says why): what ``noise_floor`` reads
+#: beside the registered model
+TCP_SHALLOW_IDLE = dict(alpha=0.0, stretch=0.0, goodput_k=0.75, rto_k=0.05, rto_idle=True)
 #: per regime, the models ``noise_floor`` reads beside the registered one: label -> constructor arguments
-NOISE_FLOOR_BEFORE = {"reno-shallow": {"before": TCP_SHALLOW_BEFORE}}
+NOISE_FLOOR_BEFORE = {"reno-shallow": {"rto_idle": TCP_SHALLOW_IDLE}}
 
 
 def noise_floor_section(store: RunStore, regimes: list[str], families: list[str], n_score: int,
@@ -515,7 +516,7 @@ def noise_floor_section(store: RunStore, regimes: list[str], families: list[str]
     from netlab.validate.noise import noise_split
 
     out: dict = dict(note=(
-        "the regime's own model (as registered, and as before: before_kwargs) against every stored referee draw "
+        "the regime's own model (as registered, and the variants of before_kwargs) against every stored referee draw "
         "(sanity.replicate) of each scenario: referee_floor, what a perfect deterministic model (each job's centre "
         "over infinitely many draws) scores against one draw; model_part, the APE against the draws' centre with the "
         "noise left in a mean of N draws taken out per job (raw: without); against_k_draws, the APE against the "
