@@ -565,8 +565,9 @@ def noise_floor_section(store: RunStore, regimes: list[str], families: list[str]
                     print(f"noise floor {r} {half_name} {m} ({len(c['scenarios'])} scenarios, {n} draws): referee "
                           f"floor p90 {c['referee_floor']['p90_ape']:.3f}; p90 against 1 / {n} draws "
                           f"{c['against_k_draws'][1]['p90_ape']:.3f} / {c['against_k_draws'][n]['p90_ape']:.3f}; "
-                          f"model part p90 {c['model_part']['p90_ape']:.3f} (raw {c['model_part']['raw']['p90_ape']:.3f})"
-                          f"; persistent {c['persistent']['of_them_missed_on_every_draw']} of "
+                          f"model part p90 {c['model_part']['p90_ape']:.3f} "
+                          f"(raw {c['model_part']['raw']['p90_ape']:.3f}); persistent "
+                          f"{c['persistent']['of_them_missed_on_every_draw']} of "
                           f"{c['persistent']['missed_on_first_draw']}", flush=True)
             out["results"].setdefault(r, {})[half_name] = entry
     return out

@@ -43,7 +43,7 @@ scenarios used, every grid point's scores and the choice.
 
 ``--rto-idle`` scores :data:`RTO_IDLE_GRID` (shallow Reno's timeout tail as idle time inside the solve, with alpha,
 the goodput term and the stretch) the same way, the testbed judging every point that beats the registered model
-against the draws (``rto_idle_grid``); ``tcp-shallow`` is registered at its best.
+against the draws (``rto_idle_grid``); recorded, not registered (``params.TRANSPORT_PARAMS`` says why).
 
 ``--joint-draws`` scores the joint grids (:data:`JOINT`) on the calibration scenarios that have two referee draws,
 against the first draw (as the fit) and against the draws (their mean; heavy jobs chosen on one draw and read on the
@@ -133,9 +133,9 @@ JOINT = {"dctcp": dict(alpha=(0.125, 0.25, 0.375, 0.5), goodput_k=(0.0, 0.05, 0.
          "reno-shallow": dict(alpha=(-0.5, -0.25, 0.0, 0.25), goodput_k=(0.3, 0.5, 0.75, 1.0, 1.5),
                               stretch=(0.0, 0.1, 0.2, 0.3))}
 JOINT_TESTBED = 12
-#: ``--rto-idle``: shallow Reno's timeout tail as idle time inside the solve (:func:`netlab.network.tcp.rto.idle_demands`,
-#: the model's ``rto_idle``: a ring stalled in a timeout leaves its links to the others) with the terms it overlaps (the
-#: goodput term and the stretch both lengthen every contended job alike), scored as ``--joint-draws`` scores
+#: ``--rto-idle``: shallow Reno's timeout tail as idle time inside the solve (``rto.idle_demands``,
+#: the model's ``rto_idle``: a ring stalled in a timeout leaves its links to the others) with the terms it overlaps
+#: (the goodput term and the stretch both lengthen every contended job alike), scored as ``--joint-draws`` scores
 #: (``rto_idle_grid``); rto_k 0 is the same point without the tail
 RTO_IDLE_GRID = {"reno-shallow": dict(alpha=(-0.25, 0.0), goodput_k=(0.0, 0.3, 0.75), stretch=(0.0, 0.1, 0.2),
                                       rto_k=(0.0, 0.03, 0.05, 0.07, 0.1, 0.17, 0.25), rto_idle=(True,))}

@@ -120,7 +120,8 @@ class TcpParams(NamedTuple):
                              "max_exact_jobs >= 1, max_events > 0, 0 <= ecn_threshold_us <= buffer_us, draws >= 1, "
                              "stretch >= 0, goodput_k >= 0, buffer_packets > 0, phase_cores True or False, rto_k >= 0, "
                              "rto_min_s >= 0, segment_bytes > 0, rtt_us >= 0, max_core_jobs >= 1, "
-                             "core_alpha >= -1 or None, cut_k >= 0, slow_k >= 0, beatdown_beta >= 0, rto_idle True or False")
+                             "core_alpha >= -1 or None, cut_k >= 0, slow_k >= 0, beatdown_beta >= 0, "
+                             "rto_idle True or False")
         return cls(float(p.alpha), float(p.jitter), float(p.lead), int(p.horizon), int(p.warmup),
                    int(p.max_exact_jobs), int(p.max_events), float(p.ecn_threshold_us), float(p.buffer_us),
                    int(p.draws), float(p.stretch), float(p.goodput_k), float(p.buffer_packets),
