@@ -102,9 +102,13 @@ def test_beta_0_is_the_incremental_model_and_above_it_is_not():
     caps = beaten.capabilities
     assert not caps.incremental and not caps.relinks and not caps.moves_phase and caps.uses_phase
     assert type(beaten).capabilities.incremental  # the class is untouched: only this instance
+    opted = NETWORKS.create("dctcp", beatdown_incremental=True)  # the two solves per component (beatdown_resolve.py)
+    assert opted.capabilities == type(opted).capabilities
     assert NETWORKS.create("tcp").capabilities.incremental and NETWORKS.create("dcqcn").capabilities.incremental
     with pytest.raises(ValueError, match="beatdown_beta >= 0"):
         NETWORKS.create("dctcp", beatdown_beta=-1.0)
+    with pytest.raises(ValueError, match="beatdown_incremental True or False"):
+        NETWORKS.create("dctcp", beatdown_incremental=2)
 
 
 def test_a_simulation_re_solves_every_job_with_the_term():

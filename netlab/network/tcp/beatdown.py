@@ -28,15 +28,15 @@ solves (:func:`beaten_solve`): the first gives each link's marked fraction, the 
 shares the links with them. The weights need each ring flow's own links, which the demand record carries
 (``CommDemand.flow_paths``: per flow, its links and the share of it on each, found with its route); a demand
 without them (a record built by hand, or by a path-choice policy that rebuilds it from summed links) gets
-weight 1. The model's incremental re-solve cannot honour the term (the weights are a solve's output, read
-back as its input, over whole components), so a model with it says so through its capabilities
-(:func:`beaten_capabilities`: not incremental, no relink in place) and the simulator's fabric drives it through
-the generic interface (:class:`~netlab.network.model.GenericIncremental`: every running job re-solved through
-``solve`` at each change), each solve from no phase state (both solves on a fresh model: the first solve's phases
-must not seed the second, and the generic re-solve gives no time to carry them from). That costs several times a
-simulation without the term (the figures are in the commit messages that measured them). A simulation's
-phase-blind share counts these solves as phase-aware (the generic re-solve reports no per-job answer; the model
-uses phase): on components over ``max_exact_jobs`` it is not.
+weight 1. In a simulation the model re-solves one of two ways (``beatdown_incremental``, :mod:`~.params`). By
+default every running job through ``solve`` at each change: the model says it is not incremental
+(:func:`beaten_capabilities`) and the fabric drives it through the generic interface
+(:class:`~netlab.network.model.GenericIncremental`), each solve from no phase state (both on a fresh model).
+Opt-in, the incremental re-solve does the same per component a change touches (:mod:`~.beatdown_resolve`: the
+weights of a component's jobs follow from that component's own first solve, since only binding links are marked
+and binding links are what joins jobs into components), keeping each component's phase state as the one-solve
+model does, at about a third of the cost. A simulation's phase-blind share counts the batch way's solves as
+phase-aware (the generic re-solve reports no per-job answer); the incremental way reports the mean field's.
 """
 
 from __future__ import annotations
@@ -73,9 +73,9 @@ def beatdown_weights(flows: Mapping[int, Sequence], marked: np.ndarray, beta: fl
 
 
 def beaten_capabilities(capabilities):
-    """A model's ``capabilities`` with the beat-down term: not incremental (the fabric drives it through the generic
-    interface, :class:`~netlab.network.model.GenericIncremental`: every running job re-solved through ``solve`` at
-    each change), no re-route in place, no phase moved and kept (module doc)."""
+    """A model's ``capabilities`` with the beat-down term re-solved the batch way (``beatdown_incremental`` False):
+    not incremental (the fabric drives it through :class:`~netlab.network.model.GenericIncremental`: every running
+    job re-solved through ``solve`` at each change), no re-route in place, no phase moved and kept (module doc)."""
     return replace(capabilities, incremental=False, relinks=False, moves_phase=False)
 
 

@@ -9,6 +9,7 @@ from ..model import (ALLOCATION_KINDS, NETWORKS, Capabilities, CommDemand, Moved
                      _same_paths, _treatment, incidence)
 from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of
 from .beatdown import beaten_capabilities, beaten_solve
+from .beatdown_resolve import FlowPathTable, TwoPass
 from .components import Solved
 from .cores import CoreCache
 from .exposed import exposed_s
@@ -16,10 +17,10 @@ from .goodput import effective_capacity, link_flows_offered
 from .incremental import (adds_nonbinding, binding_component, clear_row_load, resolve_touched, row_loads,
                           update_binding, write_back)
 from .mean_field import mean_field_counts
-from .params import (ALPHA, BEATDOWN_BETA, BUFFER_PACKETS, BUFFER_US, CORE_ALPHA, CUT_K, DRAWS, ECN_THRESHOLD_US,
-                     GOODPUT_K, HORIZON, JITTER, LEAD, MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS, PHASE_CORES,
-                     REPORT_RTOL, RTO_IDLE, RTO_K, RTO_MIN_S, RTT_US, SEGMENT_BYTES, SLOW_K, STRETCH, WARMUP,
-                     TcpParams)
+from .params import (ALPHA, BEATDOWN_BETA, BEATDOWN_INCREMENTAL, BUFFER_PACKETS, BUFFER_US, CORE_ALPHA, CUT_K, DRAWS,
+                     ECN_THRESHOLD_US, GOODPUT_K, HORIZON, JITTER, LEAD, MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS,
+                     PHASE_CORES, REPORT_RTOL, RTO_IDLE, RTO_K, RTO_MIN_S, RTT_US, SEGMENT_BYTES, SLOW_K, STRETCH,
+                     WARMUP, TcpParams)
 from .ratecut import cut_s, demands_cut_s
 from .relink import relink_in_place
 from .rto import demand_duty, demands_tail_s, idle_demands, solved_share, tail_s
@@ -49,7 +50,8 @@ class TcpNetwork(NetworkModel):
                  phase_cores: bool = PHASE_CORES, rto_k: float = RTO_K, rto_min_s: float = RTO_MIN_S,
                  segment_bytes: float = SEGMENT_BYTES, rtt_us: float = RTT_US,
                  max_core_jobs: int = MAX_CORE_JOBS, core_alpha: float | None = CORE_ALPHA, cut_k: float = CUT_K,
-                 slow_k: float = SLOW_K, beatdown_beta: float = BEATDOWN_BETA, rto_idle: bool = RTO_IDLE):
+                 slow_k: float = SLOW_K, beatdown_beta: float = BEATDOWN_BETA, rto_idle: bool = RTO_IDLE,
+                 beatdown_incremental: bool = BEATDOWN_INCREMENTAL):
         """Parameters: see :mod:`~netlab.network.tcp.params` (one ValueError if any is out of range)."""
         self.params = TcpParams.checked(alpha=alpha, jitter=jitter, lead=lead, horizon=horizon, warmup=warmup,
                                         max_exact_jobs=max_exact_jobs, max_events=max_events,
@@ -58,9 +60,12 @@ class TcpNetwork(NetworkModel):
                                         phase_cores=phase_cores, rto_k=rto_k, rto_min_s=rto_min_s,
                                         segment_bytes=segment_bytes, rtt_us=rtt_us,
                                         max_core_jobs=max_core_jobs, core_alpha=core_alpha, cut_k=cut_k,
-                                        slow_k=slow_k, beatdown_beta=beatdown_beta, rto_idle=rto_idle)
-        # two solves a change, every job, no phase state kept (beatdown.py; the idle timeout tail, rto.py, likewise)
-        if self.params.beatdown_beta > 0.0 or (self.params.rto_idle and self.params.rto_k > 0.0):
+                                        slow_k=slow_k, beatdown_beta=beatdown_beta, rto_idle=rto_idle,
+                                        beatdown_incremental=beatdown_incremental)
+        # two solves a change, every job, no phase state kept (beatdown.py, unless beatdown_incremental:
+        # beatdown_resolve.py; the idle timeout tail, rto.py, likewise)
+        p = self.params
+        if (p.beatdown_beta > 0.0 and not p.beatdown_incremental) or (p.rto_idle and p.rto_k > 0.0):
             self.capabilities = beaten_capabilities(type(self).capabilities)
         self._slots = SlotTable()  # every job's row: its demand, last time and phase state
         self.exact_solves = self.mean_field_solves = 0
@@ -191,11 +196,16 @@ class TcpNetwork(NetworkModel):
         self._touched = np.zeros(n, dtype=bool)  # links whose jobs changed since the last solve
         self._new: set[int] = set()  # jobs waiting for their first time
         self.pending = False
+        # DCTCP's beat-down: each row's flows' paths, and the component's two solves (beatdown_resolve.py)
+        self._paths = FlowPathTable(n) if self.params.beatdown_beta > 0.0 else None
+        self._two_pass = TwoPass(self._paths) if self._paths is not None else None
 
     def join(self, job_id, demand, now_s):
         self.check_allocation(demand.allocation, job_id)
         row = self._slots.add(job_id, demand, keep=self._keep)  # its places on may_bind or solved links kept
         self._demands[job_id] = demand
+        if self._paths is not None:
+            self._paths.put(row, demand.flow_paths)
         links, rate = self._links, demand.alone_rate_gbps
         alone = adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, rate)
         self._offered[demand.links] += demand.weights * rate
@@ -239,6 +249,8 @@ class TcpNetwork(NetworkModel):
         self._active[demand.links] -= demand.weights * self._share.pop(job_id)
         links.write(demand.links)
         clear_row_load(self._slots.row(job_id), tuple(self._slots.rows), tuple(links.arrays()))
+        if self._paths is not None:
+            self._paths.drop(self._slots.row(job_id))
         self._slots.remove(job_id)
         self._core_cache.warm.pop(job_id, None)
         empty = demand.links[links.jobs[demand.links] == 0]
@@ -277,6 +289,8 @@ class TcpNetwork(NetworkModel):
         else:  # the row must grow: removed and added again (the same row)
             slots.remove(job_id)
             slots.add(job_id, demand, keep=self._keep)
+        if self._paths is not None:
+            self._paths.put(r, demand.flow_paths)
         return self._joined(job_id, r, demand, rate, alone)
 
     def change(self, job_id, now_s, *, phase=None, allocation=None):
@@ -314,15 +328,23 @@ class TcpNetwork(NetworkModel):
             rows, comp_links = comp.rows, comp.links  # (every link of the rows)
             sub, kept = comp.entries, np.arange(len(comp.links))  # the cores read every link
             written = np.zeros(0, dtype=np.int64)
+        elif self._two_pass is not None:  # DCTCP's beat-down: the component solved twice (beatdown_resolve.py)
+            code, ids, it, comm, rows, comp_links, sub, kept, written = self._two_pass.resolve_touched(
+                now_s, self._touched, seeds, tuple(t), tuple(arrays), self._binding, p, REPORT_RTOL,
+                tuple(self.counts), self._solved, self._may_bind, self._keep)
         else:  # (the component and its binding part come back for the exact path: not found a second time)
             code, ids, it, comm, rows, comp_links, sub, kept, written = resolve_touched(
                 now_s, self._touched, seeds, tuple(t), tuple(arrays), self._binding,
                 p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts), self._solved, self._may_bind, self._keep)
         if code == SolveCode.EXACT_NEEDED:
             blind = np.zeros(len(rows), dtype=bool)
-            out, exact, mean_field = solve_component(now_s, sub, arrays.capacity_gbps[comp_links[kept]],
-                                                     jobs_at(t, rows), t, rows, p, self.counts, blind,
-                                                     self._core_cache)
+            cap, jobs = arrays.capacity_gbps[comp_links[kept]], jobs_at(t, rows)
+            if self._two_pass is not None:
+                out, exact, mean_field = self._two_pass(now_s, sub, cap, comp_links[kept], jobs, t, rows, p,
+                                                        self.counts, blind, self._core_cache)
+            else:
+                out, exact, mean_field = solve_component(now_s, sub, cap, jobs, t, rows, p, self.counts, blind,
+                                                         self._core_cache)
             self.exact_solves += exact
             self.mean_field_solves += mean_field
             ids, it, comm, written = write_back(self._touched, seeds, rows, comp_links, kept, out, REPORT_RTOL, t,
