@@ -186,3 +186,25 @@ def test_the_flow_path_table_keeps_the_live_rows_through_compaction():
     marked = np.array([0.2, 0.2, 0.3, 0.0])
     assert table.n_entries < 5000  # compacted (each put of a live row left its old entries behind)
     assert table.weights(np.array([0, 1, 2]), np.arange(4), marked, 2.0).tolist() == [0.25, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+@pytest.mark.parametrize("max_exact, blind", [(8, False), (2, True)])
+def test_the_beat_down_s_re_solves_report_the_mean_field_as_phase_blind(max_exact, blind, incremental):
+    """The hand case's component has 3 contended jobs: simulated exactly (phase-aware) up to max_exact_jobs 8, by the
+    random-phase mean field at 2 (phase-blind). The incremental re-solve says so as the one-solve one does; the
+    batch way (the fabric's generic interface over the model's ``solve``) says it too, from the solve's own
+    answer (``NetSolution.phase_blind``), where it said nothing (the simulator then counted it phase-aware)."""
+    from netlab.network.model import GenericIncremental
+
+    demands, cap = _three()
+    model = NETWORKS.create("dctcp", beatdown_incremental=incremental, beatdown_beta=3.0, cut_k=0.0,
+                            max_exact_jobs=max_exact)
+    assert model.capabilities.incremental == incremental
+    net = model if incremental else GenericIncremental(model)
+    joined(net, cap, demands)
+    moved = net.resolve(0.0)
+    got = dict(zip(moved.job_id, [moved.phase_blind] * 4 if isinstance(moved.phase_blind, bool) else
+                   moved.phase_blind))
+    assert {j: got[j] for j in (1, 2, 3)} == {1: blind, 2: blind, 3: blind}
+    assert got.get(4, False) is False  # alone, on no binding link (reported by the batch way only): phase-aware

@@ -116,9 +116,12 @@ def test_a_repeated_path_choice_reuses_the_route_and_copies_the_rest_of_the_dema
     assert second.iso_rate_gbps == 50.0
     built = build_demand(TOPO, ZOO["m"], "ring", 8, (0, 2), (1, 1), 2.0, 0.5, allocation=choice)[0]
     for f in dataclasses.fields(CommDemand):  # every field as build_demand gives it: job 8's, its phase
-        if f.name != "flow_paths":  # a re-route does not carry each flow's path (None: no beat-down weight)
+        if f.name != "flow_paths":  # (ragged: compared below)
             assert np.array_equal(getattr(second, f.name), getattr(built, f.name)), f.name
-    assert second.flow_paths is None
+    # each flow's path, for the beat-down's weights: flow 0 -> 2 on its path 0, 2 -> 0 on its path 1, all of it
+    expect = [(list(TOPO.paths(0, 2)[0]), [1.0] * 4), (list(TOPO.paths(2, 0)[1]), [1.0] * 4)]
+    assert [(p.tolist(), s.tolist()) for p, s in second.flow_paths] == expect
+    assert [(p.tolist(), s.tolist()) for p, s in built.flow_paths] == expect
     assert (second.job_id, second.phase, second.allocation) == (8, 0.5, choice)
     # another choice is another route (one more entry)
     other = rerouted(TOPO, ZOO, running(8, 0.5), NetAllocation(paths=(1, 0)), memo)

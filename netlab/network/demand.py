@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -90,6 +91,38 @@ class RoutedDemand(CommDemand):
 
     def __reduce__(self):
         return CommDemand, tuple(getattr(self, f.name) for f in dataclasses.fields(CommDemand))
+
+
+class ChosenFlowPaths(Sequence):
+    """A re-routed demand's ``flow_paths`` (a path choice: ``netlab.sim.netalloc.rerouted``), found when first read:
+    per flow, the links of its chosen path and the share of the flow on each (all of it), as a
+    :class:`RoutedDemand` routed with the same choice gives them (``Topology.flow_links(..., path=...)``).
+
+    From the placement's flat layout of flows and equal-cost paths (``netlab.sched.routes.PlacementPaths``: flow
+    ``f``'s paths are ``flow_first[f]`` to ``flow_first[f + 1]``, path ``q``'s links ``links[path_start[q]:
+    path_start[q + 1]]``, in ``Topology.paths`` order) and the choice ``picks`` (one per flow, or one for all,
+    modulo the flow's paths). Why on first read: a path-choosing policy re-routes jobs thousands of times, and
+    only a model that reads single flows' paths (``dctcp``'s beat-down) needs them."""
+
+    __slots__ = ("_layout", "_found")
+
+    def __init__(self, flow_first: np.ndarray, path_start: np.ndarray, links: np.ndarray, picks: np.ndarray):
+        self._layout, self._found = (flow_first, path_start, links, picks), None
+
+    def __len__(self) -> int:
+        return len(self._layout[0]) - 1
+
+    def __getitem__(self, i):
+        if self._found is None:
+            flow_first, path_start, links, picks = self._layout
+            out = []
+            for f in range(len(flow_first) - 1):
+                a = int(flow_first[f])
+                q = a + int(picks[f if len(picks) > 1 else 0]) % int(flow_first[f + 1] - a)
+                path = links[path_start[q]:path_start[q + 1]]
+                out.append((path, np.ones(len(path))))
+            self._found = tuple(out)
+        return self._found[i]
 
 
 def build_demand(topology, model, pattern: str, job_id: int, hosts, gpus, iso_iter_s: float = 0.0,

@@ -162,6 +162,8 @@ class NetSolution:
     rate_gbps: dict[int, float] = field(default_factory=dict)  # per-flow rate while communicating (fair)
     rate_load_gbps: np.ndarray | None = None  # sum of flow rates per link while all communicate (fair)
     queue_frac: np.ndarray | None = None  # per link: share of time queued above the ECN threshold (tcp)
+    #: per job: its time came from a solve blind to the jobs' phases (``Moved.phase_blind``); None: not said
+    phase_blind: dict[int, bool] | None = None
 
 
 class Moved(NamedTuple):
@@ -312,13 +314,16 @@ class NetworkModel:
         links = self._links
         ids = list(self._demands)
         sol = self.solve([self._demands[j] for j in ids], links.capacity_gbps)
-        moved = Moved([], [], [])
+        blind = sol.phase_blind
+        moved = Moved([], [], [], None if blind is None else [])
         for jid in ids:
             it = sol.iter_s[jid]
             if jid in self._new or abs(it - self._iter_s[jid]) > 1e-12 * max(it, 1.0):
                 moved.job_id.append(jid)
                 moved.iter_s.append(it)
                 moved.comm_s.append(sol.comm_s[jid])
+                if blind is not None:
+                    moved.phase_blind.append(blind[jid])
                 self._iter_s[jid] = it
         touched = self._touched | (links.jobs > 0)
         links.write()

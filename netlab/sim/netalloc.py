@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..jit import njit
-from ..network.demand import build_demand
+from ..network.demand import ChosenFlowPaths, build_demand
 from ..network.model import CommDemand, UnsupportedAllocation
 from ..sched import JobState, NetAllocation, PolicyError
 from ..sched.routes import placement_paths
@@ -65,9 +65,11 @@ def rerouted(topology, zoo, js: JobState, alloc: NetAllocation, memo: dict | Non
                                             topology.link_capacity_gbps)
         if len(memo) >= 100_000:  # bounded, as the topology's route memos
             memo.clear()
-        route = memo[key] = (links, weights, min(iso, old.rate_cap_gbps))
+        route = memo[key] = (links, weights, min(iso, old.rate_cap_gbps),  # each flow's path: found if read
+                             ChosenFlowPaths(cands.flow_first, cands.path_start, cands.links,
+                                             np.asarray(alloc.paths, dtype=np.int64)))
     return CommDemand(js.job_id, route[0], route[1], old.flow_bytes, old.compute_s, old.serial_intra_s, old.overlap,
-                      old.rate_cap_gbps, route[2], js.iso_iter_s, old.phase, alloc, old.steps)
+                      old.rate_cap_gbps, route[2], js.iso_iter_s, old.phase, alloc, old.steps, flow_paths=route[3])
 
 
 @njit(cache=True)

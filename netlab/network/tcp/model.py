@@ -10,7 +10,7 @@ from ..model import (ALLOCATION_KINDS, NETWORKS, Capabilities, CommDemand, Moved
 from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of
 from .beatdown import beaten_capabilities, beaten_solve
 from .beatdown_resolve import FlowPathTable, TwoPass
-from .components import Solved
+from .components import Solved, alone, binding_components
 from .cores import CoreCache
 from .exposed import exposed_s
 from .goodput import effective_capacity, link_flows_offered
@@ -125,7 +125,8 @@ class TcpNetwork(NetworkModel):
             rate = np.array([d.alone_rate_gbps for d in demands])
             cap = effective_capacity(cap, *link_flows_offered(e, len(cap), rate), self.params.goodput_k,
                                      self.params.buffer_packets)
-        out = self.solve_rows(now_s, rows, e, cap, jobs_of(demands))
+        blind = np.zeros(len(demands), dtype=bool)
+        out = self.solve_rows(now_s, rows, e, cap, jobs_of(demands), blind)
         ids = [d.job_id for d in demands]
         tails, p = None, self.params
         if p.rto_k > 0.0 or p.cut_k > 0.0 or p.slow_k > 0.0:  # rto.py, ratecut.py, slowest.py: each job at its
@@ -142,7 +143,7 @@ class TcpNetwork(NetworkModel):
                 tails = [t + c for t, c in zip(tails, slowest_s(demands, capacity_gbps, p, net))]
         it, comm = self._stretched(demands, out.iter_s.tolist(), out.comm_s.tolist(), tails)
         return NetSolution(dict(zip(ids, it)), dict(zip(ids, comm)), links, out.load_gbps, out.overload_gbps,
-                           queue_frac=out.queue_frac)
+                           queue_frac=out.queue_frac, phase_blind=dict(zip(ids, blind.tolist())))
 
     def _stretched(self, demands, iter_s: list, comm_s: list, tails: list | None = None) -> tuple[list, list]:
         """Each job's delay beyond its time alone stretched by ``1 + stretch`` (``params.STRETCH``) plus its
@@ -159,17 +160,22 @@ class TcpNetwork(NetworkModel):
             comm.append(c + extra)
         return it, comm
 
-    def solve_rows(self, now_s: float, rows: np.ndarray, e: Entries, cap_link: np.ndarray, jobs: Jobs) -> Solved:
+    def solve_rows(self, now_s: float, rows: np.ndarray, e: Entries, cap_link: np.ndarray, jobs: Jobs,
+                   blind: np.ndarray | None = None) -> Solved:
         """Solve the jobs of ``rows`` (local job ``i`` is row ``rows[i]``; ``jobs`` their parameters, ``e`` the
-        incidence over ``cap_link``), updating their phase state."""
+        incidence over ``cap_link``), updating their phase state; ``blind`` (per job, if given): set to whether its
+        time came from the mean field (contended, in a component over ``max_exact_jobs``)."""
         t = self._slots.rows
         if not self.params.phase_cores:  # (phase cores: the solve in Python around the mean field, below)
             code, out = solve_unless_exact(now_s, e, cap_link, jobs, t, rows, self.params.max_exact_jobs,
                                            self.params.alpha, self.counts)
             if code != SolveCode.EXACT_NEEDED:  # no component small enough for the exact simulation
                 self.mean_field_solves += code == SolveCode.MEAN_FIELD
+                if blind is not None and code == SolveCode.MEAN_FIELD:  # (the components found again: no exact one)
+                    comps = binding_components(e, cap_link, alone(jobs).cap_gbps, self.params.max_exact_jobs)
+                    blind[:] = comps.contended & comps.large
                 return out
-        out, exact, mean_field = solve_component(now_s, e, cap_link, jobs, t, rows, self.params, self.counts,
+        out, exact, mean_field = solve_component(now_s, e, cap_link, jobs, t, rows, self.params, self.counts, blind,
                                                  cache=self._core_cache)
         self.exact_solves += exact
         self.mean_field_solves += mean_field
