@@ -133,11 +133,12 @@ class ThreeD(CommPattern):
         return _plan_3d(shape, float(model.params_m) * 1e6, tuple(int(g) for g in gpus_per_host))
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=256)
 def _plan_3d(shape, params: float, gpus_per_host: tuple[int, ...]) -> CommPlan:
     """The ``3d`` plan of an LLM shape with ``params`` parameters on ``gpus_per_host``, memoised: it depends on
     these alone and cannot change (a frozen plan of tuples), and a busy trace starts the same few shapes on the
-    same per-host counts again and again (building it cost ~7% of a 16,384-GPU busy run)."""
+    same per-host counts again and again (building it cost ~7% of a 16,384-GPU busy run). Small: a few popular
+    keys take nearly every hit, and each plan holds a weight per flow (hundreds on a large job)."""
     tr = traffic(shape, params, gpus_per_host)
     if not tr.flows:
         return CommPlan((), 0.0, tr.nvlink_gpu_bytes, False)
