@@ -394,3 +394,55 @@ def test_a_load_at_the_threshold_is_summed_in_the_caller_s_order():
     assert programs(jobs[::-1], np.array([1.0])) == [] and shares.programs(jobs[::-1]) == []
     (prog,) = shares.programs(jobs)  # in the kept order it binds, for both
     assert prog.members.tolist() == [2, 1, 0] and len(programs(jobs, np.array([1.0]))) == 1
+
+
+def test_the_compiled_simplex_two_links_sharing_a_job():
+    # max 3 z0 + z1 + 2 z2, 0.8 z0 + 0.8 z1 <= 1, 0.8 z1 + 0.8 z2 <= 1, 0.05 <= z <= 1. z1 costs a unit of z0 on
+    # one link and of z2 on the other for a third of their worth: z0 = z2 = 1, z1 takes what is left, 0.25.
+    from netlab.policies.joint.simplex import lexicographic
+
+    z, ok = lexicographic(np.array([3.0, 1.0, 2.0]), np.array([[0.8, 0.8, 0.0], [0.0, 0.8, 0.8]]), 0.05, 1e-9)
+    assert ok and np.allclose(z, [1.0, 0.25, 1.0], atol=1e-12)
+
+
+def test_the_compiled_simplex_breaks_ties_as_the_stated_levels():
+    from netlab.policies.joint.simplex import lexicographic
+
+    # level 2: alike jobs on a link given twice, z0 + z1 = 1.25 at every optimum; rank weights 1 and 1/2 favour
+    # the first (the greatest job id): z0 = 1, z1 = 0.25
+    z, ok = lexicographic(np.array([1.0, 1.0]), np.array([[0.8, 0.8], [0.8, 0.8]]), 0.05, 1e-9)
+    assert ok and np.allclose(z, [1.0, 0.25], atol=1e-12)
+    # level 2 against the first vertex found: util / a = 2 both, the larger util (z1) enters first and fills the
+    # link (z = 0.05, 0.975: optimal); rank weight / a, 1 / 0.5 against 0.5 / 1, moves it to z0 = 1, z1 = 0.5
+    z, ok = lexicographic(np.array([1.0, 2.0]), np.array([[0.5, 1.0], [0.5, 1.0]]), 0.05, 1e-9)
+    assert ok and np.allclose(z, [1.0, 0.5], atol=1e-12)
+    # level 3: util / a and rank weight / a both equal (2 / 0.8 = 1 / 0.4, 1 / 0.8 = 0.5 / 0.4): the first as
+    # fast as it goes, z0 = 1, then 0.4 z1 <= 0.2: z1 = 0.5
+    z, ok = lexicographic(np.array([2.0, 1.0]), np.array([[0.8, 0.4], [0.8, 0.4]]), 0.05, 1e-9)
+    assert ok and np.allclose(z, [1.0, 0.5], atol=1e-12)
+
+
+def test_the_compiled_simplex_gives_highs_s_bits_on_random_tied_programs():
+    # The tie-break's answer is one point: the compiled levels and HiGHS's reach it to the same bits once rounded.
+    from netlab.policies.joint.program import TIE_TOL, _highs_lp, _kept_rows
+    from netlab.policies.joint.simplex import lexicographic
+
+    rng = np.random.default_rng(13)
+    for _ in range(300):
+        util, a = _tied_program(rng)
+        floor = min(0.05, 1.0 / a.sum(axis=1).max())
+        rows = a[_kept_rows(a)]
+        z, ok = lexicographic(util, rows, floor, TIE_TOL)
+        assert ok
+        assert np.array_equal(np.clip(np.round(z, 9), floor, 1.0),
+                              np.clip(np.round(_highs_lp(util, rows, floor), 9), floor, 1.0))
+
+
+def test_a_program_the_compiled_simplex_does_not_finish_goes_to_highs(monkeypatch):
+    from netlab.policies.joint import program
+    from netlab.policies.joint.simplex import lexicographic
+
+    util, a = np.array([3.0, 1.0, 2.0]), np.array([[0.8, 0.8, 0.0], [0.0, 0.8, 0.8]])
+    assert not lexicographic(util, a, 0.05, 1e-9, 0)[1]  # no pivot allowed: not finished
+    monkeypatch.setattr(program, "lexicographic", lambda *args: (np.zeros(3), False))
+    assert np.array_equal(program._solve_lp(util, a, 0.05), [1.0, 0.25, 1.0])

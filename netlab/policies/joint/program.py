@@ -12,8 +12,9 @@ utilisation alone) and ``a_je = M_je / (t_iso_j B_e)`` (the share of link ``e`` 
     maximise   sum_j G_j z_j
     subject to sum_j a_je z_j <= 1  on every link,   f <= z_j <= 1,
 
-a linear program (solved exactly by HiGHS, through its own binding ``highspy``; where it has several optima, a
-stated tie-break, :data:`TIE_TOL`, picks one, favouring the jobs submitted last). On one link its optimum serves
+a linear program (solved exactly by a compiled simplex, :mod:`.simplex`, and by HiGHS through its own binding
+``highspy`` where that does not finish; where it has several optima, a stated tie-break, :data:`TIE_TOL`, picks
+one, favouring the jobs submitted last). On one link its optimum serves
 jobs in the order of ``G_j / a_je``, the compute they keep going per unit of the link: Crux's GPU intensity. The
 floor ``f`` (``min_speed``, lowered where the links cannot give every job that much) keeps the least intensive
 job moving: the LP's corner would stop it, and a stopped job holds its GPUs doing nothing. Only links the jobs
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...jit import njit  # numba is imported at the first kernel call
+from .simplex import lexicographic
 
 GBIT = 1e9
 #: the least speed (fraction of its speed alone) the program leaves a job, where the links allow it
@@ -206,8 +208,10 @@ def _solve_lp(util: np.ndarray, a: np.ndarray, min_speed: float, memo: dict | No
     rows = a[_kept_rows(a)]  # the same feasible set: repeated and dominated links dropped
     if len(rows) == 1:  # one link left (or several alike): the greedy below is exact, without a solver's set-up
         out = _one_link(util, rows[0], floor)
-    else:
-        out = _highs_lp(util, rows, floor)
+    else:  # the same levels compiled (simplex.py), HiGHS where that does not finish
+        out, done = lexicographic(util, rows, floor, TIE_TOL)
+        if not done:
+            out = _highs_lp(util, rows, floor)
     out = np.clip(np.round(out, SPEED_DIGITS), floor, 1.0)
     if memo is not None:
         _remember(memo, key, out)
