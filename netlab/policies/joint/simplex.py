@@ -75,9 +75,7 @@ def lexicographic(util: np.ndarray, a: np.ndarray, floor: float, tie_tol: float,
             cost[:n] = -(n - np.arange(n)) / n  # program._rank_weights
             tol = tie_tol
         elif k >= 0:
-            if lo[k] == hi[k]:
-                continue
-            if x[k] >= hi[k]:  # at full speed already: as far as it goes, no solve
+            if lo[k] == hi[k] or x[k] >= hi[k]:  # fixed, or at full speed already: as far as it goes, no solve
                 lo[k] = hi[k]
                 continue
             cost[:n] = 0.0
