@@ -446,3 +446,19 @@ def test_a_program_the_compiled_simplex_does_not_finish_goes_to_highs(monkeypatc
     assert not lexicographic(util, a, 0.05, 1e-9, 0)[1]  # no pivot allowed: not finished
     monkeypatch.setattr(program, "lexicographic", lambda *args: (np.zeros(3), False))
     assert np.array_equal(program._solve_lp(util, a, 0.05), [1.0, 0.25, 1.0])
+
+
+def test_a_speed_on_a_rounding_half_step_is_left_to_highs(monkeypatch):
+    # full Philly's one program where the two solvers rounded apart: 0.4552329535 at the vertex, the simplex
+    # 0.45523295350000897 (rounds to ...354), HiGHS 0.45523295349997006 (rounds to ...353). Within 1e-11 of a
+    # half step of 1e-9: HiGHS answers; 0.455232953 (on a step) and 0.45523295352 (2e-11 off the half) do not.
+    from netlab.policies.joint import program
+
+    assert program._near_half_step(np.array([1.0, 0.45523295350000897]))
+    assert program._near_half_step(np.array([0.45523295349997006]))
+    assert not program._near_half_step(np.array([0.455232953, 0.05, 1.0]))
+    assert not program._near_half_step(np.array([0.45523295352]))
+    util, a = np.array([3.0, 1.0, 2.0]), np.array([[0.8, 0.8, 0.0], [0.0, 0.8, 0.8]])
+    monkeypatch.setattr(program, "lexicographic", lambda *args: (np.array([1.0, 0.45523295350000897, 1.0]), True))
+    monkeypatch.setattr(program, "_highs_lp", lambda *args: np.array([1.0, 0.45523295349997006, 1.0]))
+    assert np.array_equal(program._solve_lp(util, a, 0.05), [1.0, 0.455232953, 1.0])
