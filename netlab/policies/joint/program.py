@@ -249,11 +249,9 @@ TIE_TOL = 1e-9
 SPEED_DIGITS = 9
 #: a speed closer than this to a half step of :data:`SPEED_DIGITS` (where rounding goes up or down) is not
 #: rounded from the compiled simplex's answer: the simplex and HiGHS reach the same vertex to ~1e-13 by other
-#: bases, and at a vertex on the half step itself they round apart. Seen once in full Philly's 23,072 programs
-#: that reach the simplex: a speed of 0.4552329535 at the vertex, 0.45523295350000897 from the simplex and
-#: 0.45523295349997006 from HiGHS, rounded to ...354 and ...353, which moved joint's average JCT by 0.4 s.
+#: bases, and at a vertex on the half step itself they round apart (it happens: a vertex at 0.4552329535).
 #: There HiGHS answers, as it does for every program without the simplex, so the decisions are HiGHS's bits.
-#: Stated, not tuned: 100x the largest difference between the two seen on that program, 1% of a step.
+#: Stated, not tuned: 100x the largest difference between the two seen at such a vertex, 1% of a step.
 HALF_STEP_BAND = 1e-11
 
 

@@ -1,11 +1,10 @@
 """The joint program's tie-break solved in one compiled call: a dense bounded-variable primal simplex.
 
-Why: the programs are small and dense (median 16 links x 65 jobs once covered links are dropped, on Philly's
-first 20k jobs). HiGHS solves one in a dozen dual iterations, but a run through ``highspy`` costs a fixed set-up
-(a run from an optimal basis, no iteration, takes half the time of a run from scratch), and the tie-break's
-levels (:data:`~.program.TIE_TOL`) add a run each and Python between them: 0.77 ms CPU a program, of which
-HiGHS's runs about half (4,632 programs, load ~8). The same levels on a dense tableau in one compiled call take
-0.16 ms (~90 pivots, a few microseconds each).
+Why: the programs are small and dense (tens of links by tens of jobs once covered links are dropped). HiGHS
+solves one in a few iterations, but a run through ``highspy`` costs a fixed set-up (a run from an optimal basis,
+with no iteration, costs about half a run from scratch), and the tie-break's levels (:data:`~.program.TIE_TOL`)
+add a run each and Python between them. The same levels on a dense tableau in one compiled call cost a few
+pivots of microseconds each (the measured figures are in the commit that added this module).
 
 What it computes is what :func:`.program._highs_lp` computes, level by level, with the same tests: the optimum
 of each level (the program, then the rank weights, then each job that may move in the program's order), the
