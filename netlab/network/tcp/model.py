@@ -21,12 +21,13 @@ from .params import (ALPHA, BEATDOWN_BETA, BEATDOWN_INCREMENTAL, BUFFER_PACKETS,
                      ECN_THRESHOLD_US, GOODPUT_K, HORIZON, JITTER, LEAD, MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS,
                      PHASE_CORES, REPORT_RTOL, RTO_IDLE, RTO_K, RTO_MIN_S, RTT_US, SEGMENT_BYTES, SLOW_K, STRETCH,
                      WARMUP, TcpParams)
-from .ratecut import cut_s, demands_cut_s
+from .ratecut import cut_s
 from .relink import relink_in_place
-from .rto import demand_duty, demands_tail_s, idle_demands, solved_share, tail_s
+from .rto import idle_demands, solved_share, tail_s
 from .scenarios import simulate_starts
-from .slowest import demands_slowest_s, slowest_s
+from .slowest import slowest_s
 from .solve import SolveCode, solve_component, solve_unless_exact
+from .tails import TailBook, alone_share, has_tails
 
 
 @NETWORKS.register("tcp")
@@ -129,7 +130,7 @@ class TcpNetwork(NetworkModel):
         out = self.solve_rows(now_s, rows, e, cap, jobs_of(demands), blind)
         ids = [d.job_id for d in demands]
         tails, p = None, self.params
-        if p.rto_k > 0.0 or p.cut_k > 0.0 or p.slow_k > 0.0:  # rto.py, ratecut.py, slowest.py: each job at its
+        if has_tails(p):  # rto.py, ratecut.py, slowest.py: each job at its
             shares = list(map(solved_share, out.iter_s, out.comm_s))  # share of the iteration as solved
             tails = tail_s(demands, capacity_gbps, p, shares) if p.rto_k > 0.0 else [0.0] * len(demands)
             if p.rto_idle and p.rto_k > 0.0:  # the tail as idle time, inside a second solve (rto.idle_demands)
@@ -205,6 +206,8 @@ class TcpNetwork(NetworkModel):
         # DCTCP's beat-down: each row's flows' paths, and the component's two solves (beatdown_resolve.py)
         self._paths = FlowPathTable(n) if self.params.beatdown_beta > 0.0 else None
         self._two_pass = TwoPass(self._paths) if self._paths is not None else None
+        # the tails after the solve, found again wherever their inputs changed (tails.py); None: no tail
+        self._tails = TailBook(n) if has_tails(self.params) else None
 
     def join(self, job_id, demand, now_s):
         self.check_allocation(demand.allocation, job_id)
@@ -216,7 +219,7 @@ class TcpNetwork(NetworkModel):
         alone = adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, rate)
         self._offered[demand.links] += demand.weights * rate
         self._flows[demand.links] += demand.weights
-        self._share[job_id] = demand_duty(demand)
+        self._share[job_id] = alone_share(demand)
         self._active[demand.links] += demand.weights * self._share[job_id]
         self._moved(demand.links)
         return self._joined(job_id, row, demand, rate, alone)
@@ -229,6 +232,8 @@ class TcpNetwork(NetworkModel):
             t.rate_gbps[row], t.iter_s[row] = rate, demand.iter_s(rate)
             self._links.write(demand.links)
             row_loads(np.array([row]), tuple(t), self._links.load_gbps)
+            if self._tails is not None:
+                self._tails.alone(job_id, demand, rate)
             return rate
         self._await_resolve(demand, job_id)
         return None
@@ -259,6 +264,8 @@ class TcpNetwork(NetworkModel):
             self._paths.drop(self._slots.row(job_id))
         self._slots.remove(job_id)
         self._core_cache.warm.pop(job_id, None)
+        if self._tails is not None:
+            self._tails.drop(job_id)
         empty = demand.links[links.jobs[demand.links] == 0]
         self._offered[empty] = self._flows[empty] = self._active[empty] = 0.0  # no rounding residue on an empty link
         self._moved(demand.links)
@@ -275,7 +282,7 @@ class TcpNetwork(NetworkModel):
         r, t = slots.row(job_id), slots.rows
         links.write(old.links)
         share = self._share[job_id]
-        self._share[job_id] = new_share = demand_duty(demand)
+        self._share[job_id] = new_share = alone_share(demand)
         rate = demand.alone_rate_gbps
         # the sums, and the row moved in place with its kept places if it holds the new links (one call)
         bound, alone, moved = relink_in_place(r, t.n_links[r], old.alone_rate_gbps, share, demand.links,
@@ -364,25 +371,14 @@ class TcpNetwork(NetworkModel):
         # not every link of the component (the aggregated history reads each link named)
         links.mark(written)
         self._touched[seeds] = False
-        ids = ids.tolist()
-        # the moved jobs' demands, for the terms that read them (by default none: no list built per re-solve)
-        reads = p.rto_k > 0.0 or p.cut_k > 0.0 or p.slow_k > 0.0 or p.stretch != 0.0
-        moved = [self._demands[j] for j in ids] if reads else None
-        tails = None
-        if p.rto_k > 0.0 or p.cut_k > 0.0 or p.slow_k > 0.0:  # rto.py, ratecut.py, slowest.py: the moved jobs'
-            for d, t_s, c_s in zip(moved, it.tolist(), comm.tolist()):  # shares as now solved, then their terms
-                share = solved_share(t_s, c_s)  # on the links as they are
-                self._active[d.links] += d.weights * (share - self._share[d.job_id])
-                self._share[d.job_id] = share
-            cap = self._links.capacity_gbps
-            tails = (demands_tail_s(moved, cap, self._offered, self._active, p) if p.rto_k > 0.0
-                     else [0.0] * len(moved))
-            net = [max(c - d.serial_intra_s, 0.0) for d, c in zip(moved, comm.tolist())]
-            if p.cut_k > 0.0:
-                tails = [t + c for t, c in zip(tails, demands_cut_s(moved, cap, self._offered, self._active, net, p))]
-            if p.slow_k > 0.0:
-                tails = [t + c for t, c in zip(tails, demands_slowest_s(moved, cap, self._offered, net, p))]
-        it, comm = self._stretched(moved, it.tolist(), comm.tolist(), tails)
+        if self._tails is not None:  # rto.py, ratecut.py, slowest.py: every job whose tail inputs changed (tails.py)
+            ids, it, comm = self._tails.refresh(t, rows, seeds, ids, it, comm, self._demands, self._share,
+                                                self._offered, self._active, self._links.capacity_gbps, p,
+                                                self._stretched, REPORT_RTOL)
+        else:  # (the moved jobs' demands only for the stretch: by default no list built per re-solve)
+            ids = ids.tolist()
+            moved = [self._demands[j] for j in ids] if p.stretch != 0.0 else None
+            it, comm = self._stretched(moved, it.tolist(), comm.tolist())
         if not isinstance(phase_blind, bool):
             by_id = dict(zip(t.job_id[rows].tolist(), blind.tolist()))
             phase_blind = [by_id[j] for j in ids]
