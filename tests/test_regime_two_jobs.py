@@ -7,9 +7,10 @@ communication time of the small job alone. With ``stretch`` k a job's delay beyo
 the goodput term (``goodput_k`` g, ``buffer_packets`` B, :mod:`netlab.network.tcp.goodput`) the link, which binds
 (both jobs at 10 Gbit/s would offer 20), carries 10 / f Gbit/s, f = 1 + 2g / B, whenever a job sends on it: the
 term is per binding link, not per moment, so jobs that take turns pay it too. With the timeout tail (``rto_k``,
-:mod:`netlab.network.tcp.rto`) every job on the binding link adds, per iteration, rto_k x rto_min_s x its packets
-(flow bytes / segment_bytes) x p(w) x Q(w), w = (10 Gbit/s x rtt_us / segment_bytes + buffer_packets) / (flows
-sending at once, at least 1), p = 8 / (3 w^2), Q = 3 / w (:func:`tail_s`), after the stretch, or, with ``rto_idle``,
+:mod:`netlab.network.tcp.rto`) every job on the binding link adds, per iteration, rto_min_s x (1 - exp(-lam)), its
+one ring step's chance of a timeout, lam = rto_k x its packets (flow bytes / segment_bytes) x p(w) x Q(w),
+w = (10 Gbit/s x rtt_us / segment_bytes + buffer_packets) / (flows sending at once, at least 1), p = 8 / (3 w^2),
+Q = 3 / w (:func:`tail_s`), after the stretch, or, with ``rto_idle``,
 as time the job leaves the link inside the solve (:func:`~netlab.network.tcp.rto.idle_demands`). With the rate-cut
 term (``cut_k``, :mod:`netlab.network.tcp.ratecut`) its network time as solved, t, grows by g t, g = cut_k x
 min(1, sqrt(2 / w)) / 4 x max(0, 1 - w / c) (:func:`cut_frac`; w as for the tail, here with the marking threshold
@@ -49,7 +50,8 @@ def tail_s(net, flow_bytes: float, active: float) -> float:
     sending at once (each flow counted with its job's share of its iteration as solved spent sending; module doc)."""
     p = net.params
     w = (CAP_GBPS * 1e9 * p.rtt_us * 1e-6 / (8 * p.segment_bytes) + p.buffer_packets) / max(active, 1.0)
-    return p.rto_k * p.rto_min_s * flow_bytes / p.segment_bytes * min(1.0, 8 / (3 * w * w)) * min(1.0, 3 / w)
+    lam = p.rto_k * flow_bytes / p.segment_bytes * min(1.0, 8 / (3 * w * w)) * min(1.0, 3 / w)
+    return p.rto_min_s * (1.0 - np.exp(-lam))  # one ring step: at most one stall (rto.py)
 
 
 def cut_frac(net, flow_bytes: float, active: float) -> float:

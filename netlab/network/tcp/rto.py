@@ -33,12 +33,23 @@ time per iteration, from the standard Reno analysis:
   (Padhye et al., SIGCOMM 1998, the approximation of their ``Q^(w)``: fewer
   than three packets behind the loss, no fast retransmit);
 
-so a job sending ``packets`` per flow and iteration expects, per iteration,
+so a job whose flows send ``packets / steps`` per ring step (``CommDemand.steps``: 2(n - 1) for a ring) expects,
+in one ring step, ``lam = rto_k x sum over its flows' binding links of flows x packets / steps x p(w) x Q(w)``
+timeouts, and per iteration
 
-    timeouts = rto_k x sum over its flows' binding links of flows x packets x p(w) x Q(w)
-    tail_s   = timeouts x rto_min_s
+    stalls = steps x (1 - exp(-lam))          (at most one stall per ring step)
+    tail_s = stalls x rto_min_s
 
-added to its communication after the solve, and to its iteration as far as its
+Why the bound: the Reno analysis counts timeouts per packet, so alone it charges a job in proportion to its
+packets, however many arrive in one ring step. A step-synchronous ring cannot stall more often than it has steps:
+its flows send a step at once and the step ends when the last arrives, so a timeout of any of them holds the step
+for ``rto_min_s`` and two in one step overlap rather than add (the flows restart together). ``1 - exp(-lam)`` is the
+probability that a step sees at least one (timeouts independent, as the analysis has them): where ``lam`` is small
+(the referee's ring steps of 4-40 packets, where ``rto_k`` was fitted) it is ``lam`` less at most a share ``lam / 2``:
+the tail the analysis alone gave; where a step has thousands of packets (a 100 Gbit/s job) it saturates at one stall per step instead
+of growing with the step's bytes, so the tail is at most ``steps x rto_min_s`` per iteration.
+
+The tail is added to its communication after the solve, and to its iteration as far as its
 overlapped compute cannot hide it (:mod:`~.exposed`), by the model
 (:meth:`~.model.TcpNetwork.solve`, its incremental ``resolve``: each job's
 share as last solved) and by :func:`~.scenarios.simulate_starts` (its mean
@@ -98,8 +109,16 @@ def demands_tail_s(demands, capacity_gbps: np.ndarray, offered_gbps: np.ndarray,
     iteration (``p``: :class:`~.params.TcpParams`) on the links as given: ``offered_gbps`` (every job at its
     isolated rate) against ``capacity_gbps`` decides which bind (module doc)."""
     per_packet = link_timeouts_per_packet(capacity_gbps, active_flows, offered_gbps > capacity_gbps * (1 + 1e-9), p)
-    return [p.rto_k * p.rto_min_s * float(np.dot(d.weights, per_packet[d.links])) * d.flow_bytes / p.segment_bytes
+    return [p.rto_min_s * step_stalls(p.rto_k * float(np.dot(d.weights, per_packet[d.links])) * d.flow_bytes
+                                      / (p.segment_bytes * max(d.steps, 1)), max(d.steps, 1))
             for d in demands]
+
+
+def step_stalls(per_step: float, steps: int) -> float:
+    """Expected stalls per iteration of a ring of ``steps`` ring steps that expects ``per_step`` timeouts in each
+    (all its flows together): ``steps x (1 - exp(-per_step))``, the steps that see at least one (module doc: a
+    step stalls once however many of its flows time out), at most ``steps``."""
+    return steps * -np.expm1(-per_step)
 
 
 def tail_s(demands, capacity_gbps: np.ndarray, p, shares=None) -> list[float]:
