@@ -103,6 +103,7 @@ from netlab.validate.loss import job_loss_rows, loss_summary
 from netlab.validate.predict import model_specs, predict_all
 from netlab.validate.referee import RefereeError, build_referee, referee_unavailable
 from netlab.validate.runs import RunStore, record_times, referee_record
+from netlab.validate.scaled import rto_runs
 from netlab.validate.scenario import REGIMES, Transport
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -884,6 +885,7 @@ def main(argv=None) -> int:
         print("not pruning: the sanity checks did not run, so their records were not counted", file=sys.stderr)
     elif args.prune:
         record.used |= {generate(f, s, REGIMES[r]).key() for f, s, r in todo}
+        record.used |= {sc.key() for sc, _ in rto_runs()}  # bench_regimes_fit.py --rto-scale's scaled runs
         stale = [p for p in store.folder.glob("*.json") if p.stem not in record.used]
         for p in stale:
             p.unlink()

@@ -45,6 +45,12 @@ scenarios used, every grid point's scores and the choice.
 the goodput term and the stretch) the same way, the testbed judging every point that beats the registered model
 against the draws (``rto_idle_grid``); recorded, not registered (``params.TRANSPORT_PARAMS`` says why).
 
+``--rto-scale`` checks shallow Reno's timeout count where a ring step has many more packets than the families'
+(:data:`netlab.validate.scaled.RTO_RUNS`: calibration scenarios with 10-30x the gradient bytes, run in the referee
+where not stored): the referee's timeouts per job against the Reno analysis' count
+(:mod:`netlab.validate.timeouts`) by packets per ring step, each form of the count's scale, and the models'
+errors on those runs, into ``rto_scale``; recorded, not registered.
+
 ``--joint-draws`` scores the joint grids (:data:`JOINT`) on the calibration scenarios that have two referee draws,
 against the first draw (as the fit) and against the draws (their mean; heavy jobs chosen on one draw and read on the
 other), into ``joint_draws_grid``: recorded beside the fit, not applied.
@@ -53,6 +59,7 @@ Usage:
     python benchmarks/bench_regimes_fit.py
     python benchmarks/bench_regimes_fit.py --joint-draws   # the joint grids against the referee's draws
     python benchmarks/bench_regimes_fit.py --rto-idle --regimes reno-shallow   # the idle timeout tail's grid
+    python benchmarks/bench_regimes_fit.py --rto-scale   # the timeout count at 10-30x the packets per ring step
 """
 
 from __future__ import annotations
@@ -781,6 +788,71 @@ def beatdown_grid(store: RunStore, per_family: int, only: list[str] | None = Non
     return out
 
 
+def rto_scale(store: RunStore, per_family: int, only=None) -> dict:
+    """The timeout count on the calibration half and on :data:`netlab.validate.scaled.RTO_RUNS` (module doc; ``only`` unused: shallow
+    Reno only). Per set of runs: the referee's timeouts beside the analysis' count (:func:`netlab.validate.timeouts.
+    counted`) at the scale fitted on the calibration half's counts (measured / counted at 1, per packet, unbounded),
+    at the idle tail's scale (bench_referee's TCP_SHALLOW_IDLE), at 1 (the analysis itself) unbounded and bounded
+    (one stall per ring step), and with the ramp (``n / (n + ramp_packets)`` of a step's packets counted, the ramp
+    fitted on the calibration half's counts at scale 1); ``k_eff`` by packets per ring step; and on the scaled runs
+    the contended jobs' errors of tcp-shallow, its idle-tail variant and tcp-shallow with the ramp's expected tail
+    added after its solve (each stall ``rto_min_s``; not a model yet)."""
+    import numpy as np
+
+    from bench_referee import TCP_SHALLOW_IDLE
+    from netlab.validate import timeouts
+    from netlab.validate.predict import predict
+    from netlab.validate.runs import referee_record
+    from netlab.validate.scaled import rto_runs
+
+    t0 = time.time()
+    cal = pd.concat([timeouts.job_rows(sc, rec) for sc, rec in calibration_scenarios(store, "reno-shallow",
+                                                                                     per_family)], ignore_index=True)
+    cal = cal[cal.contended]
+    count_k = float(cal.rtos.sum()) / timeouts.counted(cal, 1.0, 0.0, bounded=False)
+    ramp = timeouts.ramp_packets_for(cal)
+    rto_min = TcpParams().rto_min_s
+    forms = {"count_scale_per_packet": dict(k=count_k, ramp_packets=0.0, bounded=False),
+             "idle_tail_scale_per_packet": dict(k=TCP_SHALLOW_IDLE["rto_k"], ramp_packets=0.0, bounded=False),
+             "analysis_per_packet": dict(k=1.0, ramp_packets=0.0, bounded=False),
+             "analysis_bounded": dict(k=1.0, ramp_packets=0.0, bounded=True),
+             "analysis_ramp_bounded": dict(k=1.0, ramp_packets=ramp or 0.0, bounded=True)}
+
+    def summary(rows):
+        return dict(jobs=int(len(rows)), packets_per_step=[float(rows.packets_per_step.min()),
+                                                           float(rows.packets_per_step.max())],
+                    rtos=int(rows.rtos.sum()), counted={f: timeouts.counted(rows, **kw) for f, kw in forms.items()},
+                    k_eff_by_packets_per_step=timeouts.k_eff_by_step(rows),
+                    most_rtos_per_step=float((rows.rtos / (rows.iterations * rows.steps)).max()))
+
+    out = dict(forms=forms, calibration=summary(cal), runs={})
+    for sc, kw in rto_runs():
+        t1 = time.time()
+        rec = referee_record(sc, store, need_job_loss=True)
+        rows = timeouts.job_rows(sc, rec, **kw)
+        entry = dict(scaled=sc.meta["scaled"], model_kwargs=kw, ns3_cpu_s=rec["ns3_cpu_s"], **summary(rows[rows.contended]))
+        ref_iter, ref_alone = record_times(rec)
+        preds = {"tcp-shallow": predict(sc, "tcp-shallow", kw),
+                 "tcp-shallow-idle": predict(sc, "tcp-shallow", {**TCP_SHALLOW_IDLE, **kw})}
+        n = rows.packets_per_step
+        lam = rows.per_step_k1 * n / (n + (ramp or 0.0))
+        ramp_tail = dict(zip(rows.job_id, rto_min * rows.steps * -np.expm1(-lam)))
+        preds["tcp-shallow+ramp-tail"] = {j: t + ramp_tail[j] for j, t in preds["tcp-shallow"].items()}
+        pred_rows = pd.DataFrame([dict(model=m, job_id=j, iter_s=t) for m, v in preds.items() for j, t in v.items()])
+        errs = error_summary(compare_jobs(sc, ref_iter, ref_alone, pred_rows))
+        entry["models"] = {m: {k: e[k] for k in ("n_contended", "n_heavy", "median_ape", "p90_ape", "max_ape",
+                                                 "heavy_median_signed")} for m, e in errs.items()}
+        out["runs"][sc.name] = entry
+        print(f"{sc.name}: {entry['rtos']} timeouts, counted {entry['counted']}; "
+              f"{ {m: round(e['median_ape'], 3) for m, e in entry['models'].items()} } ({time.time() - t1:.0f} s)",
+              flush=True)
+    out["ramp_packets"] = ramp
+    out["rule"] = ("count_scale: measured / counted at 1 on the calibration half (per packet, unbounded); ramp_packets: "
+                   "the ramp at which the calibration half's bounded count at scale 1 is its measured count")
+    out["wall_s"] = time.time() - t0
+    return {"reno-shallow": out}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs-dir", default=str(RESULTS / "referee_runs"))
@@ -800,6 +872,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rto-idle", action="store_true",
                     help="only score RTO_IDLE_GRID (the timeout tail inside the solve) against the calibration half's "
                          "two referee draws as --joint-draws does; add it to --out as rto_idle_grid")
+    ap.add_argument("--rto-scale", action="store_true",
+                    help="only check shallow Reno's timeout count on scaled.RTO_RUNS (scaled calibration scenarios, run "
+                         "in the referee where not stored) beside the calibration half; add it to --out as rto_scale")
     ap.add_argument("--beatdown", action="store_true",
                     help="only score DCTCP's multi-bottleneck beat-down prototype over BEATDOWN_BETAS against the "
                          "calibration half's two referee draws; add it to --out as beatdown_grid")
@@ -808,7 +883,7 @@ def main(argv=None) -> int:
     store = RunStore(args.runs_dir)
     for flag, key, run in (("joint", "joint_grid", joint_grid), ("model_checks", "model_checks", model_checks),
                            ("joint_draws", "joint_draws_grid", joint_draws_grid),
-                           ("beatdown", "beatdown_grid", beatdown_grid),
+                           ("beatdown", "beatdown_grid", beatdown_grid), ("rto_scale", "rto_scale", rto_scale),
                            ("rto_idle", "rto_idle_grid", lambda st, pf, rg: joint_draws_grid(st, pf, rg, RTO_IDLE_GRID,
                                                                              RTO_IDLE_TESTBED))):
         if getattr(args, flag):  # one section of --out re-scored (of --regimes, if given), the rest kept
