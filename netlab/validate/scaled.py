@@ -41,9 +41,10 @@ def scaled(sc: RefereeScenario, factor: float, keep: float = 1.0, warmup: int | 
 #: ``bench_referee.py --prune``). 2tier-36: 10 jobs of 2-8 ranks at 4:1, 5-39 packets per ring step, 10 timeouts in
 #: its first draw: among the cheapest calibration runs that time out (16 s of ns-3). The delayed runs put about 170
 #: packets in flight on its 0.4 Gbit/s uplinks (5.1 ms round trip across racks: 4 cables each way x 0.64 ms), what a
-#: 100 Gbit/s link holds at 20 us, and about 53 (0.2 ms per cable)
+#: 100 Gbit/s link holds at 20 us, and about 53 (0.2 ms per cable). 2tier-4: 9 jobs at 8:1, 6-31 packets per ring
+#: step, the cheapest calibration run at 8:1 (5 s of ns-3)
 RTO_RUNS = (("2tier", 36, 10.0, 1.0, 4, None), ("2tier", 36, 30.0, 0.5, 3, None),
-            ("2tier", 36, 10.0, 1.0, 4, 0.00064), ("2tier", 36, 10.0, 1.0, 4, 0.0002))
+            ("2tier", 36, 10.0, 1.0, 4, 0.00064), ("2tier", 36, 10.0, 1.0, 4, 0.0002), ("2tier", 4, 10.0, 1.0, 4, None))
 #: cables a 2-tier fabric's cross-rack flow crosses each way: a delayed run's models are given ``rtt_us`` = 2 x this
 #: x its delay per cable
 CROSS_RACK_CABLES = 4

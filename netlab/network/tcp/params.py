@@ -206,8 +206,10 @@ TRANSPORT_PARAMS: dict[str, tuple[str, dict]] = {
     # the bandwidth-delay product, the real-rate window's other half (0.2 and 0.64 ms per cable: about 53 and 170
     # packets in flight on the 0.4 Gbit/s uplinks, a 100 Gbit/s link's at 20 us), cuts the referee's timeouts 1.9x
     # and 4.9x (57 and 22 of 108) where the analysis' window (BDP + buffer) / flows cuts them 3.5x and 17x (38 and 8
-    # counted at scale 1), and ns-3 3.37 has no TLP or RACK (a tail loss waits for the RTO: an upper bound on
-    # Linux's timeouts). No one scale holds across step length and round trip, so none is registered
+    # counted at scale 1); at 8:1 (2tier-4 at x10, 60-310 packets per step) the analysis at scale 1 counts 34 of 62
+    # and the tail worsens the 7 contended jobs' median APE (tcp-shallow 4.2%, its idle variant 9.5%, the ramp's tail
+    # 9.4%); and ns-3 3.37 has no TLP or RACK (a tail loss waits for the RTO: an upper bound on Linux's timeouts). No
+    # one scale holds across step length, oversubscription and round trip, so none is registered
     "tcp-shallow": ("TCP over shallow-buffer drop-tail queues (losses, retransmission timeouts)",
                     {"alpha": -0.25, "lead": 0.0, "stretch": 0.2, "goodput_k": 0.75, "buffer_packets": 100.0,
                      "rto_k": 0.0, "core_alpha": None}),
