@@ -167,9 +167,10 @@ class SlotTable:
             t = self._new_block(r, 1 << (k - 1).bit_length())
         t.joined[r], t.n_links[r] = True, k
         t.links[r, :k], t.weights[r, :k], t.link_load[r] = demand.links, demand.weights, 0.0
-        index_row(r, tuple(t))
-        if keep is not None:
-            kept_places(r, tuple(t), keep)
+        if keep is None:
+            index_row(r, tuple(t))
+        else:
+            index_kept(r, tuple(t), keep)
         self._write(r, demand)
         return r
 
@@ -329,6 +330,16 @@ def kept_places(r, t: Rows, keep):
             t.node_kept[base + n] = k
             n += 1
     t.n_kept[r] = n
+
+
+@njit(**JIT)
+def index_kept(r, t: Rows, keep):
+    """:func:`index_row` and :func:`kept_places` in one compiled call. Why: each call from Python passes the
+    32-array table, and numba's dispatcher types and unboxes every array of it on every call (about 3-5 us, more
+    than either kernel's own work on a join). Named tuple or plain (``jit.py``)."""
+    t = Rows(*t)
+    index_row(r, t)
+    kept_places(r, t, keep)
 
 
 @njit(**JIT)
