@@ -289,6 +289,12 @@ class NetworkModel:
         give, as :meth:`join` answers. Only a model whose ``capabilities.relinks`` says so has one."""
         raise NotImplementedError
 
+    def change_allocations(self, changes, now_s: float) -> None:
+        """:meth:`change` with ``allocation`` of each ``(job id, allocation)`` in ``changes``, in order (one call
+        for a policy's decision: a model may take them at once, as ``tcp`` does)."""
+        for job_id, allocation in changes:
+            self.change(job_id, now_s, allocation=allocation)
+
     def change(self, job_id: int, now_s: float, *, phase: float | None = None, allocation=None) -> None:
         """Something about a running job changed: ``phase`` (a policy's shift), ``allocation`` (its new
         ``NetAllocation``; refused by :meth:`check_allocation` if not honoured, before anything changes; its

@@ -101,6 +101,14 @@ class Fabric:
             raise KeyError(f"job {job_id} has no flows in the fabric")
         return self.join(job_id, demand, now)
 
+    def reallocate_many(self, changes, now: float) -> None:
+        """:meth:`reallocate` without a new demand (a new class, weight or cap each) of each ``(job id,
+        allocation)`` in ``changes``, in order, handed to the model at once (``NetworkModel.change_allocations``:
+        a policy's decision changes tens of jobs' classes or weights)."""
+        if changes:
+            self._flush(now)
+            self._net.change_allocations(changes, now)
+
     @property
     def dirty(self) -> bool:
         """A change waits for :meth:`solve`."""

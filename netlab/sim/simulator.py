@@ -252,9 +252,11 @@ class Simulator(KernelLoop):
         """Carry out a network policy's allocations (``netlab.sim.netalloc``): the network model takes them or
         refuses what it cannot honour; a job without flows (one host) and the ``ideal`` model ignore them."""
         contended = self.network.capabilities.contention
+        changes = []  # consecutive class / weight / cap changes, handed to the fabric at once (in order)
         for jid, alloc in allocations.items():
             js = self.running[jid]
             if self._unrouted.pop(jid, None) is not None:  # started this pass: it joins with its allocation
+                changes = self._reallocated(changes, now)
                 self._join_allocated(js, alloc, now)
                 continue
             if alloc is js.allocation or alloc == js.allocation:  # identity first: most are unchanged
@@ -262,13 +264,22 @@ class Simulator(KernelLoop):
             if contended and js.demand is not None:
                 self._check_allocation(jid, alloc)
                 if alloc.paths != js.allocation.paths:
+                    changes = self._reallocated(changes, now)
                     demand = rerouted(self.topology, self.zoo, js, alloc, self._reroute_memo)
                     self.advance(js, now)  # progress so far at the old speed
                     self.net_done.pop(jid)
                     self._joined(js, demand, self.fabric.reallocate(jid, alloc, now, demand=demand))
                 else:
-                    self.fabric.reallocate(jid, alloc, now)
+                    changes.append((jid, alloc))
             js.allocation = alloc
+        self._reallocated(changes, now)
+
+    def _reallocated(self, changes: list, now: float) -> list:
+        """The fabric takes ``changes`` (class / weight / cap, in order: ``Fabric.reallocate_many``); a new list."""
+        if changes:
+            self.fabric.reallocate_many(changes, now)
+            return []
+        return changes
 
     def _check_allocation(self, jid: int, alloc: NetAllocation) -> None:
         """Refuse what the network model cannot honour of ``alloc`` (``netalloc.check_allocation``), before

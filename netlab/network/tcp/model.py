@@ -22,6 +22,7 @@ from .params import (ALPHA, BEATDOWN_BETA, BEATDOWN_INCREMENTAL, BUFFER_PACKETS,
                      PHASE_CORES, REPORT_RTOL, RTO_IDLE, RTO_K, RTO_MIN_S, RTT_US, SEGMENT_BYTES, SLOW_K, STRETCH,
                      WARMUP, TcpParams)
 from .ratecut import cut_s
+from .reclass import reclass_rows
 from .relink import relink_in_place
 from .rto import idle_demands, solved_share, tail_s
 from .scenarios import simulate_starts
@@ -305,6 +306,44 @@ class TcpNetwork(NetworkModel):
         if self._paths is not None:
             self._paths.put(r, demand.flow_paths)
         return self._joined(job_id, r, demand, rate, alone)
+
+    def change_allocations(self, changes, now_s):
+        """:meth:`change` of each ``(job id, allocation)`` in ``changes``, in order, bit for bit (``reclass.py``):
+        every allocation checked before anything changes, then the changes that move a class, weight or cap in
+        one compiled call (their offered loads, binding tests and rows), their links touched for the re-solve."""
+        moving = []
+        for job_id, allocation in changes:
+            demand = self._demands[job_id]
+            self.check_allocation(allocation, job_id)
+            _same_paths(demand, allocation, job_id)
+            if _treatment(allocation) != _treatment(demand.allocation):
+                moving.append((demand, allocation))
+        rows, old_rate = [], []
+        for demand, allocation in moving:
+            rows.append(self._slots.row(demand.job_id))
+            old_rate.append(demand.alone_rate_gbps)
+            demand.allocation = allocation
+        for job_id, allocation in changes:
+            self._demands[job_id].allocation = allocation
+        if not moving:
+            return
+        demands = [d for d, _ in moving]
+        links = np.concatenate([d.links for d in demands])
+        starts = np.zeros(len(demands) + 1, dtype=np.int64)
+        np.cumsum([len(d.links) for d in demands], out=starts[1:])
+        lk = self._links
+        reclass_rows(np.array(rows, dtype=np.int64), starts, links, np.concatenate([d.weights for d in demands]),
+                     np.array(old_rate), np.array([d.alone_rate_gbps for d in demands]),
+                     np.array([d.flow_cap_gbps for d in demands]), np.array([d.share for d in demands]),
+                     np.array([d.priority for d in demands], dtype=np.int64),
+                     np.array([d.own_queue for d in demands], dtype=np.bool_), self._offered, lk.capacity_gbps,
+                     lk.jobs, self._binding, self._may_bind, self._solved, self._keep, tuple(self._slots.rows))
+        p = self.params
+        if p.goodput_k:  # (a function of each link's final sums: the values _moved left job by job)
+            self._capacity_eff[links] = effective_capacity(lk.capacity_gbps[links], self._flows[links],
+                                                           self._offered[links], p.goodput_k, p.buffer_packets)
+        for d in demands:
+            self._await_resolve(d)
 
     def change(self, job_id, now_s, *, phase=None, allocation=None):
         if allocation is not None:
