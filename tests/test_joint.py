@@ -207,6 +207,37 @@ def test_the_grouping_matches_scipy_connected_components_on_random_programs():
         assert [g.tolist() for g in _components(a)] == sorted(want.values())
 
 
+
+def test_the_programs_are_split_as_the_grouping_the_sorts_and_the_masks_split_them():
+    # split's compiled pass against the numpy steps it replaced: the jobs on a binding link, grouped by
+    # _components, each group the greatest id first, its rows the links any member is on; the same bits.
+    from netlab.policies.joint.program import _components, split
+
+    def by_numpy(a, util, ids):
+        idx = np.flatnonzero((a > 0).any(axis=0))
+        out = []
+        for part in _components(a[:, idx]):
+            part = part[np.argsort(-ids[idx][part], kind="stable")]
+            rows = (a[:, idx[part]] > 0).any(axis=1)
+            out.append((idx[part], a[np.ix_(rows, idx[part])], util[idx][part]))
+        return out
+
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        m, n = rng.integers(1, 20), rng.integers(1, 30)
+        a = rng.uniform(0.1, 1.0, (m, n)) * (rng.random((m, n)) < rng.uniform(0.02, 0.4))
+        util, ids = rng.uniform(0.1, 2.0, n), rng.permutation(1000)[:n].astype(np.int64)
+        got, want = split(a, util, ids), by_numpy(a, util, ids)
+        assert len(got) == len(want)
+        for p, (members, block, u) in zip(got, want):
+            assert p.members.tolist() == members.tolist() and p.a.shape == block.shape
+            assert p.a.tobytes() == block.tobytes() and p.util.tobytes() == u.tobytes()
+    # by hand: link 0 carries jobs 0 (id 7) and 2 (id 9), link 1 job 1 (id 3) alone, job 3 on none
+    a = np.array([[0.5, 0.0, 0.25, 0.0], [0.0, 1.5, 0.0, 0.0]])
+    progs = split(a, np.array([1.0, 2.0, 3.0, 4.0]), np.array([7, 3, 9, 4]))
+    assert [p.members.tolist() for p in progs] == [[2, 0], [1]]
+    assert [p.a.tolist() for p in progs] == [[[0.25, 0.5]], [[1.5]]] and progs[0].util.tolist() == [3.0, 1.0]
+
 # The tie-break (program.TIE_TOL): the most utilisation; among those speeds the most rank weight (the greatest job
 # id weighs 1, the least 1/n); then the lexicographically greatest in that order (the greatest id first). Each case
 # has a line of optima.
