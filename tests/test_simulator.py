@@ -209,3 +209,26 @@ def test_backfill_off_stops_at_a_head_job_too_big_for_the_free_gpus():
         assert res.start_s[1] == pytest.approx(1100) and res.start_s[2] == pytest.approx(1100), ordering
         on = simulate(topo, jobs, ordering, network="ideal", backfill=True).jobs.set_index("job_id")
         assert on.start_s[2] == pytest.approx(2) and on.start_s[1] == pytest.approx(1100), ordering
+
+
+def test_building_the_job_states_leaves_the_garbage_collector_as_it_was():
+    """The states are built with the collector off (it only slowed the build down); a run hands it back as found:
+    on if it was on, off if the caller had turned it off, and on again when the build fails (an unknown pattern)."""
+    import gc
+
+    topo = load_topology("leafspine,racks=1,hosts_per_rack=2,gpus_per_host=4")
+    jobs = [Job(0, 0.0, 2, "resnet50", 10.0), Job(1, 5.0, 4, "vgg16", 10.0)]
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        res = simulate(topo, jobs)
+        assert gc.isenabled() and res.summary["finished"] == 2
+        gc.disable()
+        simulate(topo, jobs)
+        assert not gc.isenabled()
+        gc.enable()
+        with pytest.raises(Exception, match="pattern"):
+            simulate(topo, [Job(0, 0.0, 2, "resnet50", 10.0, pattern="no-such-pattern")])
+        assert gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()

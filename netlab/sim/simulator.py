@@ -26,6 +26,7 @@ seconds when the configuration gives them (:meth:`SimConfig.restart_s`).
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 import time
@@ -122,12 +123,7 @@ class Simulator(KernelLoop):
             self._bar = tqdm(total=len(self.jobs), desc="simulate", unit="job",
                              disable=None if self.config.progress is None else False, mininterval=0.5, leave=False)
         self._iso_memo: dict = {}  # (model, pattern, gpus) -> (iteration s, comm s) alone: fixed for the run
-        for j in self.jobs:
-            model = self.zoo[j.model]
-            if j.pattern not in PATTERNS:  # refused before the run, as the zoo refuses an unknown model
-                raise UnknownNameError(f"job {j.job_id}: " + unknown_name("communication pattern", j.pattern,
-                                                                           PATTERNS.names(), "pattern"))
-            self.states[j.job_id] = JobState(j, self._isolated(model, j.pattern, j.gpus)[0])
+        self._build_states()
         self._begin(Kernel(), scheduler, list(self.states.values()))
         try:
             self.kernel.run()
@@ -137,6 +133,26 @@ class Simulator(KernelLoop):
         self.fabric.close(self.kernel.now)
         wall = time.perf_counter() - wall0
         return build_result(self, wall)
+
+    def _build_states(self) -> None:
+        """A :class:`JobState` per job, with the cyclic garbage collector off while they are built.
+
+        Why: each state is three objects the collector tracks (itself, its ``extra`` dict, its ``runs`` list), none
+        of them garbage, and building them triggers collections of the older generations again and again as the
+        heap grows: on full Philly (82k jobs) they took ~0.35 s where building the states alone takes ~0.05 s.
+        Turning the collector off here frees nothing later and changes no result (nothing built here is a cycle)."""
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for j in self.jobs:
+                model = self.zoo[j.model]
+                if j.pattern not in PATTERNS:  # refused before the run, as the zoo refuses an unknown model
+                    raise UnknownNameError(f"job {j.job_id}: " + unknown_name("communication pattern", j.pattern,
+                                                                               PATTERNS.names(), "pattern"))
+                self.states[j.job_id] = JobState(j, self._isolated(model, j.pattern, j.gpus)[0])
+        finally:
+            if enabled:
+                gc.enable()
 
     # --------------------------------------------------------------- events
     def _complete(self, js: JobState, version: int) -> None:
@@ -374,7 +390,7 @@ class Simulator(KernelLoop):
         if js.status != "running":
             return
         held = now - js.last_update_s
-        js.attained_gpu_s += js.job.gpus * held
+        js.attained_gpu_s += js.gpus * held
         start = max(js.last_update_s, js.progress_from_s)
         dt = max(0.0, now - start)
         js.run_s += held
@@ -440,7 +456,7 @@ class Simulator(KernelLoop):
                 continue
             last, start = js.last_update_s, js.progress_from_s  # advance(js, now): progress at the old speed
             held = now - last
-            js.attained_gpu_s += js.job.gpus * held
+            js.attained_gpu_s += js.gpus * held
             dt = now - (start if start > last else last)
             js.run_s += held
             if dt > 0 and js.iter_s > 0:
