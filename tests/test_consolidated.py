@@ -91,3 +91,26 @@ def test_a_large_job_on_a_fragmented_fabric(spec, n):
     if topo.n_hosts <= 512:
         counts = oracle(free, topo.host_rack, topo.n_racks, n)
         assert [h for h, c in enumerate(counts) if c] == list(p.hosts)
+
+
+def test_one_host_placements_come_from_the_memo_and_equal_fresh_ones():
+    """Hosts 0-3 with 8, 3, 2, 8 free: a 2-GPU job best-fits host 2 (2 free, the tightest), a 3-GPU job host 1;
+    asked again, the policy hands out the very same Placement objects; a 9-GPU job (two hosts) does not enter the
+    memo; another topology starts a memo of its own."""
+    from netlab.policies.placement.consolidated import Consolidated
+    from netlab.sched import ClusterView, JobState, Placement
+    from netlab.workload.job import Job
+
+    topo = load_topology("leafspine,racks=1,hosts_per_rack=4,gpus_per_host=8")
+    free = np.array([8, 3, 2, 8], dtype=np.int64)
+    view = ClusterView(topo, free, {}, 0.0)
+    job = lambda g: JobState(Job(g, 0.0, g, "resnet50", 10.0), 1.0)  # noqa: E731
+    policy = Consolidated()
+    two, three = policy.place(job(2), view), policy.place(job(3), view)
+    assert (two, three) == (Placement((2,), (2,)), Placement((1,), (3,)))
+    assert policy.place(job(2), view) is two and policy.place(job(3), view) is three
+    assert policy.place(job(9), view) == Placement((0, 3), (8, 1))
+    assert set(policy._index[2]) == {(2, 2), (1, 3)}
+    other = load_topology("leafspine,racks=1,hosts_per_rack=4,gpus_per_host=8")
+    again = policy.place(job(2), ClusterView(other, free, {}, 0.0))
+    assert again == two and again is not two

@@ -212,14 +212,20 @@ def _consolidate(free: np.ndarray, rack: np.ndarray, n_racks: int, n: int) -> np
     return _consolidate_indexed(free, *_indexed(free, rack, n_racks, None)[1:], n)
 
 
-def consolidate(free: np.ndarray, topology, n: int, index: FreeIndex | None = None
+def consolidate(free: np.ndarray, topology, n: int, index: FreeIndex | None = None, one_host: dict | None = None
                 ) -> tuple[Placement | None, FreeIndex | None]:
     """The rule (module docstring) for ``n`` GPUs on ``free`` GPUs per host (int64) of ``topology``: the placement
     (None if they cannot hold the job), and ``index`` (a :class:`FreeIndex` of ``topology``'s racks, or None for
-    a new one) brought to ``free`` if steps 2-3 needed it, for the next call."""
+    a new one) brought to ``free`` if steps 2-3 needed it, for the next call. ``one_host``: a memo of one-host
+    placements of ``topology`` by (host, GPUs), filled as they are made (see :class:`Consolidated`)."""
     h = _best_fit(free, n)  # 1. one host
     if h >= 0:
-        return Placement((topology.host_ids[h],), (n,)), index
+        if one_host is None:
+            return Placement((topology.host_ids[h],), (n,)), index
+        p = one_host.get((h, n))
+        if p is None:
+            p = one_host[(h, n)] = Placement((topology.host_ids[h],), (n,))
+        return p, index
     index = _indexed(free, topology.host_rack, topology.n_racks, index)  # 2. several
     counts = _consolidate_indexed(free, *index[1:], n)
     hosts = np.flatnonzero(counts)
@@ -235,11 +241,18 @@ class Consolidated(PlacementPolicy):
     name = "consolidated"
 
     def __init__(self):
-        self._index: tuple | None = None  # (topology, its FreeIndex as of the last multi-host decision)
+        # (topology, its FreeIndex as of the last multi-host decision, its one-host placements by (host, GPUs))
+        self._index: tuple | None = None
 
     def place(self, job, view):
+        """The rule's placement. One-host placements (most of a trace's) are handed out from a memo: a Placement
+        is frozen, so the same (host, GPUs) can be the same object, and building one (a frozen dataclass sets
+        its fields through ``object.__setattr__``) cost about as much as the compiled best fit that finds it."""
         topology = view.topology
-        index = self._index[1] if self._index is not None and self._index[0] is topology else None
-        placement, index = consolidate(np.asarray(view.free_gpus, dtype=np.int64), topology, int(job.gpus), index)
-        self._index = (topology, index)
+        if self._index is None or self._index[0] is not topology:
+            self._index = (topology, None, {})
+        _, index, one_host = self._index
+        placement, index = consolidate(np.asarray(view.free_gpus, dtype=np.int64), topology, int(job.gpus), index,
+                                       one_host)
+        self._index = (topology, index, one_host)
         return placement
