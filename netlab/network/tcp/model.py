@@ -19,8 +19,8 @@ from .incremental import (adds_nonbinding, binding_component, clear_row_load, re
 from .mean_field import mean_field_counts
 from .params import (ALPHA, BEATDOWN_BETA, BEATDOWN_INCREMENTAL, BUFFER_PACKETS, BUFFER_US, CORE_ALPHA, CUT_K, DRAWS,
                      ECN_THRESHOLD_US, GOODPUT_K, HORIZON, JITTER, LEAD, MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS,
-                     PHASE_CORES, REPORT_RTOL, RTO_IDLE, RTO_K, RTO_MIN_S, RTT_US, SEGMENT_BYTES, SLOW_K, STRETCH,
-                     WARMUP, TcpParams)
+                     PHASE_CORES, REPORT_RTOL, RTO_BDP_SHARE, RTO_IDLE, RTO_K, RTO_MIN_S, RTO_RAMP_PACKETS, RTT_US,
+                     SEGMENT_BYTES, SLOW_K, STRETCH, WARMUP, TcpParams)
 from .ratecut import cut_s
 from .reclass import reclass_rows
 from .relink import relink_in_place
@@ -53,7 +53,8 @@ class TcpNetwork(NetworkModel):
                  segment_bytes: float = SEGMENT_BYTES, rtt_us: float = RTT_US,
                  max_core_jobs: int = MAX_CORE_JOBS, core_alpha: float | None = CORE_ALPHA, cut_k: float = CUT_K,
                  slow_k: float = SLOW_K, beatdown_beta: float = BEATDOWN_BETA, rto_idle: bool = RTO_IDLE,
-                 beatdown_incremental: bool = BEATDOWN_INCREMENTAL):
+                 beatdown_incremental: bool = BEATDOWN_INCREMENTAL, rto_ramp_packets: float = RTO_RAMP_PACKETS,
+                 rto_bdp_share: float = RTO_BDP_SHARE):
         """Parameters: see :mod:`~netlab.network.tcp.params` (one ValueError if any is out of range)."""
         self.params = TcpParams.checked(alpha=alpha, jitter=jitter, lead=lead, horizon=horizon, warmup=warmup,
                                         max_exact_jobs=max_exact_jobs, max_events=max_events,
@@ -63,7 +64,8 @@ class TcpNetwork(NetworkModel):
                                         segment_bytes=segment_bytes, rtt_us=rtt_us,
                                         max_core_jobs=max_core_jobs, core_alpha=core_alpha, cut_k=cut_k,
                                         slow_k=slow_k, beatdown_beta=beatdown_beta, rto_idle=rto_idle,
-                                        beatdown_incremental=beatdown_incremental)
+                                        beatdown_incremental=beatdown_incremental,
+                                        rto_ramp_packets=rto_ramp_packets, rto_bdp_share=rto_bdp_share)
         # two solves a change, every job, no phase state kept (beatdown.py, unless beatdown_incremental:
         # beatdown_resolve.py; the idle timeout tail, rto.py, likewise)
         p = self.params

@@ -59,6 +59,13 @@ BEATDOWN_INCREMENTAL = False
 #: a ring stalled in a timeout sends nothing, so the others on its links get them; a second solve, not incremental)
 #: instead of added after it; off: the tail after the solve, as before (no term at rto_k 0 either way)
 RTO_IDLE = False
+#: the timeout count's ramp (:mod:`~.rto`): of a ring step of n packets per flow, n / (n + RTO_RAMP_PACKETS) are
+#: counted (a step starts its flows' transfer anew; a short one ends before its windows fill the queue and lose, the
+#: analysis counts every packet as if in steady congestion avoidance); 0: every packet, as before
+RTO_RAMP_PACKETS = 0.0
+#: the share of a link's bandwidth-delay product the timeout count's window holds beside the queue (:mod:`~.rto`:
+#: w = (RTO_BDP_SHARE x BDP + buffer) / flows); 1: the whole product, as before
+RTO_BDP_SHARE = 1.0
 RTO_MIN_S = 0.2  # the minimum retransmission timeout: Linux's and the referee's 200 ms
 SEGMENT_BYTES = 1500.0  # bytes on the wire per packet: a flow's packets per iteration = its flow bytes / this
 #: the base round trip a flow's window covers beside its share of the queue (:mod:`~.rto`): a few-hop datacenter
@@ -110,6 +117,8 @@ class TcpParams(NamedTuple):
     beatdown_beta: float = BEATDOWN_BETA
     rto_idle: bool = RTO_IDLE
     beatdown_incremental: bool = BEATDOWN_INCREMENTAL
+    rto_ramp_packets: float = RTO_RAMP_PACKETS
+    rto_bdp_share: float = RTO_BDP_SHARE
 
     @classmethod
     def checked(cls, **kw) -> TcpParams:
@@ -124,19 +133,21 @@ class TcpParams(NamedTuple):
                 and p.phase_cores in (True, False) and p.rto_k >= 0 and p.rto_min_s >= 0 and p.segment_bytes > 0
                 and p.rtt_us >= 0 and p.max_core_jobs >= 1 and p.cut_k >= 0 and p.slow_k >= 0
                 and p.beatdown_beta >= 0 and p.rto_idle in (True, False)
-                and p.beatdown_incremental in (True, False)):
+                and p.beatdown_incremental in (True, False) and p.rto_ramp_packets >= 0 and p.rto_bdp_share >= 0):
             raise ValueError("tcp network: need alpha >= -1, jitter >= 0, lead >= 0, horizon > warmup + 1 >= 1, "
                              "max_exact_jobs >= 1, max_events > 0, 0 <= ecn_threshold_us <= buffer_us, draws >= 1, "
                              "stretch >= 0, goodput_k >= 0, buffer_packets > 0, phase_cores True or False, rto_k >= 0, "
                              "rto_min_s >= 0, segment_bytes > 0, rtt_us >= 0, max_core_jobs >= 1, "
                              "core_alpha >= -1 or None, cut_k >= 0, slow_k >= 0, beatdown_beta >= 0, "
-                             "rto_idle True or False, beatdown_incremental True or False")
+                             "rto_idle True or False, beatdown_incremental True or False, rto_ramp_packets >= 0, "
+                             "rto_bdp_share >= 0")
         return cls(float(p.alpha), float(p.jitter), float(p.lead), int(p.horizon), int(p.warmup),
                    int(p.max_exact_jobs), int(p.max_events), float(p.ecn_threshold_us), float(p.buffer_us),
                    int(p.draws), float(p.stretch), float(p.goodput_k), float(p.buffer_packets),
                    bool(p.phase_cores), float(p.rto_k), float(p.rto_min_s), float(p.segment_bytes),
                    float(p.rtt_us), int(p.max_core_jobs), float(p.core_alpha), float(p.cut_k), float(p.slow_k),
-                   float(p.beatdown_beta), bool(p.rto_idle), bool(p.beatdown_incremental))
+                   float(p.beatdown_beta), bool(p.rto_idle), bool(p.beatdown_incremental),
+                   float(p.rto_ramp_packets), float(p.rto_bdp_share))
 
 
 #: the transport variants of ``tcp`` (:mod:`~.transports`): name -> (what it stands for, defaults that differ from
@@ -209,7 +220,18 @@ TRANSPORT_PARAMS: dict[str, tuple[str, dict]] = {
     # counted at scale 1); at 8:1 (2tier-4 at x10, 60-310 packets per step) the analysis at scale 1 counts 34 of 62
     # and the tail worsens the 7 contended jobs' median APE (tcp-shallow 4.2%, its idle variant 9.5%, the ramp's tail
     # 9.4%); and ns-3 3.37 has no TLP or RACK (a tail loss waits for the RTO: an upper bound on Linux's timeouts). No
-    # one scale holds across step length, oversubscription and round trip, so none is registered
+    # one scale holds across step length, oversubscription and round trip, so none is registered.
+    # The count as a model term (shallow14b; ``rto_ramp_packets`` 84.7 fitted on the calibration half's counts,
+    # ``rto_bdp_share`` 0.30 on the delayed scaled runs' counts; regimes_fit.json rto_ramp_grid, the tail inside the
+    # solve): at rto_k 1 it counts the referee's timeouts at every step length, but the calibration half's iteration
+    # times want less of it (objective against the draws 1.29 at rto_k 1, 1.06 at 0.2, 1.10 at 0.02; this point
+    # 1.35) and the testbed's real Linux stack (its byte-limited queue, 125 packets per ring step) far less: mean
+    # signed +247% at rto_k 1, +68% at 0.2, -0.7% at 0.02 (this point -5.9%). By the fit's rule (the worse of both)
+    # rto_k 0.02 (alpha 0, goodput_k 0.3, stretch 0): 1.24 against this point's 1.52 and the idle tail's 1.11; on
+    # the scaled runs it leaves this point's errors where they were. Scored once on the scoring half (referee.json
+    # noise_floor): see the commit; at 100 Gbit/s (8,333 packets per ring step, 4 ResNet-50 jobs on an 8:1 uplink)
+    # rto_k 0.2 lengthens iterations 2.3-2.6x and rto_k 1 6.6-7.3x, which ns-3 3.37 (no TLP or RACK) supports and
+    # the testbed's Linux, 20-50x below ns-3's count at 125 packets per step, does not. Not registered
     "tcp-shallow": ("TCP over shallow-buffer drop-tail queues (losses, retransmission timeouts)",
                     {"alpha": -0.25, "lead": 0.0, "stretch": 0.2, "goodput_k": 0.75, "buffer_packets": 100.0,
                      "rto_k": 0.0, "core_alpha": None}),

@@ -22,10 +22,14 @@ time per iteration, from the standard Reno analysis:
   rate better than with the duty cycles alone, the job's rank count or its
   ring step's bytes (the rank correlations of every candidate are in
   ``benchmarks/results/regimes_fit.json``, ``timeout_scale.per_job_candidates``);
-* each holds a window of ``w = (BDP + B) / a`` packets: its share of what
-  the path holds, the link's bandwidth-delay product (its capacity x
-  ``rtt_us``, in ``segment_bytes`` packets; under one packet at the referee's
-  scaled-down rates, about a hundred at 100 Gbit/s) and the queue;
+* each holds a window of ``w = (rto_bdp_share x BDP + B) / a`` packets: its
+  share of what the path holds, the link's bandwidth-delay product (its
+  capacity x ``rtt_us``, in ``segment_bytes`` packets; under one packet at the
+  referee's scaled-down rates, about a hundred at 100 Gbit/s) and the queue.
+  ``rto_bdp_share`` (1: the whole product) is how much of the product counts
+  as window: in the referee a round trip cuts the timeouts less than the whole
+  product in the window says (ring steps restart from a small window, so the
+  in-flight share a flow reaches is less than its share of the pipe);
 * a Reno flow whose window saw-tooths up to ``w`` loses one packet every
   ``3 w^2 / 8`` it sends: loss probability ``p = min(1, 8 / (3 w^2))``
   (Mathis et al., CCR 1997; Padhye et al., SIGCOMM 1998, eq. 20's ``p``);
@@ -33,9 +37,11 @@ time per iteration, from the standard Reno analysis:
   (Padhye et al., SIGCOMM 1998, the approximation of their ``Q^(w)``: fewer
   than three packets behind the loss, no fast retransmit);
 
-so a job whose flows send ``packets / steps`` per ring step (``CommDemand.steps``: 2(n - 1) for a ring) expects,
-in one ring step, ``lam = rto_k x sum over its flows' binding links of flows x packets / steps x p(w) x Q(w)``
-timeouts, and per iteration
+so a job whose flows send ``n = packets / steps`` per ring step (``CommDemand.steps``: 2(n - 1) for a ring) expects,
+in one ring step, ``lam = rto_k x sum over its flows' binding links of flows x n x n / (n + rto_ramp_packets) x
+p(w) x Q(w)`` timeouts (the ramp, :func:`counted_packets`: a step starts its flows' transfer anew, and a short one
+ends before its windows fill the queue and lose, where the analysis counts every packet as if in steady congestion
+avoidance; ``rto_ramp_packets`` 0 counts all ``n``), and per iteration
 
     stalls = steps x (1 - exp(-lam))          (at most one stall per ring step)
     tail_s = stalls x rto_min_s
@@ -70,10 +76,10 @@ import numpy as np
 
 def link_timeouts_per_packet(capacity_gbps: np.ndarray, active_flows: np.ndarray, binding: np.ndarray,
                              p) -> np.ndarray:
-    """Per link: expected timeouts per packet a flow sends, p(w) x Q(w) with w = (bandwidth-delay product +
-    buffer) / active flows (module doc; ``p``: :class:`~.params.TcpParams`); 0 on a link that does not bind."""
+    """Per link: expected timeouts per packet a flow sends, p(w) x Q(w) with w = (``rto_bdp_share`` x
+    bandwidth-delay product + buffer) / active flows (module doc; ``p``: :class:`~.params.TcpParams`); 0 on a link that does not bind."""
     bdp = capacity_gbps * 1e9 * p.rtt_us * 1e-6 / (8.0 * p.segment_bytes)
-    w = (bdp + p.buffer_packets) / np.maximum(active_flows, 1.0)
+    w = (p.rto_bdp_share * bdp + p.buffer_packets) / np.maximum(active_flows, 1.0)
     loss = np.minimum(1.0, 8.0 / (3.0 * w * w))
     timeout = np.minimum(1.0, 3.0 / w)
     return np.where(binding, loss * timeout, 0.0)
@@ -109,9 +115,19 @@ def demands_tail_s(demands, capacity_gbps: np.ndarray, offered_gbps: np.ndarray,
     iteration (``p``: :class:`~.params.TcpParams`) on the links as given: ``offered_gbps`` (every job at its
     isolated rate) against ``capacity_gbps`` decides which bind (module doc)."""
     per_packet = link_timeouts_per_packet(capacity_gbps, active_flows, offered_gbps > capacity_gbps * (1 + 1e-9), p)
-    return [p.rto_min_s * step_stalls(p.rto_k * float(np.dot(d.weights, per_packet[d.links])) * d.flow_bytes
-                                      / (p.segment_bytes * max(d.steps, 1)), max(d.steps, 1))
+    return [p.rto_min_s * step_stalls(p.rto_k * float(np.dot(d.weights, per_packet[d.links]))
+                                      * counted_packets(d.flow_bytes / (p.segment_bytes * max(d.steps, 1)),
+                                                        p.rto_ramp_packets), max(d.steps, 1))
             for d in demands]
+
+
+def counted_packets(packets_per_step: float, ramp_packets: float) -> float:
+    """Of a ring step of ``packets_per_step`` packets per flow, the packets the timeout count counts:
+    ``n x n / (n + ramp_packets)`` (module doc, the ramp; ``ramp_packets`` 0: all ``n``)."""
+    n = packets_per_step
+    if ramp_packets == 0.0:
+        return n
+    return n * n / (n + ramp_packets) if n > 0 else 0.0
 
 
 def step_stalls(per_step: float, steps: int) -> float:
