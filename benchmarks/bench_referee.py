@@ -504,8 +504,16 @@ def stored_draws(store: RunStore, sc, rec: dict, most: int) -> list:
 #: ``regimes_fit.json['rto_idle_grid']``, not registered: params.TRANSPORT_PARAMS says why): what ``noise_floor`` reads
 #: beside the registered model
 TCP_SHALLOW_IDLE = dict(alpha=0.0, stretch=0.0, goodput_k=0.75, rto_k=0.05, rto_idle=True)
+#: the timeout count with its ramp and bandwidth-delay share as a model term (``regimes_fit.json['rto_ramp_grid']``,
+#: ramp and share fitted on calibration counts): the fit's choice by the worse of the referee's objective against the
+#: draws and the testbed's (rto_k 0.02), the referee's alone (0.2), and the scale the referee's counts give (1); not
+#: registered (params.TRANSPORT_PARAMS says why)
+_RAMP = dict(rto_ramp_packets=84.667, rto_bdp_share=0.3029, stretch=0.0, alpha=0.0, rto_idle=True)
+TCP_SHALLOW_RAMP = {"rto_ramp": dict(_RAMP, goodput_k=0.3, rto_k=0.02),
+                    "rto_ramp_referee": dict(_RAMP, goodput_k=0.75, rto_k=0.2),
+                    "rto_ramp_count": dict(_RAMP, goodput_k=0.75, rto_k=1.0)}
 #: per regime, the models ``noise_floor`` reads beside the registered one: label -> constructor arguments
-NOISE_FLOOR_BEFORE = {"reno-shallow": {"rto_idle": TCP_SHALLOW_IDLE}}
+NOISE_FLOOR_BEFORE = {"reno-shallow": {"rto_idle": TCP_SHALLOW_IDLE, **TCP_SHALLOW_RAMP}}
 
 
 def noise_floor_section(store: RunStore, regimes: list[str], families: list[str], n_score: int,
