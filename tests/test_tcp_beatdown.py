@@ -96,14 +96,14 @@ def test_a_demand_without_its_flows_paths_keeps_weight_1():
 
 
 def test_beta_0_is_the_incremental_model_and_above_it_is_not():
-    plain, beaten = NETWORKS.create("dctcp", beatdown_beta=0.0), NETWORKS.create("dctcp")
+    plain, beaten = NETWORKS.create("dctcp", beatdown_beta=0.0), NETWORKS.create("dctcp", beatdown_incremental=False)
     assert plain.capabilities == type(plain).capabilities and plain.capabilities.incremental
     assert beaten.params.beatdown_beta == 4.0  # the registered dctcp has the term
-    caps = beaten.capabilities
+    caps = beaten.capabilities  # re-solved the batch way (opt-in): not incremental
     assert not caps.incremental and not caps.relinks and not caps.moves_phase and caps.uses_phase
     assert type(beaten).capabilities.incremental  # the class is untouched: only this instance
-    opted = NETWORKS.create("dctcp", beatdown_incremental=True)  # the two solves per component (beatdown_resolve.py)
-    assert opted.capabilities == type(opted).capabilities
+    registered = NETWORKS.create("dctcp")  # the two solves per component (beatdown_resolve.py), by default
+    assert registered.params.beatdown_incremental and registered.capabilities == type(registered).capabilities
     assert NETWORKS.create("tcp").capabilities.incremental and NETWORKS.create("dcqcn").capabilities.incremental
     with pytest.raises(ValueError, match="beatdown_beta >= 0"):
         NETWORKS.create("dctcp", beatdown_beta=-1.0)
@@ -112,13 +112,14 @@ def test_beta_0_is_the_incremental_model_and_above_it_is_not():
 
 
 def test_a_simulation_re_solves_every_job_with_the_term():
-    """The fabric drives a model with the term through the generic interface: each re-solve is the batch solve
-    of every running job (here the hand-computed 9 s / 1.125 s), a leave re-solves the rest."""
+    """The fabric drives a model with the term re-solved the batch way (``beatdown_incremental`` False) through the
+    generic interface: each re-solve is the batch solve of every running job (here the hand-computed 9 s / 1.125 s),
+    a leave re-solves the rest."""
     from netlab.network.links import LinkState
     from netlab.network.model import GenericIncremental
 
     demands, cap = _three()
-    model = NETWORKS.create("dctcp", beatdown_beta=3.0, cut_k=0.0)
+    model = NETWORKS.create("dctcp", beatdown_beta=3.0, cut_k=0.0, beatdown_incremental=False)
     net = GenericIncremental(model)  # what the fabric drives a model that is not incremental through
     links = LinkState(cap)
     net.attach(links)

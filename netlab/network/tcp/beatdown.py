@@ -29,14 +29,13 @@ shares the links with them. The weights need each ring flow's own links, which t
 (``CommDemand.flow_paths``: per flow, its links and the share of it on each, found with its route); a demand
 without them (a record built by hand, or by a path-choice policy that rebuilds it from summed links) gets
 weight 1. In a simulation the model re-solves one of two ways (``beatdown_incremental``, :mod:`~.params`). By
-default every running job through ``solve`` at each change: the model says it is not incremental
-(:func:`beaten_capabilities`) and the fabric drives it through the generic interface
-(:class:`~netlab.network.model.GenericIncremental`), each solve from no phase state (both on a fresh model).
-Opt-in, the incremental re-solve does the same per component a change touches (:mod:`~.beatdown_resolve`: the
-weights of a component's jobs follow from that component's own first solve, since only binding links are marked
-and binding links are what joins jobs into components), keeping each component's phase state as the one-solve
-model does, at about a third of the cost. A simulation's phase-blind share counts the batch way's solves as
-phase-aware (the generic re-solve reports no per-job answer); the incremental way reports the mean field's.
+default the incremental re-solve does the two solves per component a change touches (:mod:`~.beatdown_resolve`:
+the weights of a component's jobs follow from that component's own first solve, since only binding links are
+marked and binding links are what joins jobs into components), keeping each component's phase state as the
+one-solve model does. Otherwise every running job goes through ``solve`` at each change: the model says it is
+not incremental (:func:`beaten_capabilities`) and the fabric drives it through the generic interface
+(:class:`~netlab.network.model.GenericIncremental`), each solve from no phase state (both on a fresh model), at
+about three times the cost. The two ways differ by the exact components' phase state (params.py's figures).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ What it keeps: each component's rows carry their phase state from one re-solve t
 model's do (the first solve's changes to it are undone, so the second starts where the last re-solve left
 it); both solves start the mean field from the job's last time (the warm start of the one-solve re-solve),
 and the first is not counted among the model's solves. The batch ``solve`` (:func:`~.beatdown.beaten_solve`:
-every job, fresh state) is what policies and the referee's predictions use, and, by default, a simulation too
-(``beatdown_incremental``, :mod:`~.params`: this module is opt-in, and why).
+every job, fresh state) is what policies and the referee's predictions use; a simulation uses this module unless
+``beatdown_incremental`` is off (:mod:`~.params`: the two ways compared).
 
 The weights need each job's ring flows' own links (``CommDemand.flow_paths``), which a component's rows do
 not hold (their links are summed over flows): :class:`FlowPathTable` keeps them per row, flat, for the

@@ -47,14 +47,16 @@ SLOW_K = 0.0
 #: shares its links with weight (that flow's summed marked fraction / the largest one on its path) ** -BEATDOWN_BETA,
 #: solved in two passes (the first gives the marking); 0: no term, one solve, the model's incremental re-solve
 BEATDOWN_BETA = 0.0
-#: with the term, how a simulation re-solves: False (registered), every running job through the batch two solves
-#: at each change (not incremental: the fabric's generic interface); True, the incremental re-solve solves each
-#: component a change touches twice (:mod:`~.beatdown_resolve`), about 1.4x a re-solve without the term instead of
-#: ~5.4x. Opt-in because the two re-solves differ beyond the term: on the first 20,000 Philly jobs the one-solve
-#: ``dctcp`` (beatdown_beta 0) runs avg JCT 89,224 s incrementally against 92,393 s re-solving every job at each
-#: change (the incremental re-solve adds the rate cut's tail only to jobs whose solved time moved; without the cut,
-#: 89,753 against 86,547 s), and the term's figures (referee, repro, cassini_cause) were made the second way
-BEATDOWN_INCREMENTAL = False
+#: with the term, how a simulation re-solves: True (registered), the incremental re-solve solves each component a
+#: change touches twice (:mod:`~.beatdown_resolve`), keeping its phase state as every incremental model does; False,
+#: every running job through the batch two solves at each change, each from no phase state (not incremental: the
+#: fabric's generic interface), ~3x the CPU. On the first 20,000 Philly jobs (tiresias, consolidated, 512-GPU 4:1)
+#: registered dctcp runs avg JCT 88,652 s the first way, 92,451 s the second (-4.1%; 92.5% of jobs' JCT
+#: identical). With every component on the mean field (max_exact_jobs 1, no phase state either way) the two ways
+#: are 86,624 and 87,673 s (-1.2%): most of the gap is the exact components' phase state, which the batch way
+#: starts from the demands' phases at every change. The tails are found again wherever their inputs change
+#: (:mod:`~.tails`), as the batch solve finds them (before that fix, the default was False)
+BEATDOWN_INCREMENTAL = True
 #: the timeout tail (``rto_k``) as time its job leaves the network idle, inside the solve (:func:`~.rto.idle_demands`:
 #: a ring stalled in a timeout sends nothing, so the others on its links get them; a second solve, not incremental)
 #: instead of added after it; off: the tail after the solve, as before (no term at rto_k 0 either way)
