@@ -27,8 +27,8 @@ import numpy as np
 from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..links import LinkArrays
-from ..slots import Entries, Jobs, Rows, component_rows, jobs_at
-from .incremental import binding_entries, write_back
+from ..slots import Jobs, Rows, jobs_at
+from .incremental import touched_part, unsolved, write_back
 from .mean_field import MeanFieldCounts, mean_field_counts
 from .solve import SolveCode, solve_component, solve_unless_exact
 
@@ -166,18 +166,15 @@ def resolve_touched_twice(now_s, touched, seeds, t: Rows, links: LinkArrays, bin
     solved, nothing written (the caller runs :class:`TwoPass`)."""
     t, links = Rows(*t), LinkArrays(*links)
     counts, scratch = MeanFieldCounts(*counts), MeanFieldCounts(*scratch)
-    rows = component_rows(seeds, touched, t, binding, True)  # binding links couple its rows
-    none_i, none_f = np.empty(0, np.int64), np.empty(0)
+    rows, comp_links, sub, kept = touched_part(seeds, touched, t, binding, links.capacity_gbps)
     if rows.shape[0] == 0:
-        return SolveCode.NOTHING.value, none_i, none_f, none_f, rows, none_i, Entries(none_i, none_i, none_f), \
-            none_i, none_i
-    comp_links, sub, kept = binding_entries(rows, t, links.capacity_gbps)
+        return unsolved(SolveCode.NOTHING.value, rows, comp_links, sub, kept)
     solved_links = comp_links[kept]
     cap, jobs = links.capacity_gbps[solved_links], jobs_at(t, rows)
     anchor, period, anchor_phase = t.anchor_s[rows], t.period_s[rows], t.anchor_phase[rows]
     code, first = solve_unless_exact(now_s, sub, cap, jobs, t, rows, max_exact, alpha, scratch, True)
     if code == SolveCode.EXACT_NEEDED:
-        return code.value, none_i, none_f, none_f, rows, comp_links, sub, kept, none_i
+        return unsolved(code.value, rows, comp_links, sub, kept)
     t.anchor_s[rows], t.period_s[rows], t.anchor_phase[rows] = anchor, period, anchor_phase
     marked[solved_links] = first.queue_frac
     w = row_weights(rows, r_start, r_n, f_start, f_len, e_link, e_share, marked, beta)

@@ -125,6 +125,26 @@ def binding_entries(rows, t: Rows, capacity):
 
 
 @njit(**JIT)
+def touched_part(seeds, touched, t: Rows, binding, capacity):
+    """The component a re-solve walks and the part of it its solve reads: (its rows, joined to the ``touched``
+    links (``seeds``: their ids, with repeats; ``touched`` widened in place) through links that can bind
+    (``binding``), then :func:`binding_entries`' three values over them; all empty when no row is on a seed).
+    Shared by the one-solve re-solve (:func:`resolve_touched`) and the beat-down's two solves
+    (:func:`~.beatdown_resolve.resolve_touched_twice`)."""
+    rows = component_rows(seeds, touched, t, binding, True)  # binding links couple its rows
+    comp_links, sub, kept = binding_entries(rows, t, capacity)
+    return rows, comp_links, sub, kept
+
+
+@njit(**JIT)
+def unsolved(code, rows, comp_links, sub, kept):
+    """A re-solve's answer tuple (:func:`resolve_touched`'s) when nothing was solved or written: ``code``, no moved
+    job and no link written, the component's rows and binding part as found (:func:`touched_part`)."""
+    none_i, none_f = np.empty(0, np.int64), np.empty(0)
+    return code, none_i, none_f, none_f, rows, comp_links, sub, kept, none_i
+
+
+@njit(**JIT)
 def resolve_touched(now_s, touched, seeds, t: Rows, links: LinkArrays, binding, max_exact, alpha, rtol,
                     counts: MeanFieldCounts, solved, may_bind, keep):
     """The component of the ``touched`` links (``seeds``: their ids, with repeats; ``touched`` widened in place;
@@ -137,16 +157,13 @@ def resolve_touched(now_s, touched, seeds, t: Rows, links: LinkArrays, binding, 
     (returned, so that it is not found a second time) and calls :func:`write_back` (``solved``: its links
     written). Named tuples or plain ones (``jit.py``)."""
     t, links, counts = Rows(*t), LinkArrays(*links), MeanFieldCounts(*counts)
-    rows = component_rows(seeds, touched, t, binding, True)  # binding links couple its rows
-    none_i, none_f = np.empty(0, np.int64), np.empty(0)
+    rows, comp_links, sub, kept = touched_part(seeds, touched, t, binding, links.capacity_gbps)
     if rows.shape[0] == 0:
-        return SolveCode.NOTHING.value, none_i, none_f, none_f, rows, none_i, Entries(none_i, none_i, none_f), \
-            none_i, none_i
-    comp_links, sub, kept = binding_entries(rows, t, links.capacity_gbps)
+        return unsolved(SolveCode.NOTHING.value, rows, comp_links, sub, kept)
     code, out = solve_unless_exact(now_s, sub, links.capacity_gbps[comp_links[kept]], jobs_at(t, rows), t, rows,
                                    max_exact, alpha, counts, True)  # (sub binds: no loads, write_back keeps them)
     if code == SolveCode.EXACT_NEEDED:
-        return code.value, none_i, none_f, none_f, rows, comp_links, sub, kept, none_i
+        return unsolved(code.value, rows, comp_links, sub, kept)
     ids, it, comm, written = write_back(touched, seeds, rows, comp_links, kept, out, rtol, t, links, solved,
                                         may_bind, keep)
     return code.value, ids, it, comm, rows, comp_links, sub, kept, written
