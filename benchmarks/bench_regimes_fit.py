@@ -796,10 +796,11 @@ def beatdown_grid(store: RunStore, per_family: int, only: list[str] | None = Non
 
 
 def rto_scale(store: RunStore, per_family: int, only=None) -> dict:
-    """The timeout count on the calibration half and on :data:`netlab.validate.scaled.RTO_RUNS` (module doc; ``only`` unused: shallow
-    Reno only). Per set of runs: the referee's timeouts beside the analysis' count (:func:`netlab.validate.timeouts.
-    counted`) at the scale fitted on the calibration half's counts (measured / counted at 1, per packet, unbounded),
-    at the idle tail's scale (bench_referee's TCP_SHALLOW_IDLE), at 1 (the analysis itself) unbounded and bounded
+    """The timeout count on the calibration half and on :data:`netlab.validate.scaled.RTO_RUNS` (module doc;
+    ``only`` unused: shallow Reno only). Per set of runs: the referee's timeouts beside the analysis' count
+    (:func:`netlab.validate.timeouts.counted`) at the scale fitted on the calibration half's counts (measured /
+    counted at 1, per packet, unbounded), at the idle tail's scale
+    (bench_referee's TCP_SHALLOW_IDLE), at 1 (the analysis itself) unbounded and bounded
     (one stall per ring step), and with the ramp (``n / (n + ramp_packets)`` of a step's packets counted, the ramp
     fitted on the calibration half's counts at scale 1); ``k_eff`` by packets per ring step; and on the scaled runs
     the contended jobs' errors of tcp-shallow, its idle-tail variant and tcp-shallow with the ramp's expected tail
@@ -837,7 +838,8 @@ def rto_scale(store: RunStore, per_family: int, only=None) -> dict:
         t1 = time.time()
         rec = referee_record(sc, store, need_job_loss=True)
         rows = timeouts.job_rows(sc, rec, **kw)
-        entry = dict(scaled=sc.meta["scaled"], model_kwargs=kw, ns3_cpu_s=rec["ns3_cpu_s"], **summary(rows[rows.contended]))
+        entry = dict(scaled=sc.meta["scaled"], model_kwargs=kw, ns3_cpu_s=rec["ns3_cpu_s"],
+                     **summary(rows[rows.contended]))
         ref_iter, ref_alone = record_times(rec)
         preds = {"tcp-shallow": predict(sc, "tcp-shallow", kw),
                  "tcp-shallow-idle": predict(sc, "tcp-shallow", {**TCP_SHALLOW_IDLE, **kw})}
@@ -854,8 +856,9 @@ def rto_scale(store: RunStore, per_family: int, only=None) -> dict:
               f"{ {m: round(e['median_ape'], 3) for m, e in entry['models'].items()} } ({time.time() - t1:.0f} s)",
               flush=True)
     out["ramp_packets"] = ramp
-    out["rule"] = ("count_scale: measured / counted at 1 on the calibration half (per packet, unbounded); ramp_packets: "
-                   "the ramp at which the calibration half's bounded count at scale 1 is its measured count")
+    out["rule"] = ("count_scale: measured / counted at 1 on the calibration half (per packet, unbounded); "
+                   "ramp_packets: the ramp at which the calibration half's bounded count at scale 1 "
+                   "is its measured count")
     out["wall_s"] = time.time() - t0
     return {"reno-shallow": out}
 
@@ -953,8 +956,9 @@ def main(argv=None) -> int:
                     help="only score RTO_IDLE_GRID (the timeout tail inside the solve) against the calibration half's "
                          "two referee draws as --joint-draws does; add it to --out as rto_idle_grid")
     ap.add_argument("--rto-scale", action="store_true",
-                    help="only check shallow Reno's timeout count on scaled.RTO_RUNS (scaled calibration scenarios, run "
-                         "in the referee where not stored) beside the calibration half; add it to --out as rto_scale")
+                    help="only check shallow Reno's timeout count on scaled.RTO_RUNS (scaled calibration "
+                         "scenarios, run in the referee where not stored) beside the calibration half; "
+                         "add it to --out as rto_scale")
     ap.add_argument("--rto-ramp", action="store_true",
                     help="only fit shallow Reno's timeout count as a model term (ramp on the calibration counts, "
                          "bandwidth-delay share on the delayed scaled runs) and score RTO_RAMP_GRID on the calibration "

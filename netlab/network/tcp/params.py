@@ -238,8 +238,9 @@ TRANSPORT_PARAMS: dict[str, tuple[str, dict]] = {
     # rto_k 0.02 (alpha 0, goodput_k 0.3, stretch 0): 1.24 against this point's 1.52 and the idle tail's 1.11; on
     # the scaled runs it leaves this point's errors where they were. Its tail hardly moves the referee (the same
     # point at rto_k 0: draws objective 1.104 against 1.102; its gain there is alpha 0, goodput_k 0.3, stretch 0);
-    # it moves the testbed (7.5% / 23.2% / -9.1% median / p90 / mean signed at rto_k 0, 6.2% / 15.4% / -0.7%). Scored once on the scoring half (referee.json
-    # noise_floor): see the commit; at 100 Gbit/s (8,333 packets per ring step, 4 ResNet-50 jobs on an 8:1 uplink)
+    # it moves the testbed (7.5% / 23.2% / -9.1% median / p90 / mean signed at rto_k 0, 6.2% / 15.4% / -0.7%).
+    # Scored once on the scoring half (referee.json noise_floor): see the commit;
+    # at 100 Gbit/s (8,333 packets per ring step, 4 ResNet-50 jobs on an 8:1 uplink)
     # rto_k 0.2 lengthens iterations 2.3-2.6x and rto_k 1 6.6-7.3x, which ns-3 3.37 (no TLP or RACK) supports and
     # the testbed's Linux, 20-50x below ns-3's count at 125 packets per step, does not. Not registered
     "tcp-shallow": ("TCP over shallow-buffer drop-tail queues (losses, retransmission timeouts)",

@@ -52,8 +52,8 @@ its flows send a step at once and the step ends when the last arrives, so a time
 for ``rto_min_s`` and two in one step overlap rather than add (the flows restart together). ``1 - exp(-lam)`` is the
 probability that a step sees at least one (timeouts independent, as the analysis has them): where ``lam`` is small
 (the referee's ring steps of 4-40 packets, where ``rto_k`` was fitted) it is ``lam`` less at most a share ``lam / 2``:
-the tail the analysis alone gave; where a step has thousands of packets (a 100 Gbit/s job) it saturates at one stall per step instead
-of growing with the step's bytes, so the tail is at most ``steps x rto_min_s`` per iteration.
+the tail the analysis alone gave; where a step has thousands of packets (a 100 Gbit/s job) it saturates at one
+stall per step instead of growing with the step's bytes, so the tail is at most ``steps x rto_min_s`` per iteration.
 
 The tail is added to its communication after the solve, and to its iteration as far as its
 overlapped compute cannot hide it (:mod:`~.exposed`), by the model
@@ -77,7 +77,8 @@ import numpy as np
 def link_timeouts_per_packet(capacity_gbps: np.ndarray, active_flows: np.ndarray, binding: np.ndarray,
                              p) -> np.ndarray:
     """Per link: expected timeouts per packet a flow sends, p(w) x Q(w) with w = (``rto_bdp_share`` x
-    bandwidth-delay product + buffer) / active flows (module doc; ``p``: :class:`~.params.TcpParams`); 0 on a link that does not bind."""
+    bandwidth-delay product + buffer) / active flows (module doc; ``p``: :class:`~.params.TcpParams`); 0 on a link
+    that does not bind."""
     bdp = capacity_gbps * 1e9 * p.rtt_us * 1e-6 / (8.0 * p.segment_bytes)
     w = (p.rto_bdp_share * bdp + p.buffer_packets) / np.maximum(active_flows, 1.0)
     loss = np.minimum(1.0, 8.0 / (3.0 * w * w))
