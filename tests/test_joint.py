@@ -117,6 +117,23 @@ def test_within_its_period_a_job_keeps_its_weight_when_the_other_ends(redecide_s
     assert (after.get(0) is seen[0][0]) == kept and (0 in after) == kept
 
 
+@pytest.mark.parametrize("kwargs, want", [({}, {}), (dict(fit_starts=True), {0: 2 / 3, 1: 1.0}),
+                                           (dict(redecide_s=0.0), {0: 2 / 3, 1: 1.0})])
+def test_a_job_that_starts_between_decisions_runs_on_the_default_until_the_next(kwargs, want):
+    # Job 0 (m0) starts alone at 0: no link it can overload, nothing decided (the decision at 0 is the period's).
+    # Job 1 (m1) starts at 10 s, inside the 300 s period: it runs on the default allocation and job 0 keeps its
+    # (the default): nothing is solved. Solving a started job's program at once (fit_starts=True) or deciding at
+    # every change (redecide_s=0) gives the pair's weights, m1 1 and m0 2/3 (as above).
+    policy = NETWORK_POLICIES.create("joint", **kwargs)
+    seen = []
+    inner = policy.allocate
+    policy.allocate = lambda view: seen.append(inner(view)) or seen[-1]
+    jobs = [Job(0, 0.0, 2, "m0", 2000.0), Job(1, 10.0, 2, "m1", 10.0)]
+    Simulator(TOPO, jobs, "fifo", Fixed(), None, SimConfig(network="fair"), zoo=ZOO, netpolicy=policy).run()
+    assert seen[0] == {}
+    assert {jid: a.weight for jid, a in seen[1].items()} == pytest.approx(want)
+
+
 def test_a_bad_period_is_refused():
     with pytest.raises(ValueError, match="redecide_s"):
         NETWORK_POLICIES.create("joint", redecide_s=-1.0)
