@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from netlab.policies import NETWORK_POLICIES, PlacementPolicy
-from netlab.policies.network.crux import (PATH_MARGIN, _decide_slots, _Flows, _pick_paths,
+from netlab.policies.network.crux import (PATH_MARGIN, _decide_slots, _Flows, _kept_classes, _pick_paths,
                                          compress, contention, gpu_intensity)
 from netlab.policies.network.decided import DecidedTable
 from netlab.sched import Placement, PolicyError
@@ -84,6 +84,51 @@ def test_a_flow_keeps_its_path_unless_another_beats_it_by_the_margin():
 
 
 
+def test_a_path_change_below_the_margin_is_not_made_and_one_above_it_is():
+    # the flows of the test above, flow 0 on link 0 for x s; flow 1 previously on path 0, which finishes it at
+    # 1.0 + x s against path 1's 1.0 s. It moves only if path 0 costs more than (1 + margin) x 1.0 s: with a
+    # margin m, at x = m / 2 it stays, at x = 2 m it moves (m = PATH_MARGIN and 0.5: the rule, not its value)
+    alt = [[(0, 1.0), (2, 0.5)], [(1, 1.0), (3, 0.5)]]
+    for m in (PATH_MARGIN, 0.5):
+        for x, pick in ((m / 2, 0), (2 * m, 1)):
+            picks, _ = _pick_paths(*_flat([[(0, x)]], alt), np.array([-1, 0]), m, 4, np.array([0, 1]), 2)
+            assert picks.tolist() == [0, pick], (m, x)
+    with pytest.raises(ValueError, match="path_margin must be a fraction >= 0"):
+        NETWORK_POLICIES.create("crux", path_margin=-0.1)
+
+
+def test_a_job_alone_on_its_links_keeps_its_class_and_so_does_a_group_whose_order_holds():
+    # three one-path jobs on links {0, 1}, {1, 2} and {3} (intensity 5, 3, 1): jobs 0 and 1 share link 1, job 2
+    # shares none. The compression puts job 1 below job 0 (weight 5 inside one class) and job 2, which adds
+    # no weight, with job 1 (ties: the earlier cut): classes 0, 1, 1; only jobs 0 and 1 share
+    t, slots, args = _slots([[[(0, 1.0), (1, 1.0)]]], [[[(1, 1.0), (2, 1.0)]]], [[[(3, 1.0)]]],
+                            intensity=[5.0, 3.0, 1.0])
+    _, classes, share = _decide_slots(slots, *args, PATH_MARGIN, 4, 8, 0)
+    assert classes.tolist() == [0, 1, 1] and np.argwhere(share).tolist() == [[0, 1]]
+    # job 2 alone had class 0: it keeps it. Jobs 0 and 1 had 2 and 5: job 0 first, as in the new 0 and 1, so
+    # they keep 2 and 5 (the same rates); had they 5 and 2 (or 3 and 3: a tie), the order changed and both take
+    # the compression's 0 and 1
+    assert _kept_classes(classes, np.array([2, 5, 0]), share).tolist() == [2, 5, 0]
+    assert _kept_classes(classes, np.array([5, 2, 0]), share).tolist() == [0, 1, 0]
+    assert _kept_classes(classes, np.array([3, 3, 0]), share).tolist() == [0, 1, 0]
+    # a job new to the decision (-1) takes the compression's class, and so does its group
+    assert _kept_classes(classes, np.array([2, -1, -1]), share).tolist() == [0, 1, 1]
+    # no classes wanted (crux-paths): no graph, every job alone, every class 0
+    _, classes, share = _decide_slots(slots, *args, PATH_MARGIN, 4, 0, 0)
+    assert classes.tolist() == [0, 0, 0] and share.shape == (0, 0)
+    assert _kept_classes(classes, np.array([0, 0, -1]), share).tolist() == [0, 0, 0]
+
+
+def test_groups_are_whole_components_of_shared_links():
+    # four jobs in a chain 0-1, 1-2 (jobs 0 and 2 share nothing) and job 3 alone. New classes 0, 1, 2, 3;
+    # old 1, 4, 6, 0 order the chain's pairs as the new do (0 before 1, 1 before 2): all kept. Old 1, 4, 3, 0:
+    # the pair (1, 2) flips, so the whole chain (jobs 0 to 2) takes the new classes; job 3 keeps its 0
+    share = np.zeros((4, 4), dtype=bool)
+    share[0, 1] = share[1, 2] = True
+    new = np.array([0, 1, 2, 3])
+    assert _kept_classes(new, np.array([1, 4, 6, 0]), share).tolist() == [1, 4, 6, 0]
+    assert _kept_classes(new, np.array([1, 4, 3, 0]), share).tolist() == [0, 1, 2, 0]
+
 def _slots(*jobs, intensity, picks=None):
     """Jobs given as lists of flows (each as ``_flat`` takes it) in the slots of a ``DecidedTable`` (with their
     ``intensity`` and, if given, their ``picks`` per job): the table, the slots and ``_decide_slots``' arrays."""
@@ -102,15 +147,15 @@ def test_jobs_in_table_slots_decide_as_the_flat_flows_do():
     base, near = [[(0, 1.0)]], [[(0, 0.04)]]
     alt = [[(0, 1.0), (2, 0.5)], [(1, 1.0), (3, 0.5)]]
     t, slots, args = _slots([base], [alt], intensity=[3.0, 1.0])
-    moved, classes = _decide_slots(slots, *args, PATH_MARGIN, 4, 8, 0)
+    moved, classes, _ = _decide_slots(slots, *args, PATH_MARGIN, 4, 8, 0)
     assert [t.picks_of(s).tolist() for s in slots] == [[0], [1]] and classes.tolist() == [0, 0]
     t, slots, args = _slots([near], [alt], intensity=[3.0, 1.0], picks=[[-1], [0]])
-    moved, classes = _decide_slots(slots, *args, PATH_MARGIN, 4, 8, 0)
+    moved, classes, _ = _decide_slots(slots, *args, PATH_MARGIN, 4, 8, 0)
     assert [t.picks_of(s).tolist() for s in slots] == [[0], [0]] and classes.tolist() == [0, 1]
     assert moved.tolist() == [True, False]  # job 0 from no path (-1) to path 0; job 1 kept its path 0
     # a job of two flows (the base flow, then the alternatives) keeps its flows together: the same picks as flat
     t, slots, args = _slots([base, alt], intensity=[3.0])
-    _, classes = _decide_slots(slots, *args, PATH_MARGIN, 4, 8, 0)
+    _, classes, _ = _decide_slots(slots, *args, PATH_MARGIN, 4, 8, 0)
     flat, _ = _pick_paths(*_flat(base, alt), np.array([-1, -1]), PATH_MARGIN, 4, np.array([0, 0]), 0)
     assert t.picks_of(slots[0]).tolist() == flat.tolist() == [0, 1] and classes.tolist() == [0]
 
@@ -133,7 +178,7 @@ def test_table_slots_keep_their_picks_and_are_written_from_the_position_asked():
     s0, s1 = t.add(_flows(base), 3.0), t.add(_flows(alt), 1.0)
     assert t.picks_of(s0).tolist() == [-1] and t.cls[s1] == -1
     args = t.arrays()
-    moved, classes = _decide_slots(np.array([s0, s1]), *args, PATH_MARGIN, 4, 8, 0)
+    moved, classes, _ = _decide_slots(np.array([s0, s1]), *args, PATH_MARGIN, 4, 8, 0)
     assert [t.picks_of(s0).tolist(), t.picks_of(s1).tolist()] == [[0], [1]]
     assert moved.tolist() == [True, True] and classes.tolist() == [0, 0]
     # a third job (near, on link 0 only) in a new slot; the table is rebuilt around the live slots
@@ -147,14 +192,14 @@ def test_table_slots_keep_their_picks_and_are_written_from_the_position_asked():
     assert (s2, s1) == (s0, 1) and [t.pk_off[s] for s in (s2, s1, big)] == [0, 3, 9]
     t.remove(big)
     args = t.arrays()
-    moved, _ = _decide_slots(np.array([s2, s1]), *args, PATH_MARGIN, 4, 8, 0)
+    moved, _, _ = _decide_slots(np.array([s2, s1]), *args, PATH_MARGIN, 4, 8, 0)
     assert t.picks_of(s1).tolist() == [1] and moved.tolist() == [False, False]
     # job 1 set back on path 0 (1.04 s behind near against 1.0 s on path 1) and decided with no margin: it
     # moves to path 1, but with nothing written from position 2 on its table pick stays 0; written from 1: 1
     t.picks_of(s1)[:] = 0
-    moved, _ = _decide_slots(np.array([s2, s1]), *args, 0.0, 4, 0, 2)
+    moved, _, _ = _decide_slots(np.array([s2, s1]), *args, 0.0, 4, 0, 2)
     assert t.picks_of(s1).tolist() == [0] and moved.tolist() == [False, True]
-    moved, _ = _decide_slots(np.array([s2, s1]), *args, 0.0, 4, 0, 1)
+    moved, _, _ = _decide_slots(np.array([s2, s1]), *args, 0.0, 4, 0, 1)
     assert t.picks_of(s1).tolist() == [1] and moved.tolist() == [False, True]
 
 
@@ -340,6 +385,6 @@ def test_fitting_in_keeps_a_running_jobs_picks_unless_a_path_costs_nothing():
     t.picks_of(s0)[:] = 1
     t.picks_of(s1)[:] = 1
     assert t.positive[[s0, s1, s2]].tolist() == [True, False, True]
-    moved, classes = _decide_slots(np.array([s0, s1, s2]), *t.arrays(), np.inf, 2, 0, 2)
+    moved, classes, _ = _decide_slots(np.array([s0, s1, s2]), *t.arrays(), np.inf, 2, 0, 2)
     assert moved.tolist() == [False, True, True] and classes.tolist() == [0, 0, 0]
     assert [t.picks_of(s).tolist() for s in (s0, s1, s2)] == [[1], [1], [0]]
