@@ -150,11 +150,12 @@ class SlotTable:
         """The job's row, None if it has none."""
         return self._row.get(job_id)
 
-    def add(self, job_id: int, demand, keep=None) -> int:
+    def add(self, job_id: int, demand, keep=None, index: bool = True) -> int:
         """A row for a job joining the incremental network: its demand written, no solution, no phase state.
         ``keep`` (per link, optional): the links the table keeps the row's places on (:func:`keep_link`), for a
         model that builds components with entries on those links only (``tcp``: :func:`component_rows` with
-        ``kept``, ``tcp.incremental.binding_entries``)."""
+        ``kept``, ``tcp.incremental.binding_entries``). ``index`` False: the row is not put on its links' lists
+        (nor its kept places found); the caller does it (:func:`index_kept`) in a compiled call of its own."""
         r = self._claim(job_id)
         t, k = self.rows, len(demand.links)
         if k > t.links.shape[1]:
@@ -167,7 +168,9 @@ class SlotTable:
             t = self._new_block(r, 1 << (k - 1).bit_length())
         t.joined[r], t.n_links[r] = True, k
         t.links[r, :k], t.weights[r, :k], t.link_load[r] = demand.links, demand.weights, 0.0
-        if keep is None:
+        if not index:
+            pass
+        elif keep is None:
             index_row(r, tuple(t))
         else:
             index_kept(r, tuple(t), keep)

@@ -14,8 +14,8 @@ from .components import Solved, alone, binding_components
 from .cores import CoreCache
 from .exposed import exposed_s
 from .goodput import effective_capacity, link_flows_offered
-from .incremental import (adds_nonbinding, binding_component, clear_row_load, resolve_touched, row_loads,
-                          update_binding, write_back)
+from .incremental import binding_component, resolve_touched, update_binding, write_back
+from .joinleave import join_alone, join_sums, leave_sums
 from .mean_field import mean_field_counts
 from .params import (ALPHA, BEATDOWN_BETA, BEATDOWN_INCREMENTAL, BUFFER_PACKETS, BUFFER_US, CORE_ALPHA, CUT_K, DRAWS,
                      ECN_THRESHOLD_US, GOODPUT_K, HORIZON, JITTER, LEAD, MAX_CORE_JOBS, MAX_EVENTS, MAX_EXACT_JOBS,
@@ -214,27 +214,27 @@ class TcpNetwork(NetworkModel):
 
     def join(self, job_id, demand, now_s):
         self.check_allocation(demand.allocation, job_id)
-        row = self._slots.add(job_id, demand, keep=self._keep)  # its places on may_bind or solved links kept
+        slots = self._slots
+        row = slots.add(job_id, demand, keep=self._keep, index=False)  # indexed by join_sums
         self._demands[job_id] = demand
         if self._paths is not None:
             self._paths.put(row, demand.flow_paths)
         links, rate = self._links, demand.alone_rate_gbps
-        alone = adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, rate)
-        self._offered[demand.links] += demand.weights * rate
-        self._flows[demand.links] += demand.weights
-        self._share[job_id] = alone_share(demand)
-        self._active[demand.links] += demand.weights * self._share[job_id]
-        self._moved(demand.links)
+        self._share[job_id] = share = alone_share(demand)
+        # its places on may_bind or solved links kept; the sums; whether it can bind (one call: joinleave.py)
+        alone = join_sums(row, demand.links, demand.weights, rate, share, links.capacity_gbps, links.jobs,
+                          self._offered, self._flows, self._active, self._binding, self._may_bind, self._solved,
+                          self._keep, tuple(slots.rows))
+        if self.params.goodput_k:
+            self._deliver(demand.links)
         return self._joined(job_id, row, demand, rate, alone)
 
     def _joined(self, job_id: int, row: int, demand: CommDemand, rate: float, alone: bool) -> float | None:
         """A job's row joined (or re-routed): if it binds no link (``alone``) it runs at its isolated ``rate`` and
         nobody else changes (that rate, its load written); else it waits for :meth:`resolve` (None)."""
         if alone:
-            t = self._slots.rows
-            t.rate_gbps[row], t.iter_s[row] = rate, demand.iter_s(rate)
             self._links.write(demand.links)
-            row_loads(np.array([row]), tuple(t), self._links.load_gbps)
+            join_alone(row, rate, demand.iter_s(rate), tuple(self._slots.rows), self._links.load_gbps)
             if self._tails is not None:
                 self._tails.alone(job_id, demand, rate)
             return rate
@@ -243,12 +243,16 @@ class TcpNetwork(NetworkModel):
 
     def _moved(self, ids: np.ndarray) -> None:
         """The offered load (and flows) on links ``ids`` moved: whether they can bind, and what they deliver."""
+        update_binding(self._binding, self._may_bind, ids, self._offered, self._links.capacity_gbps,
+                       self._links.jobs, tuple(self._slots.rows), self._solved, self._keep)
+        if self.params.goodput_k:
+            self._deliver(ids)
+
+    def _deliver(self, ids: np.ndarray) -> None:
+        """What binding links ``ids`` deliver, now their offered load and flows moved (the goodput term)."""
         cap, p = self._links.capacity_gbps, self.params
-        update_binding(self._binding, self._may_bind, ids, self._offered, cap, self._links.jobs,
-                       tuple(self._slots.rows), self._solved, self._keep)
-        if p.goodput_k:
-            self._capacity_eff[ids] = effective_capacity(cap[ids], self._flows[ids], self._offered[ids], p.goodput_k,
-                                                         p.buffer_packets)
+        self._capacity_eff[ids] = effective_capacity(cap[ids], self._flows[ids], self._offered[ids], p.goodput_k,
+                                                     p.buffer_packets)
 
     def _await_resolve(self, demand: CommDemand, new_job: int | None = None) -> None:
         super()._await_resolve(demand, new_job)
@@ -256,22 +260,22 @@ class TcpNetwork(NetworkModel):
 
     def leave(self, job_id, now_s):
         demand = self._demands.pop(job_id)
-        links = self._links
-        bound = not adds_nonbinding(links.capacity_gbps, self._offered, demand.links, demand.weights, 0.0)
-        self._offered[demand.links] -= demand.weights * demand.alone_rate_gbps
-        self._flows[demand.links] -= demand.weights
-        self._active[demand.links] -= demand.weights * self._share.pop(job_id)
+        links, slots = self._links, self._slots
+        row = slots.row(job_id)
         links.write(demand.links)
-        clear_row_load(self._slots.row(job_id), tuple(self._slots.rows), tuple(links.arrays()))
+        # the sums off its links (an emptied link's to zero: no rounding residue), its load off, the row off its
+        # links' lists, whether each link can bind; whether one could bind before (one call: joinleave.py)
+        bound = leave_sums(row, demand.alone_rate_gbps, self._share.pop(job_id), tuple(links.arrays()),
+                           self._offered, self._flows, self._active, self._binding, self._may_bind, self._solved,
+                           self._keep, tuple(slots.rows))
         if self._paths is not None:
-            self._paths.drop(self._slots.row(job_id))
-        self._slots.remove(job_id)
+            self._paths.drop(row)
+        slots.remove(job_id)
         self._core_cache.warm.pop(job_id, None)
         if self._tails is not None:
             self._tails.drop(job_id)
-        empty = demand.links[links.jobs[demand.links] == 0]
-        self._offered[empty] = self._flows[empty] = self._active[empty] = 0.0  # no rounding residue on an empty link
-        self._moved(demand.links)
+        if self.params.goodput_k:
+            self._deliver(demand.links)
         if bound or job_id in self._new:
             self._await_resolve(demand)
         self._new.discard(job_id)
