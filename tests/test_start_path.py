@@ -103,3 +103,31 @@ def test_the_flat_plan_memo_tells_apart_what_its_key_must_see(fresh_memo):
     # a pattern is part of the key: hierarchical over the same placement sends 2 (2 - 1) / 2 x S = S per flow
     h, _ = build_demand(topo, small, "hierarchical", 1, (0, 4), (4, 4))
     assert h.flow_bytes == 1e9
+
+
+@pytest.mark.parametrize("gpus", [(4, 4), (6, 2), (2, 2, 2, 2), (8,), (3, 1, 4), (1, 1, 1, 1, 1, 1, 1, 1)])
+def test_a_3d_flat_plan_is_its_plan_bit_for_bit(gpus):
+    from netlab.workload.patterns import PATTERNS
+
+    three_d = PATTERNS.get("3d")()
+    plan, flat = three_d.plan_for(gpus, LLM), three_d.flat_for(gpus, LLM)
+    assert flat.flow_bytes == plan.flow_bytes and flat.serial_intra_bytes == plan.serial_intra_bytes
+    assert flat.ring_intra_cap == plan.ring_intra_cap and flat.steps == plan.steps
+    if not plan.flows:
+        assert flat.flows is None and flat.flow_weights is None
+        return
+    assert tuple(map(tuple, flat.flows.tolist())) == plan.flows
+    assert tuple(flat.flow_weights.tolist()) == plan.flow_weights  # the same doubles
+
+
+def test_a_path_choice_routes_a_3d_job_with_the_plan_s_weights_as_a_tuple(fresh_memo):
+    from netlab.workload.patterns import PATTERNS
+
+    topo = load_topology("leafspine,racks=2,hosts_per_rack=4,gpus_per_host=4,host_gbps=100,spines=2")
+
+    class Paths:  # a NetAllocation's path choice: every flow on path 1
+        paths = (1,)
+
+    d, _ = build_demand(topo, LLM, "3d", 7, (0, 4), (4, 4), allocation=Paths())
+    weights = d._pending[3]
+    assert type(weights) is tuple and weights == PATTERNS.get("3d")().plan_for((4, 4), LLM).flow_weights

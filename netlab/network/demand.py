@@ -11,7 +11,6 @@ them; until then this keeps the ideal network free of routing.)
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 from collections.abc import Sequence
 
@@ -125,36 +124,31 @@ class ChosenFlowPaths(Sequence):
         return self._found[i]
 
 
-#: _flat_plan's memo: (pattern class, id(model), GPUs per host) -> (model, plan, flows, weights); bounded
+#: _flat_plan's memo: (pattern class, id(model), GPUs per host) -> (model, FlatPlan); bounded
 _FLAT_PLANS: dict = {}
 
 
-def _flat_plan(cls, model, gpus) -> tuple:
-    """(plan, its flows as an (n, 2) int64 array of placement host indices or None without flows, its flow
-    weights as a float array or None) of pattern class ``cls`` for ``model`` on ``gpus`` GPUs per host.
+def _flat_plan(cls, model, gpus):
+    """The :class:`~netlab.workload.patterns.FlatPlan` of pattern class ``cls`` for ``model`` on ``gpus`` GPUs
+    per host (its flows and weights as arrays, shared: read-only).
 
     Memoised by the pattern, the model (by identity: a zoo model is frozen; the entry holds it, so its id is not
     reused while the entry lives) and the GPUs per host, all a plan depends on: a busy trace starts the same few
     shapes on the same per-host counts again and again, and flattening a large job's hundreds of flows into an
-    array, and its weights, cost more per start than routing them. The arrays are shared: read-only."""
+    array, and its weights, cost more per start than routing them."""
     gpus = gpus if type(gpus) is tuple else tuple(int(g) for g in gpus)
     key = (cls, id(model), gpus)
     hit = _FLAT_PLANS.get(key)
     if hit is not None and hit[0] is model:
-        return hit[1:]
-    plan = cls().plan_for(tuple(int(g) for g in gpus), model)
-    flows = weights = None
-    if plan.flows:
-        flows = np.fromiter(itertools.chain.from_iterable(plan.flows), dtype=np.int64,
-                            count=2 * len(plan.flows)).reshape(-1, 2)
-        flows.flags.writeable = False
-        if plan.flow_weights is not None:
-            weights = np.asarray(plan.flow_weights, dtype=float)
-            weights.flags.writeable = False
+        return hit[1]
+    flat = cls().flat_for(gpus, model)
+    for a in (flat.flows, flat.flow_weights):
+        if a is not None:
+            a.flags.writeable = False
     if len(_FLAT_PLANS) >= 4096:
         _FLAT_PLANS.clear()
-    _FLAT_PLANS[key] = (model, plan, flows, weights)
-    return plan, flows, weights
+    _FLAT_PLANS[key] = (model, flat)
+    return flat
 
 
 def build_demand(topology, model, pattern: str, job_id: int, hosts, gpus, iso_iter_s: float = 0.0,
@@ -168,19 +162,20 @@ def build_demand(topology, model, pattern: str, job_id: int, hosts, gpus, iso_it
     """
     paths = None if allocation is None else allocation.paths
     hosts = np.asarray(hosts, dtype=np.int64)
-    plan, flows, weights = _flat_plan(PATTERNS.get(pattern), model, gpus)
+    plan = _flat_plan(PATTERNS.get(pattern), model, gpus)
     intra = float(topology.host_intra_gbps[hosts].min())
     intra_s = plan.serial_intra_bytes * 8 / (intra * 1e9)
-    if flows is None:
+    if plan.flows is None:
         return None, intra_s
-    pairs = hosts[flows]  # (src host, dst host) per flow
+    pairs = hosts[plan.flows]  # (src host, dst host) per flow
     if paths is not None and len(paths) not in (1, len(pairs)):
         raise InputError(f"job {job_id}: its allocation gives {len(paths)} path choices for its {len(pairs)} flows "
                          "(give one per flow, or one for all)")
     cap = intra if plan.ring_intra_cap else math.inf
-    # the weights as an array (a route reads them so) unless a path choice routes them (it memoises by the tuple)
-    demand = RoutedDemand(topology, pairs, job_id * 1024, plan.flow_weights if paths is not None else weights,
-                          job_id, plan.flow_bytes,
+    weights = plan.flow_weights  # an array (a route reads it so), a tuple for a path choice (memoised by it)
+    if paths is not None and weights is not None:
+        weights = tuple(weights.tolist())
+    demand = RoutedDemand(topology, pairs, job_id * 1024, weights, job_id, plan.flow_bytes,
                           model.compute_s, intra_s, model.overlap, cap, iso_iter_s, phase, allocation, paths,
                           plan.steps)
     return demand, intra_s

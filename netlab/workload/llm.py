@@ -169,23 +169,39 @@ class Traffic:
     nvlink_bytes: dict  # dimension -> bytes over NVLink
 
 
-@lru_cache(maxsize=4096)
-def traffic(shape: LlmShape, params: float, gpus_per_host: tuple[int, ...]) -> Traffic:
-    """The traffic of a job with ``gpus_per_host`` GPUs on each host, in placement order."""
+def _host_transfers(shape: LlmShape, params: float, gpus_per_host: tuple[int, ...]):
+    """The transfers of :func:`_transfers` between hosts: (per host pair, in ascending ``src x k + dst`` order: the
+    source and destination host indices and the bytes; the most any GPU sends inside its host; then every
+    transfer's bytes, dimension index and whether it stays inside a host)."""
     n = sum(gpus_per_host)
     src, dst, nbytes, dim = _transfers(shape, params, n)
     host = np.repeat(np.arange(len(gpus_per_host)), gpus_per_host)
     hs, hd = host[src], host[dst]
     local = hs == hd
-    per_dim = lambda mask: {name: float(nbytes[mask & (dim == j)].sum())  # noqa: E731
-                            for j, name in enumerate(DIMENSIONS)}
     nvlink = np.bincount(src[local], weights=nbytes[local], minlength=n) if n else np.zeros(0)
     k = len(gpus_per_host)
     keys, inverse = np.unique(hs[~local] * k + hd[~local], return_inverse=True)
     pair_bytes = np.bincount(inverse.ravel(), weights=nbytes[~local], minlength=len(keys))
-    flows = tuple((int(a // k), int(a % k)) for a in keys)
-    return Traffic(flows, tuple(pair_bytes.tolist()), float(nvlink.max()) if n else 0.0, per_dim(~local),
-                   per_dim(local))
+    return keys // k, keys % k, pair_bytes, float(nvlink.max()) if n else 0.0, nbytes, dim, local
+
+
+def network_flows(shape: LlmShape, params: float, gpus_per_host: tuple[int, ...]):
+    """:func:`traffic`'s host-to-host flows as arrays: ((n, 2) int64 source and destination host indices, the
+    bytes of each, as floats), and its ``nvlink_gpu_bytes``; the same values in the same order. Why: a start of a
+    large job reads them as arrays (``netlab.network.demand``), and building :func:`traffic`'s tuples of
+    hundreds of flows, and its bytes per dimension, cost more than finding them."""
+    src, dst, pair_bytes, nvlink, *_ = _host_transfers(shape, params, gpus_per_host)
+    return np.stack((src, dst), axis=1), pair_bytes, nvlink
+
+
+@lru_cache(maxsize=4096)
+def traffic(shape: LlmShape, params: float, gpus_per_host: tuple[int, ...]) -> Traffic:
+    """The traffic of a job with ``gpus_per_host`` GPUs on each host, in placement order."""
+    src, dst, pair_bytes, nvlink, nbytes, dim, local = _host_transfers(shape, params, gpus_per_host)
+    per_dim = lambda mask: {name: float(nbytes[mask & (dim == j)].sum())  # noqa: E731
+                            for j, name in enumerate(DIMENSIONS)}
+    flows = tuple(zip(src.tolist(), dst.tolist()))
+    return Traffic(flows, tuple(pair_bytes.tolist()), nvlink, per_dim(~local), per_dim(local))
 
 
 def tp_of(model) -> int:
