@@ -38,6 +38,16 @@ def join_sums(r, new_links, new_weights, rate, share, capacity, jobs, offered, f
     with it (it runs alone, at ``rate``), as ``adds_nonbinding`` finds it before the sums move. ``t``: the row
     table, plain (``jit.py``)."""
     index_kept(r, t, keep)
+    alone = add_sums(new_links, new_weights, rate, share, capacity, offered, flows, active)
+    update_binding(binding, may_bind, new_links, offered, capacity, jobs, t, solved, keep)
+    return alone
+
+
+@njit(**JIT)
+def add_sums(new_links, new_weights, rate, share, capacity, offered, flows, active):
+    """A job's isolated ``rate`` and ``share`` of the iteration added to the per-link sums of ``new_links``
+    (``new_weights`` flows on each); True if none of them could bind with it (``adds_nonbinding``, before the
+    sums move). Shared by a join and a re-route's join half (``relink.py``)."""
     alone = True
     for k in range(new_links.shape[0]):
         g = new_links[k]
@@ -49,7 +59,6 @@ def join_sums(r, new_links, new_weights, rate, share, capacity, jobs, offered, f
         offered[g] += w * rate
         flows[g] += w
         active[g] += w * share
-    update_binding(binding, may_bind, new_links, offered, capacity, jobs, t, solved, keep)
     return alone
 
 

@@ -22,6 +22,7 @@ from ..jit import JIT
 from ..links import LinkArrays
 from ..slots import Rows, kept_places, relink_row
 from .incremental import update_binding
+from .joinleave import add_sums
 
 
 @njit(**JIT)
@@ -62,17 +63,8 @@ def relink_sums(r, n_old, row_links, row_weights, row_load, old_rate, old_share,
             offered[g] = flows[g] = active[g] = 0.0
     for g in new_links:
         jobs[g] += 1
-    alone = True  # join: no new link can bind with it (``adds_nonbinding`` with its rate)
-    for k in range(new_links.shape[0]):
-        g = new_links[k]
-        if offered[g] + new_weights[k] * new_rate > cap[g] * (1 + 1e-9):
-            alone = False
-            break
-    for k in range(new_links.shape[0]):
-        g, w = new_links[k], new_weights[k]
-        offered[g] += w * new_rate
-        flows[g] += w
-        active[g] += w * new_share
+    # join: no new link can bind with it (``adds_nonbinding`` with its rate); the sums onto the new links
+    alone = add_sums(new_links, new_weights, new_rate, new_share, cap, offered, flows, active)
     # whether each link can bind: an old-only link as leave left it (its count is final), the new ones after
     update_binding(binding, may_bind, old, offered, cap, jobs, t, solved, keep)
     update_binding(binding, may_bind, new_links, offered, cap, jobs, t, solved, keep)
