@@ -894,6 +894,8 @@ def main(argv=None) -> int:
     elif args.prune:
         record.used |= {generate(f, s, REGIMES[r]).key() for f, s, r in todo}
         record.used |= {sc.key() for sc, _ in rto_runs()}  # bench_regimes_fit.py --rto-scale's scaled runs
+        tt = RESULTS / "testbed_timeouts.json"  # bench_testbed_timeouts.py's testbed scenarios in the referee
+        record.used |= set(json.loads(tt.read_text()).get("ns3_record_keys", [])) if tt.exists() else set()
         stale = [p for p in store.folder.glob("*.json") if p.stem not in record.used]
         for p in stale:
             p.unlink()

@@ -69,3 +69,14 @@ def test_the_timeout_count_runs_are_stored():
     for sc, _ in runs:
         rec = store.get(sc, need_job_loss=True)
         assert rec is not None and rec["meta"]["scaled"]["factor"] in (10.0, 30.0), sc.name
+
+
+def test_count_rows_alone_by_hand():
+    # a 2-rank ring of 375 kB: 2 steps of 187,500 bytes = 125 segments of 1,500 bytes, on the wire 1,502-byte frames
+    # of 1,448 payload: 125 x 1502 / 1448 = 129.6616; alone no link is offered more than its capacity, so nothing binds
+    # and the analysis counts no timeout
+    rows = timeouts.count_rows(ring_alone(2, grad_bytes=375_000, compute_s=0.02, iterations=12))
+    (r,) = rows.itertuples()
+    assert r.steps == 2 and r.packets_per_step == pytest.approx(129.6616, abs=1e-4) and r.per_step_k1 == 0.0
+    assert not r.contended and list(rows.columns) == ["scenario", "job_id", "contended", "steps", "packets_per_step",
+                                                      "per_step_k1"]

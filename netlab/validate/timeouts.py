@@ -27,12 +27,24 @@ def job_rows(sc: RefereeScenario, rec: dict, network: str = "tcp-shallow", **kwa
     """Per job of ``sc`` with the referee's record ``rec``: its steps, packets per step (``segment_bytes``
     packets), iterations run, measured timeouts and the analysis' count per step at ``rto_k`` 1 (module doc);
     ``kwargs`` go to ``network`` (e.g. ``rtt_us`` where the scenario's round trip is not the default's)."""
-    from ..network.model import NETWORKS
-    from ..network.tcp.rto import link_timeouts_per_packet, offered_and_active, solved_share
-
     loss = record_job_loss(rec)
     if loss is None:
         return pd.DataFrame()
+    rows = count_rows(sc, network, **kwargs)
+    rows["iterations"] = [int(rec["iterations_run"][str(j)]) for j in rows.job_id]
+    rows["rtos"] = [int(loss[j]["rtos"]) for j in rows.job_id]
+    rows["drops"] = [int(loss[j]["drops"]) for j in rows.job_id]
+    return rows[["scenario", "job_id", "contended", "steps", "packets_per_step", "iterations", "rtos", "drops",
+                 "per_step_k1"]]
+
+
+def count_rows(sc: RefereeScenario, network: str = "tcp-shallow", **kwargs) -> pd.DataFrame:
+    """Per job of ``sc``: its steps, packets per ring step and the analysis' timeout count per step at ``rto_k`` 1
+    (module doc), with no measured record: what another reference's counts (the testbed's real Linux) are set
+    beside."""
+    from ..network.model import NETWORKS
+    from ..network.tcp.rto import link_timeouts_per_packet, offered_and_active, solved_share
+
     net = NETWORKS.create(network, **{**kwargs, "rto_k": 0.0})
     ds = [demand(sc, j) for j in sc.jobs]
     cap = sc.topology.link_capacity_gbps
@@ -46,8 +58,7 @@ def job_rows(sc: RefereeScenario, rec: dict, network: str = "tcp-shallow", **kwa
     for j, d in zip(sc.jobs, ds):
         packets = d.flow_bytes / p.segment_bytes / max(d.steps, 1)
         rows.append(dict(scenario=sc.name, job_id=j.job_id, contended=cont[j.job_id], steps=int(d.steps),
-                         packets_per_step=float(packets), iterations=int(rec["iterations_run"][str(j.job_id)]),
-                         rtos=int(loss[j.job_id]["rtos"]), drops=int(loss[j.job_id]["drops"]),
+                         packets_per_step=float(packets),
                          per_step_k1=float(np.dot(d.weights, per_packet[d.links])) * packets))
     return pd.DataFrame(rows)
 
