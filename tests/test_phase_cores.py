@@ -70,11 +70,9 @@ def test_a_core_larger_than_its_limit_stays_with_the_mean_field():
     assert [sol.iter_s[1], sol.iter_s[2]] == pytest.approx([MEAN_FIELD_S] * 2, rel=1e-2)
 
 
-def test_a_run_counts_the_cores_jobs_as_phase_aware_and_the_rest_as_blind():
-    # The same shape in the simulator, on a dumbbell of 2-GPU hosts: jobs 1 and 2 cross the bottleneck; job 3
-    # (tiny gradient) runs between l1 and l2, so it shares l1's host links with job 2. The three form one
-    # component (over max_exact_jobs = 2), which the mean field solves; the bottleneck limits 1 and 2, l1's link
-    # job 3 only. With phase cores, 1 and 2 are simulated with phase (never blind); job 3 stays blind.
+def dumbbell_run(submit_s: dict, **kw):
+    """The run of :func:`test_a_run_counts_the_cores_jobs_as_phase_aware_and_the_rest_as_blind` (jobs submitted at
+    ``submit_s``, by id), its job table by id."""
     from netlab.policies.base import PlacementPolicy
     from netlab.sched import Placement
     from netlab.sim import SimConfig, Simulator
@@ -94,13 +92,19 @@ def test_a_run_counts_the_cores_jobs_as_phase_aware_and_the_rest_as_blind():
         def place(self, job, view):
             return Placement(*where[job.job_id])
 
-    jobs = [Job(1, 0.0, 2, "half", 200), Job(2, 0.0, 2, "half", 200), Job(3, 0.0, 2, "tiny", 100)]
+    jobs = [Job(1, submit_s[1], 2, "half", 200), Job(2, submit_s[2], 2, "half", 200),
+            Job(3, submit_s[3], 2, "tiny", 100)]
+    cfg = SimConfig(network="tcp", network_kwargs=dict(jitter=0.0, max_exact_jobs=2, **kw), progress=False)
+    return Simulator(topo, jobs, "fifo", Fixed(), config=cfg, zoo=zoo).run().jobs.set_index("job_id")
 
-    def blind_s(**kw):
-        cfg = SimConfig(network="tcp", network_kwargs=dict(jitter=0.0, max_exact_jobs=2, **kw), progress=False)
-        return Simulator(topo, jobs, "fifo", Fixed(), config=cfg, zoo=zoo).run().jobs.set_index("job_id").phase_blind_s
 
-    plain, cores = blind_s(), blind_s(phase_cores=True)
+def test_a_run_counts_the_cores_jobs_as_phase_aware_and_the_rest_as_blind():
+    # The same shape in the simulator, on a dumbbell of 2-GPU hosts: jobs 1 and 2 cross the bottleneck; job 3
+    # (tiny gradient) runs between l1 and l2, so it shares l1's host links with job 2. The three form one
+    # component (over max_exact_jobs = 2), which the mean field solves; the bottleneck limits 1 and 2, l1's link
+    # job 3 only. With phase cores, 1 and 2 are simulated with phase (never blind); job 3 stays blind.
+    at = {1: 0.0, 2: 0.0, 3: 0.0}
+    plain, cores = dumbbell_run(at).phase_blind_s, dumbbell_run(at, phase_cores=True).phase_blind_s
     assert (plain > 0).all()
     assert cores[1] == 0.0 and cores[2] == 0.0 and cores[3] > 0
 
@@ -201,3 +205,28 @@ def test_used_links_are_the_sorted_links_of_the_entries_and_each_entry_s_place_a
         links, place = used_links(x, 50)
         want, inverse = np.unique(x, return_inverse=True)
         assert np.array_equal(links, want) and np.array_equal(place, inverse)
+
+
+def test_the_binding_part_s_links_are_put_back_in_the_order_the_walk_over_every_link_meets_them():
+    # Rows 10 and 11 (local jobs 0 and 1) on links 7, 3, 9 and 9, 4. The binding part holds links 9 and 3 (numbered
+    # 0 and 1 in the order their kept places were met) and 4 (2). Over every link row by row the walk meets 7, 3, 9,
+    # then 4: 3 first (row 0, place 1), then 9 (row 0, place 2), then 4 (row 1, place 1).
+    from netlab.network.tcp.core_resolve import full_order
+
+    t_links = np.zeros((12, 3), np.int64)
+    t_links[10], t_links[11, :2] = [7, 3, 9], [9, 4]
+    n_links = np.zeros(12, np.int64)
+    n_links[10], n_links[11] = 3, 2
+    job, link = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 2])  # (0 on 9 and 3, 1 on 9 and 4)
+    key = full_order(job, link, 3, np.array([10, 11]), np.array([9, 3, 4]), t_links, n_links)
+    assert key.tolist() == [2, 1, 3 + 1]  # 9: row 0 place 2; 3: row 0 place 1; 4: row 1 (x 3 places) place 1
+    assert np.argsort(key).tolist() == [1, 0, 2]
+
+
+def test_cores_of_one_job_change_no_time_in_a_run():
+    # max_core_jobs 1 simulates no core, so a run with phase cores takes the default re-solve's times, and its jobs
+    # are as blind (the dumbbell run, job 2 submitted 5 s later: the re-solves come as jobs join)
+    at = {1: 0.0, 2: 5.0, 3: 0.0}
+    plain, one = dumbbell_run(at), dumbbell_run(at, phase_cores=True, max_core_jobs=1)
+    assert plain.phase_blind_s[1] > 0 and plain.phase_blind_s[2] > 0  # (the mean field ran)
+    assert plain.end_s.tolist() == one.end_s.tolist() and plain.phase_blind_s.tolist() == one.phase_blind_s.tolist()

@@ -98,8 +98,9 @@ class CoreCache:
     def settled(self, ids: list[int], cores: list[list[int]]) -> None:
         """After a solve of the jobs ``ids``: those in ``cores`` are warm (each core under a new serial), the
         others not."""
-        for j in ids:
-            self.warm.pop(j, None)
+        if self.warm:  # (none warm: nothing to forget)
+            for j in ids:
+                self.warm.pop(j, None)
         for core in cores:
             self._serial += 1
             for j in core:
@@ -171,13 +172,152 @@ def core_labels(job, link, lim, n, m):
     return label
 
 
+@njit(**JIT)
 def used_links(link: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(link, return_inverse=True)`` for link indices below ``m``, by a mask instead of a sort: the
     links used (ascending) and each entry's place among them. Why: on every re-solve with cores the sort of the
     component's binding entries was a twentieth of a full-Philly run."""
-    used = np.zeros(m, np.bool_)
-    used[link] = True
-    return np.flatnonzero(used), (np.cumsum(used) - 1)[link]
+    place = np.full(m, -1, np.int64)
+    for g in link:
+        place[g] = 0
+    n = 0
+    for g in range(m):
+        if place[g] == 0:
+            place[g] = n
+            n += 1
+    used = np.empty(n, np.int64)
+    for g in range(m):
+        if place[g] >= 0:
+            used[place[g]] = g
+    out = np.empty(link.shape[0], np.int64)
+    for x in range(link.shape[0]):
+        out[x] = place[link[x]]
+    return used, out
+
+
+@njit(**JIT)
+def candidate_cores(e: Entries, cap_link, large, binding, it, al: Alone, phi, max_core_jobs):
+    """:func:`refine_cores`' first steps, compiled: the large jobs' entries on binding links (jobs, links
+    renumbered ascending over those used, weights), those links' capacities, each job's mean-field rate and duty,
+    which entries limit their job and each job's core (:func:`limited_cores`), and whether any core has 2 to
+    ``max_core_jobs`` jobs (none: nothing to simulate). Why compiled: with ``phase_cores`` on, these ran after
+    every mean-field re-solve in a dozen numpy calls, whether or not a core was then simulated (a fifth of a
+    20k-job Philly run at ``max_core_jobs`` 1). The same operations in the same order as the numpy ones."""
+    n_e = e.job.shape[0]
+    sel = np.zeros(n_e, np.bool_)
+    for x in range(n_e):
+        sel[x] = large[e.job[x]] and binding[e.link[x]]
+    ej, ew = e.job[sel], e.weight[sel].astype(np.float64)
+    blinks, el = used_links(e.link[sel], cap_link.shape[0])
+    c = cap_link[blinks]
+    n = it.shape[0]
+    rate, duty = np.empty(n), np.empty(n)
+    for i in range(n):
+        v = it[i] - al.pre_s[i] - al.tail_s[i]
+        net = 0.0 if v < 0.0 else v  # np.maximum(v, 0.0)
+        rate[i] = al.gbit[i] / net if net > 0 else al.cap_gbps[i]
+        duty[i] = net / (it[i] if it[i] >= 1e-300 else 1e-300)
+    kept = Entries(ej, el, ew)
+    lim = limiting_entries(kept, c, MeanFieldJobs(al.cap_gbps, phi, al.gbit, al.pre_s, al.tail_s), rate, duty)
+    label = core_labels(ej, el, lim, n, c.shape[0])
+    size = np.zeros(n, np.int64)
+    for j in range(n):
+        if label[j] >= 0:
+            size[label[j]] += 1
+    some = False
+    for j in range(n):
+        if 2 <= size[j] <= max_core_jobs:
+            some = True
+            break
+    return ej, el, ew, c, rate, duty, lim, label, some
+
+
+@njit(**JIT)
+def core_inputs(ej, el, ew, c, rate, duty, lim, label, max_core_jobs):
+    """Per core of 2 to ``max_core_jobs`` jobs whose limiting links leave it capacity (in the order of its label,
+    :func:`candidate_cores`' values): its jobs (ascending), what each of its limiting links leaves it (ascending
+    links: capacity less the others' duty x rate there, summed in entry order) and its jobs' flows on them (jobs x
+    links), concatenated: (jobs, their offsets, capacities left, their offsets, flows, their offsets).
+
+    Why compiled: these were a dozen numpy calls per core in Python, about a sixth of a Philly run with cores of
+    up to 16 jobs. The same sums in the same order as the numpy ones (``np.add.at`` adds in entry order)."""
+    n, m, n_e = label.shape[0], c.shape[0], ej.shape[0]
+    core_of_link = np.full(m, -1, np.int64)
+    for x in range(n_e):
+        if lim[x]:
+            core_of_link[el[x]] = label[ej[x]]
+    size = np.zeros(n, np.int64)
+    for j in range(n):
+        if label[j] >= 0:
+            size[label[j]] += 1
+    # the entries on each core's limiting links in entry order, the jobs of each core ascending (counting sorts)
+    per_core = np.zeros(n + 1, np.int64)
+    for x in range(n_e):
+        if core_of_link[el[x]] >= 0:
+            per_core[core_of_link[el[x]] + 1] += 1
+    per_core = np.cumsum(per_core)
+    on, fill = np.empty(per_core[n], np.int64), per_core[:n].copy()
+    for x in range(n_e):
+        k = core_of_link[el[x]]
+        if k >= 0:
+            on[fill[k]] = x
+            fill[k] += 1
+    job_start = np.zeros(n + 1, np.int64)
+    for j in range(n):
+        if label[j] >= 0:
+            job_start[label[j] + 1] += 1
+    job_start = np.cumsum(job_start)
+    by_core, fill = np.empty(job_start[n], np.int64), job_start[:n].copy()
+    for j in range(n):
+        if label[j] >= 0:
+            by_core[fill[label[j]]] = j
+            fill[label[j]] += 1
+    members_at, left_at, flows_at = np.empty(job_start[n], np.int64), np.empty(per_core[n]), np.empty(0)
+    mem_off, link_off, flow_off = [0], [0], [0]
+    place = np.full(m, -1, np.int64)  # a link's place among the core's links
+    pos = np.full(n, -1, np.int64)  # a job's place among the core's jobs
+    n_mem = n_left = 0
+    chunks = []
+    for core in range(n):
+        if per_core[core + 1] == per_core[core] or not 2 <= size[core] <= max_core_jobs:
+            continue
+        xs = on[per_core[core]:per_core[core + 1]]
+        links = np.unique(el[xs])
+        for b in range(links.shape[0]):
+            place[links[b]] = b
+        background = np.zeros(links.shape[0])
+        for x in xs:
+            if label[ej[x]] != core:
+                background[place[el[x]]] += ew[x] * duty[ej[x]] * rate[ej[x]]
+        left = c[links] - background
+        ok = True
+        for b in range(links.shape[0]):
+            if not left[b] > 0:
+                ok = False
+        if ok:
+            members = by_core[job_start[core]:job_start[core + 1]]
+            for a in range(members.shape[0]):
+                pos[members[a]] = a
+            flows = np.zeros((members.shape[0], links.shape[0]))
+            for x in xs:
+                if label[ej[x]] == core:
+                    flows[pos[ej[x]], place[el[x]]] += ew[x]
+            members_at[n_mem:n_mem + members.shape[0]] = members
+            left_at[n_left:n_left + links.shape[0]] = left
+            n_mem += members.shape[0]
+            n_left += links.shape[0]
+            chunks.append(flows.ravel())
+            mem_off.append(n_mem)
+            link_off.append(n_left)
+            flow_off.append(flow_off[-1] + flows.size)
+        for b in range(links.shape[0]):
+            place[links[b]] = -1
+    if len(chunks):
+        flows_at = np.empty(flow_off[-1])
+        for q in range(len(chunks)):
+            flows_at[flow_off[q]:flow_off[q + 1]] = chunks[q]
+    return (members_at[:n_mem], np.array(mem_off, np.int64), left_at[:n_left], np.array(link_off, np.int64),
+            flows_at, np.array(flow_off, np.int64))
 
 
 def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Components, jobs: Jobs, al: Alone,
@@ -195,50 +335,23 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
         if cache is not None:
             cache.settled(jobs.job_id.tolist(), [])
         return np.empty(0, np.int64)
-    sel = large[e.job] & comps.binding[e.link]
-    ej, ew = e.job[sel], e.weight[sel].astype(float)
-    blinks, el = used_links(e.link[sel], len(cap_link))
-    c = cap_link[blinks]
-    net = np.maximum(it - al.pre_s - al.tail_s, 0.0)
-    rate = np.where(net > 0, al.gbit / np.where(net > 0, net, 1.0), al.cap_gbps)
-    duty = net / np.maximum(it, 1e-300)
-    phi = share_weights(al.gbit, p.alpha) * jobs.share
-    mf_jobs = MeanFieldJobs(al.cap_gbps, phi, al.gbit, al.pre_s, al.tail_s)
-    kept = Entries(ej.astype(np.int64), el.astype(np.int64), ew)
-    lim, label = limited_cores(kept, c, mf_jobs, rate, duty)
-    # Each limiting link limits jobs of one core: the entries on a core's limiting links (its own jobs' and
-    # the background's), grouped by core in their order, and the jobs by core (ascending)
-    core_of_link = np.full(len(c), -1)
-    core_of_link[el[lim]] = label[ej[lim]]
-    on = np.flatnonzero(core_of_link[el] >= 0)
-    on = on[np.argsort(core_of_link[el[on]], kind="stable")]
-    on_cores, on_from = np.unique(core_of_link[el[on]], return_index=True)
-    on_to = np.append(on_from[1:], len(on))
-    by_label = np.argsort(label, kind="stable")
-    labels, job_from, job_count = np.unique(label[by_label], return_index=True, return_counts=True)
+    phi = share_weights(al.gbit, p.alpha) * jobs.share  # (numpy's power: its bits, not numba's)
+    ej, el, ew, c, rate, duty, lim, label, some = candidate_cores(e, cap_link, large, comps.binding, it, al, phi,
+                                                                  p.max_core_jobs)
+    if not some:  # no core to simulate
+        if cache is not None:
+            cache.settled(jobs.job_id.tolist(), [])
+        return np.empty(0, np.int64)
+    members_at, mem_off, left_at, link_off, flows_at, flow_off = core_inputs(ej, el, ew, c, rate, duty, lim, label,
+                                                                           p.max_core_jobs)
     # the cores' fluid shares by its own byte weighting (params.CORE_ALPHA), over its own horizon
     in_core = p._replace(alpha=p.core_alpha, horizon=CORE_HORIZON, warmup=CORE_WARMUP)
     in_warm = p._replace(alpha=p.core_alpha, horizon=WARM_HORIZON, warmup=WARM_WARMUP)
     sig = CoreCache.signatures(jobs, phi) if cache is not None else None
     done = []
-    for core, x0, x1 in zip(on_cores.tolist(), on_from.tolist(), on_to.tolist()):
-        k = int(np.searchsorted(labels, core))
-        if not 2 <= job_count[k] <= p.max_core_jobs:
-            continue
-        members = by_label[job_from[k]:job_from[k] + job_count[k]]
-        xs = on[x0:x1]
-        xj, xl, xw = ej[xs], el[xs], ew[xs]
-        links = np.unique(xl)
-        lx = np.searchsorted(links, xl)
-        mine = label[xj] == core
-        background = np.zeros(len(links))
-        out = ~mine
-        np.add.at(background, lx[out], xw[out] * duty[xj[out]] * rate[xj[out]])
-        left = c[links] - background
-        if not (left > 0).all():
-            continue
-        flows = np.zeros((len(members), len(links)))
-        np.add.at(flows, (np.searchsorted(members, xj[mine]), lx[mine]), xw[mine])
+    for q in range(len(mem_off) - 1):  # each core to simulate or look up, in its inputs' order
+        members, left = members_at[mem_off[q]:mem_off[q + 1]], left_at[link_off[q]:link_off[q + 1]]
+        flows = flows_at[flow_off[q]:flow_off[q + 1]].reshape(len(members), len(left))
         key = CoreCache.key(sig[members], flows) if cache is not None else None
         period = cache.get(key, left) if cache is not None else None
         if period is not None:  # the same core on the same capacity: each job keeps its position

@@ -11,6 +11,7 @@ from ..slots import Entries, Jobs, SlotTable, jobs_at, jobs_of
 from .beatdown import beaten_capabilities, beaten_solve
 from .beatdown_resolve import FlowPathTable, TwoPass
 from .components import Solved, alone, binding_components
+from .core_resolve import resolve_cores
 from .cores import CoreCache
 from .exposed import exposed_s
 from .goodput import effective_capacity, link_flows_offered
@@ -379,7 +380,12 @@ class TcpNetwork(NetworkModel):
         arrays = links.arrays()._replace(capacity_gbps=self._capacity_eff)
         seeds = np.concatenate(self._touched_links) if self._touched_links else np.zeros(0, dtype=np.int64)
         self._touched_links.clear()
-        if p.phase_cores:  # every solve in Python, where the cores are simulated after the mean field
+        cored = None
+        if p.phase_cores and self._two_pass is None:  # the compiled re-solve's steps, the cores between them
+            cored = resolve_cores(now_s, self._touched, seeds, t, arrays, self._binding, p, REPORT_RTOL, self.counts,
+                                  self._solved, self._may_bind, self._keep, self._core_cache)  # (core_resolve.py)
+            code, ids, it, comm, rows, written = cored[:5] + (cored.written,)
+        elif p.phase_cores:  # every solve in Python, where the cores are simulated after the mean field
             comp = binding_component(seeds, self._touched, t, self._binding)
             code = SolveCode.EXACT_NEEDED if len(comp.rows) else SolveCode.NOTHING
             ids = it = comm = np.empty(0)
@@ -394,7 +400,11 @@ class TcpNetwork(NetworkModel):
             code, ids, it, comm, rows, comp_links, sub, kept, written = resolve_touched(
                 now_s, self._touched, seeds, tuple(t), tuple(arrays), self._binding,
                 p.max_exact_jobs, p.alpha, REPORT_RTOL, tuple(self.counts), self._solved, self._may_bind, self._keep)
-        if code == SolveCode.EXACT_NEEDED:
+        if cored is not None:
+            self.exact_solves += cored.exact
+            self.mean_field_solves += cored.mean_field
+            blind, phase_blind = cored.blind, None  # per job, below
+        elif code == SolveCode.EXACT_NEEDED:
             blind = np.zeros(len(rows), dtype=bool)
             cap, jobs = arrays.capacity_gbps[comp_links[kept]], jobs_at(t, rows)
             if self._two_pass is not None:
