@@ -232,3 +232,38 @@ def test_building_the_job_states_leaves_the_garbage_collector_as_it_was():
         assert gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_the_run_freezes_what_was_alive_before_it_and_unfreezes_it_after(monkeypatch):
+    """During the kernel's run the objects alive at its start are frozen (out of the collector's sight), after
+    it none are; a caller that froze objects itself keeps them frozen, and the run freezes nothing more (the
+    count may fall: a frozen object freed while frozen leaves it)."""
+    import gc
+
+    from netlab.sim import kernel as kernel_mod
+
+    seen = []
+    run = kernel_mod.Kernel.run
+
+    def spy(self, *args, **kwargs):
+        seen.append(gc.get_freeze_count())
+        return run(self, *args, **kwargs)
+
+    monkeypatch.setattr(kernel_mod.Kernel, "run", spy)
+    topo = load_topology("leafspine,racks=1,hosts_per_rack=2,gpus_per_host=4")
+    jobs = [Job(0, 0.0, 2, "resnet50", 10.0), Job(1, 5.0, 4, "vgg16", 10.0)]
+    was = gc.isenabled()
+    gc.enable()
+    gc.unfreeze()
+    try:
+        res = simulate(topo, jobs)
+        assert res.summary["finished"] == 2
+        assert seen[-1] > 0 and gc.get_freeze_count() == 0
+        gc.freeze()  # the caller's own freeze (as before a fork)
+        mine = gc.get_freeze_count()
+        simulate(topo, jobs)
+        # nothing more frozen, and the caller's objects still frozen (a few of them may be freed meanwhile)
+        assert 0.99 * mine <= seen[-1] <= mine and 0.99 * mine <= gc.get_freeze_count() <= mine
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()

@@ -365,8 +365,10 @@ class Scheduler:
                         self._start(js, placement, now)
                         started.append(item)
                         stale = True
-                        self._unpark(parked, sources, heads, item)
-                        self._unpark(ranked, sources, heads, item, everything=True)
+                        if parked:  # (most preemptions find none parked: no call)
+                            self._unpark(parked, sources, heads, item)
+                        if ranked:
+                            self._unpark(ranked, sources, heads, item, everything=True)
                         continue
             if not backfill:
                 break  # strict order: nothing behind a job that cannot start may start before it
