@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from unittest import SkipTest
 
 import numpy as np
@@ -30,6 +31,19 @@ TWO_RACKS_4TO1 = "leafspine,racks=2,hosts_per_rack=4,gpus_per_host=8,oversub=4,s
 SMALL = "leafspine,racks=4,hosts_per_rack=2,gpus_per_host=4,oversub=4,spines=2"
 VGG16_GRAD_BYTES = 553e6  # zoo.csv
 VGG16_COMPUTE_S = 0.214
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _sklearn_temp_in_pytest_basetemp(tmp_path_factory):
+    """sklearn's memmap checks write folders by ``tempfile.mkdtemp`` and remove them only at interpreter exit: a run
+    stopped by a signal left them in the system's temp folder. Under pytest's basetemp they go with pytest's own
+    rotation of old runs."""
+    saved = tempfile.tempdir
+    tempfile.tempdir = str(tmp_path_factory.mktemp("sklearn"))
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved
 
 
 @pytest.fixture(scope="module")
