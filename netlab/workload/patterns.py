@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..registry import Registry
-from .llm import COLUMNS, network_flows, traffic
+from .llm import COLUMNS, network_flows
 
 PATTERNS: Registry["CommPattern"] = Registry("communication pattern")
 
@@ -165,12 +165,7 @@ class ThreeD(CommPattern):
         shape = getattr(model, "llm", None)
         if shape is None:
             return super().flat_for(gpus_per_host, model)  # (plan_for says why not)
-        flows, flow_bytes, nvlink = network_flows(shape, float(model.params_m) * 1e6,
-                                                  tuple(int(g) for g in gpus_per_host))
-        if not len(flows):
-            return FlatPlan(None, 0.0, nvlink, False, None, 1)
-        top = float(flow_bytes.max())
-        return FlatPlan(flows, top, nvlink, False, flow_bytes / top, 1)
+        return _flat_3d(shape, float(model.params_m) * 1e6, tuple(int(g) for g in gpus_per_host))
 
 
 @functools.lru_cache(maxsize=256)
@@ -179,8 +174,18 @@ def _plan_3d(shape, params: float, gpus_per_host: tuple[int, ...]) -> CommPlan:
     these alone and cannot change (a frozen plan of tuples), and a busy trace starts the same few shapes on the
     same per-host counts again and again (building it cost ~7% of a 16,384-GPU busy run). Small: a few popular
     keys take nearly every hit, and each plan holds a weight per flow (hundreds on a large job)."""
-    tr = traffic(shape, params, gpus_per_host)
-    if not tr.flows:
-        return CommPlan((), 0.0, tr.nvlink_gpu_bytes, False)
-    top = max(tr.flow_bytes)
-    return CommPlan(tr.flows, top, tr.nvlink_gpu_bytes, False, tuple(b / top for b in tr.flow_bytes))
+    flat = _flat_3d(shape, params, gpus_per_host)
+    if flat.flows is None:
+        return CommPlan((), 0.0, flat.serial_intra_bytes, False)
+    return CommPlan(tuple(map(tuple, flat.flows.tolist())), flat.flow_bytes, flat.serial_intra_bytes, False,
+                    tuple(flat.flow_weights.tolist()))
+
+
+def _flat_3d(shape, params: float, gpus_per_host: tuple[int, ...]) -> FlatPlan:
+    """The ``3d`` plan as arrays, the one place it is made (:func:`_plan_3d` is its tuples): the host-to-host
+    flows of :func:`~netlab.workload.llm.network_flows`, each weighted by its bytes over the largest flow's."""
+    flows, flow_bytes, nvlink = network_flows(shape, params, gpus_per_host)
+    if not len(flows):
+        return FlatPlan(None, 0.0, nvlink, False, None, 1)
+    top = float(flow_bytes.max())
+    return FlatPlan(flows, top, nvlink, False, flow_bytes / top, 1)
