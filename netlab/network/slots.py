@@ -168,11 +168,9 @@ class SlotTable:
             t = self._new_block(r, 1 << (k - 1).bit_length())
         t.joined[r], t.n_links[r] = True, k
         t.links[r, :k], t.weights[r, :k], t.link_load[r] = demand.links, demand.weights, 0.0
-        if not index:
-            pass
-        elif keep is None:
+        if index and keep is None:
             index_row(r, tuple(t))
-        else:
+        elif index:
             index_kept(r, tuple(t), keep)
         self._write(r, demand)
         return r
