@@ -19,6 +19,10 @@ top level and every other part that has runs under ``parts``:
   (a bfifo of ``BYTE_QUEUE`` bytes, 10 full-size frames = 1.2 ms at the 100 Mbit uplink) on every shaped
   link, for HTB overlimits, drops and backlog where a switch port's buffer would overflow:
   ``interleave_bytequeue_runs.parquet``;
+* ``byte_queue_100``: the same scenarios with a bfifo of ``BYTE_QUEUE_100`` bytes (100 full-size frames, 12 ms at
+  100 Mbit/s: the queue ``tcp-shallow`` assumes, ``buffer_packets`` 100, and the referee's shallow switch ports
+  hold), to tell what the 10-frame queue asks of the model from what a 100-packet queue asks:
+  ``interleave_bytequeue100_runs.parquet``;
 * ``four_rank``: two 4-rank jobs (two hosts in each rack each) on ``leafspine-2rack-4.yaml``, alone,
   aligned, at CASSINI's shift and at two random shifts: ``interleave_4rank_runs.parquet``.
 
@@ -55,6 +59,7 @@ TOPOLOGY = ROOT / "testbed" / "topologies" / "leafspine-2rack.yaml"
 RESULTS = ROOT / "benchmarks" / "results"
 TARGET = 0.10  # |measured - simulated| / measured of the shifted/aligned ratio
 BYTE_QUEUE = 15_140  # bytes: 10 full-size frames, 1.2 ms at 100 Mbit (a shallow switch-port buffer)
+BYTE_QUEUE_100 = 151_400  # bytes: 100 full-size frames, the queue tcp-shallow assumes (buffer_packets 100), 12 ms
 _SHORT = ("job 1 alone", "job 2 alone", "2 jobs aligned", "2 jobs at CASSINI's shift", "2 jobs at random shift 0",
           "2 jobs at random shift 1")
 # name -> topology, ranks per job, queue_bytes (None: the default pfifo), scenario names (None: all), runs file
@@ -62,6 +67,8 @@ PARTS = {
     "main": dict(topology=TOPOLOGY, ranks=2, queue_bytes=None, scenarios=None, runs="interleave_runs.parquet"),
     "byte_queue": dict(topology=TOPOLOGY, ranks=2, queue_bytes=BYTE_QUEUE, scenarios=_SHORT,
                        runs="interleave_bytequeue_runs.parquet"),
+    "byte_queue_100": dict(topology=TOPOLOGY, ranks=2, queue_bytes=BYTE_QUEUE_100, scenarios=_SHORT,
+                           runs="interleave_bytequeue100_runs.parquet"),
     "four_rank": dict(topology=ROOT / "testbed" / "topologies" / "leafspine-2rack-4.yaml", ranks=4,
                       queue_bytes=None, scenarios=_SHORT, runs="interleave_4rank_runs.parquet"),
 }
