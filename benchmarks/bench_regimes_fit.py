@@ -936,6 +936,94 @@ def rto_ramp(store: RunStore, per_family: int, only=None) -> dict:
     return out
 
 
+#: ``--tail``: shallow Reno's model as it was registered before the tail was taken apart (alpha -0.25, stretch 0.2:
+#: the diagnosis), with its added terms taken off one at a time (the stretch, the goodput term, then alpha 0 too), a
+#: more byte-weighted alpha, its own fluid run from the start offsets (phase-aware), and the model as registered now,
+#: each job's error beside what the referee counted (netlab.validate.tail): label -> (model arguments, how asked)
+TAIL_BEFORE = {"alpha": -0.25, "stretch": 0.2}
+TAIL_VARIANTS = {"before": (TAIL_BEFORE, "solve"), "before,stretch=0": ({"alpha": -0.25, "stretch": 0.0}, "solve"),
+                 "before,stretch=0,goodput_k=0": ({"alpha": -0.25, "stretch": 0.0, "goodput_k": 0.0}, "solve"),
+                 "alpha=0,stretch=0,goodput_k=0": ({"alpha": 0.0, "stretch": 0.0, "goodput_k": 0.0}, "solve"),
+                 "before,alpha=0.5": (dict(TAIL_BEFORE, alpha=0.5), "solve"), "before,fluid": (TAIL_BEFORE, "fluid"),
+                 "registered": ({}, "solve")}
+#: ``--tail``'s per-job table (the model before), beside regimes_fit.json
+TAIL_TABLE = RESULTS / "shallow_tail_jobs.csv"
+TAIL_COLUMNS = ("scenario", "job_id", "oversub", "queue_packets", "ranks", "steps", "packets_per_step", "comm_share",
+                "bottleneck_load", "bottleneck_flows", "binding_links", "iterations", "drops_per_iter",
+                "retransmits_per_iter", "fast_recoveries_per_iter", "rtos_per_iter", "ref_slowdown", "model_slowdown",
+                "signed", "draws", "signed_centre")
+#: the testbed's Linux with the queue tcp-shallow assumes (100 full frames), and the 10-frame queue that judged before
+TESTBED_QUEUES = {"100 frames": RESULTS / "interleave_bytequeue100_runs.parquet",
+                  "10 frames": RESULTS / "interleave_bytequeue_runs.parquet"}
+
+
+def stretch_choice(fit_doc: dict) -> dict:
+    """The points of ``joint_draws_grid`` (the calibration half's draws) at least as good there as the model before,
+    each judged by the worse of that objective and the testbed's on the 100-frame queue (:data:`TESTBED_QUEUES`; the
+    10-frame queue's figure beside it), best first."""
+    grid = fit_doc["joint_draws_grid"]["reno-shallow"]
+    before = grid["registered"]["objective_draws"]  # the point registered when the grid was scored: TAIL_BEFORE
+    fixed = {"lead": 0.0, "buffer_packets": 100.0, "rto_k": 0.0}
+    points = [x for x in grid["table"] if x["objective_draws"] <= before + 1e-9]
+    labels = [f"alpha={x['alpha']:g},goodput_k={x['goodput_k']:g},stretch={x['stretch']:g}" for x in points]
+    cands = {lb: dict(fixed, alpha=x["alpha"], goodput_k=x["goodput_k"], stretch=x["stretch"])
+             for lb, x in zip(labels, points)}
+    checks = {q: testbed_check(path, cands) for q, path in TESTBED_QUEUES.items()}
+    rows = []
+    for lb, x in zip(labels, points):
+        t = {q: checks[q][lb] for q in TESTBED_QUEUES}
+        rows.append(dict(point=lb, objective=max(x["objective_draws"], testbed_objective(t["100 frames"])),
+                         objective_draws=x["objective_draws"], single_draw=x["single_draw"],
+                         mean_of_draws=x["mean_of_draws"], cross_draw_heavy=x["cross_draw_heavy"],
+                         testbed={q: dict(v, objective=testbed_objective(v)) for q, v in t.items()}))
+    rows.sort(key=lambda r: r["objective"])
+    return dict(rule="joint_draws_grid points with objective_draws at most the model before's, by the worse of "
+                     "objective_draws and the 100-frame testbed's objective (median / 5%, p90 / 15%)",
+                before_objective_draws=before, best=rows[0]["point"] if rows else None, points=rows)
+
+
+def tail_diagnosis(store: RunStore, per_family: int, only=None, table=TAIL_TABLE,
+                   fit_doc: Path = RESULTS / "regimes_fit.json") -> dict:
+    """Where shallow Reno's error tail comes from, on the calibration half only (:mod:`netlab.validate.tail`): per
+    :data:`TAIL_VARIANTS` the summary (per oversubscription: misses by sign, how the error goes with the referee's
+    counters, the between/within-scenario split, the within-scenario slope, the timeout oracle) and how each
+    variant's errors go with the model before's, job by job; the model before's contended jobs written to ``table``,
+    worst first; the choice the diagnosis led to (:func:`stretch_choice`)."""
+    from netlab.validate import tail
+    from netlab.validate.sanity import replicate
+
+    if only and "reno-shallow" not in only:
+        return {}
+    scenarios = calibration_scenarios(store, "reno-shallow", per_family)
+    draws = {sc.name: tuple(r for r in (store.get(replicate(sc, k)) for k in (1, 2, 3)) if r is not None)
+             for sc, _ in scenarios}
+    out = dict(network="tcp-shallow", half="calibration (even seeds) only",
+               scenarios=[sc.name for sc, _ in scenarios], miss=tail.MISS, variants={})
+    first = None
+    for label, (kwargs, how) in TAIL_VARIANTS.items():
+        rows = pd.concat([tail.job_rows(sc, rec, "tcp-shallow", kwargs, draws[sc.name], how)
+                          for sc, rec in scenarios], ignore_index=True)
+        out["variants"][label] = dict(kwargs=kwargs, how=how, **tail.summary(rows))
+        if first is None:
+            first = rows
+            if table is not None:
+                c = rows[rows.contended].assign(ape=lambda x: x.signed.abs()).sort_values("ape", ascending=False)
+                c[list(TAIL_COLUMNS)].round(5).to_csv(table, index=False)
+        else:  # how its errors go with the first variant's, job by job, per oversubscription
+            both = first.merge(rows, on=["scenario", "job_id"], suffixes=("", "_v"))
+            both = both[both.contended]
+            out["variants"][label]["spearman_with_before"] = {
+                f"{o:g}:1": float(g.signed.rank().corr(g.signed_v.rank())) for o, g in both.groupby("oversub")}
+        s = out["variants"][label]["all"]
+        print(f"tail {label}: p90 {s['p90_ape']:.3f}, misses over {s['over']} under {s['under']}, within share "
+              f"{s['variance']['within_share']:.2f}", flush=True)
+    doc = json.loads(Path(fit_doc).read_text()) if Path(fit_doc).exists() else {}
+    if "reno-shallow" in doc.get("joint_draws_grid", {}):
+        out["choice"] = stretch_choice(doc)
+        print(f"choice: {out['choice']['best']}", flush=True)
+    return {"reno-shallow": out}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs-dir", default=str(RESULTS / "referee_runs"))
@@ -963,6 +1051,9 @@ def main(argv=None) -> int:
                     help="only fit shallow Reno's timeout count as a model term (ramp on the calibration counts, "
                          "bandwidth-delay share on the delayed scaled runs) and score RTO_RAMP_GRID on the calibration "
                          "half's draws and the scaled runs; add it to --out as rto_ramp_grid")
+    ap.add_argument("--tail", action="store_true",
+                    help="only take shallow Reno's error tail apart on the calibration half (netlab.validate.tail); "
+                         "add it to --out as tail_diagnosis and write the per-job table (shallow_tail_jobs.csv)")
     ap.add_argument("--beatdown", action="store_true",
                     help="only score DCTCP's multi-bottleneck beat-down prototype over BEATDOWN_BETAS against the "
                          "calibration half's two referee draws; add it to --out as beatdown_grid")
@@ -972,7 +1063,7 @@ def main(argv=None) -> int:
     for flag, key, run in (("joint", "joint_grid", joint_grid), ("model_checks", "model_checks", model_checks),
                            ("joint_draws", "joint_draws_grid", joint_draws_grid),
                            ("beatdown", "beatdown_grid", beatdown_grid), ("rto_scale", "rto_scale", rto_scale),
-                           ("rto_ramp", "rto_ramp_grid", rto_ramp),
+                           ("rto_ramp", "rto_ramp_grid", rto_ramp), ("tail", "tail_diagnosis", tail_diagnosis),
                            ("rto_idle", "rto_idle_grid", lambda st, pf, rg: joint_draws_grid(st, pf, rg, RTO_IDLE_GRID,
                                                                              RTO_IDLE_TESTBED))):
         if getattr(args, flag):  # one section of --out re-scored (of --regimes, if given), the rest kept
@@ -1098,7 +1189,7 @@ def main(argv=None) -> int:
                   f"{x['median_ape']:.3f}/"
                   f"{x['p90_ape']:.3f}/{x['max_ape']:.3f} heavy {x['heavy_median_signed']} obj {x['objective']:.2f}",
                   flush=True)
-    # the joint grids (--joint) are kept as they were: a fit does not re-run them
+    # the joint grids (--joint) and the other one-section runs are kept as they were: a fit does not re-run them
     kept_doc = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     joint, joint_draws = kept_doc.get("joint_grid"), kept_doc.get("joint_draws_grid")
     beatdown = kept_doc.get("beatdown_grid")
@@ -1129,6 +1220,8 @@ def main(argv=None) -> int:
                               **({"joint_draws_grid": joint_draws} if joint_draws else {}),
                               **({"beatdown_grid": beatdown} if beatdown else {}),
                               **({"rto_idle_grid": rto_idle} if rto_idle else {}),
+                              **{k: kept_doc[k] for k in ("rto_scale", "rto_ramp_grid", "tail_diagnosis")
+                                 if k in kept_doc},
                               wall_s=time.time() - t0))
     print(f"wrote {args.out} ({time.time() - t0:.0f} s)")
     return 0

@@ -175,7 +175,8 @@ class TcpParams(NamedTuple):
 #: transfers more than per-flow sharing does.
 TRANSPORT_PARAMS: dict[str, tuple[str, dict]] = {
     # shallow-buffer drop-tail TCP, judged on the referee and on the testbed's byte-limited queue at once (the worst
-    # of both objectives, bench_regimes_fit.py): short transfers slightly favoured (alpha -0.25), no leader advantage
+    # of both objectives, bench_regimes_fit.py). What follows (to "Registered now") is the history of the point before
+    # (alpha -0.25, stretch 0.2): short transfers slightly favoured (alpha -0.25), no leader advantage
     # (losses cut the window a transfer in flight has grown; the testbed's byte-limited queue measures lead 0), a
     # binding link loses goodput to its flows' losses (goodput_k 0.75 per flow per 100 packets of buffer) and a
     # contended job's delay is stretched by 0.2 (loss recovery beyond the fluid's shares). No timeout tail: the
@@ -249,8 +250,27 @@ TRANSPORT_PARAMS: dict[str, tuple[str, dict]] = {
     # length (3 jobs 0.81 -> 0.59 per 1,000, 2 jobs 0.34 -> 0.13) where the ramp says rising 3.7x: Linux's scale
     # against the ramped count falls 4-9x from 30 to 2,000 packets, against the plain bounded count it is 3.0-7.1.
     # The ramp's shape is not Linux's, so it stays unregistered.
+    # Registered now (shallow16): alpha 0, goodput_k 0.75, stretch 0.1 (was alpha -0.25, stretch 0.2). Why: the
+    # tail taken apart on the calibration half (netlab/validate/tail.py, regimes_fit.json tail_diagnosis): 78% of
+    # the error's variance is between the jobs of one scenario; at 4:1 the misses are under-predicted jobs that
+    # timed out (Spearman of the error with timeouts per iteration -0.49), mostly the draw's luck (the referee's own
+    # floor there p90 14.2%, the model's part 16.2%); at 8:1 they are over-predicted jobs that do not time out
+    # (Spearman -0.02): the stretch, which scales with a job's contention delay, spreads the jobs of one scenario
+    # wider than the referee does (within-scenario slope of the referee's log slowdown on the model's 0.82; 0.91
+    # without the stretch). The choice: the joint grid against the calibration half's draws (joint_draws_grid) by
+    # the worse of its objective and the testbed's, the testbed's Linux with a 100-frame byte queue (the queue this
+    # model assumes; interleave_bytequeue100_runs.parquet), where the 10-frame queue chose stretch 0.2 by 1.516
+    # against 1.523 (a 0.1-point p90 difference). This point: draws 1.184 against 1.348, calibration p90 21.8% (one
+    # draw) / 17.8% (mean of two) against 23.5% / 20.2%, heavy across draws +4.3% (+5.5%); the 100-frame testbed
+    # 5.6% / 16.6% / -2.2% median / p90 / mean signed against 6.8% / 17.9% / -0.8%, the 10-frame one 6.1% / 22.8% /
+    # -7.3% against 6.3% / 22.7% / -5.9% (the testbed's 2-job scenarios have equal jobs: alpha does not move them).
+    # Scored once on the scoring half: 3.16% / 23.25% / 53.3% median / p90 / max APE against 4.28% / 24.97% / 69.3%
+    # (8:1 p90 25.9% against 31.0%); against the mean of two draws p90 22.0% against 23.8%, the model's part with the
+    # draws' noise taken out 19.3% against 22.0%; heavy bias -32.0% against -30.6% on one draw, -0.4% against +2.0%
+    # chosen on one draw and read on the other (referee.json). The target p90 15% is the referee's own floor (14.2%:
+    # what a perfect deterministic model scores against one draw).
     "tcp-shallow": ("TCP over shallow-buffer drop-tail queues (losses, retransmission timeouts)",
-                    {"alpha": -0.25, "lead": 0.0, "stretch": 0.2, "goodput_k": 0.75, "buffer_packets": 100.0,
+                    {"alpha": 0.0, "lead": 0.0, "stretch": 0.1, "goodput_k": 0.75, "buffer_packets": 100.0,
                      "rto_k": 0.0, "core_alpha": None}),
     # DCTCP with step ECN marking: weakly byte-weighted (alpha 0.25), no leader advantage (lead 0), and a long ring
     # step cut below its share (:mod:`~.ratecut`, cut_k 1), no goodput term: chosen on the joint grid of the three
