@@ -228,3 +228,44 @@ def test_a_simulation_on_the_ideal_network_never_routes():
     result = Simulator(topo, jobs, "tiresias", "consolidated", None, SimConfig(network="ideal")).run()
     assert result.summary["finished"] == 60 and (result.jobs.gpus > 8).any()  # multi-host jobs ran
     assert topo._router is None  # no route was ever computed
+
+
+def _fresh_fabrics():
+    """A clos3 (switch tables), a fabric with a host-to-host cable (whole-graph tables only) and one where a host
+    between two switches sends some destinations to the whole-graph tables (both kinds), all hash ECMP."""
+    clos = load_topology("clos3,gpus=24,gpus_per_host=2,hosts_per_leaf=2,leaves_per_pod=2,spines_per_pod=2,"
+                         "cores_per_plane=2,ecmp=hash")
+    cabled = Topology("cabled", [Host(f"h{i}", 1, f"r{i // 2}") for i in range(4)], {"s0": "tor", "s1": "tor"},
+                      [("h0", "s0", 1.0, "host"), ("h1", "s0", 1.0, "host"), ("h2", "s1", 1.0, "host"),
+                       ("h3", "s1", 1.0, "host"), ("s0", "s1", 1.0, "tor"), ("h1", "h2", 1.0, "host")], ecmp="hash")
+    transit = Topology("transit", [Host("h0", 1, "r0"), Host("h1", 1, "r0"), Host("h2", 1, "r1")],
+                       {"s0": "tor", "s1": "tor"},
+                       [("h0", "s0", 1.0, "host"), ("h0", "s1", 1.0, "host"), ("h1", "s0", 1.0, "host"),
+                        ("h2", "s1", 1.0, "host")], ecmp="hash")
+    return clos, cabled, transit
+
+
+@pytest.mark.parametrize("which", [0, 1, 2])
+def test_a_route_before_and_after_its_tables_are_built(which):
+    # Router.hash_route first tries its compiled walk on the tables it has; a destination without a table (or on
+    # the other kind of tables) sends it back to build them: the answer is networkx's whether a route comes before
+    # any table, with some tables built, or with all of them (each flow set routed on a fresh fabric and again)
+    topo = _fresh_fabrics()[which]
+    n = topo.n_hosts
+    first = [(0, 1)]  # one destination's table only
+    every = [(a, b) for a in range(n) for b in range(n) if a != b]
+    for flows, key in ((first, 5), (every, 11), (every, 12), (first, 13)):
+        ids, per_link = topo.route(tuple(flows), key=key)
+        want_ids, want = reference_route(topo, flows, key, None)
+        assert ids.tolist() == want_ids.tolist() and per_link.tolist() == want.tolist()
+    fresh = _fresh_fabrics()[which]  # all destinations at once on a fabric with no table
+    ids, per_link = fresh.route(tuple(every), key=11, flow_weights=tuple(range(1, len(every) + 1)))
+    want_ids, want = reference_route(fresh, every, 11, tuple(range(1, len(every) + 1)))
+    assert ids.tolist() == want_ids.tolist() and per_link.tolist() == want.tolist()
+
+
+def test_transit_fabric_uses_both_kinds_of_tables():
+    # (what the test above relies on for its third fabric: destinations on both kinds)
+    topo = _fresh_fabrics()[2]
+    topo.route(tuple((a, b) for a in range(3) for b in range(3) if a != b))
+    assert set(topo.router._mode.tolist()) == {1, 2}

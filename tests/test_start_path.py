@@ -131,3 +131,18 @@ def test_a_path_choice_routes_a_3d_job_with_the_plan_s_weights_as_a_tuple(fresh_
     d, _ = build_demand(topo, LLM, "3d", 7, (0, 4), (4, 4), allocation=Paths())
     weights = d._pending[3]
     assert type(weights) is tuple and weights == PATTERNS.get("3d")().plan_for((4, 4), LLM).flow_weights
+
+
+def test_a_demands_isolated_rate_is_its_least_capacity_per_flow():
+    from netlab.network.demand import _least_ratio
+
+    # links 0, 1, 2 of capacities 100, 400, 25 Gbit/s carrying 2, 4 and 1 flows: 50, 100 and 25 per flow
+    capacity = np.array([100.0, 400.0, 25.0, 1.0])
+    assert _least_ratio(capacity, np.array([0, 1, 2]), np.array([2.0, 4.0, 1.0])) == 25.0
+    assert _least_ratio(capacity, np.array([0, 1]), np.array([2.0, 4.0])) == 50.0
+    rng = np.random.default_rng(3)  # the same least quotient as numpy's, to the bit
+    for _ in range(50):
+        cap = rng.uniform(1.0, 400.0, 30)
+        links = rng.choice(30, size=8, replace=False)
+        weights = rng.uniform(0.1, 9.0, 8)
+        assert _least_ratio(cap, links, weights) == float(np.min(cap[links] / weights))

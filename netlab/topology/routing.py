@@ -220,13 +220,25 @@ def _walk(indptr, indices, edge_link, dist, cnt, rows, src, dst, index, host_ptr
     return out, ptr, -1
 
 
+#: ``_hash_route``'s answer when a destination is not (yet) routed on the tables it was given
+NOT_ON_TABLES = -2
+
+
 @njit(cache=True)
-def _hash_route(indptr, indices, edge_link, dist, cnt, rows, flows, key0, table, flow_weights, host_ptr, host_nbr,
-                host_up, host_down, final, scratch):  # pragma: no cover (compiled)
+def _hash_route(indptr, indices, edge_link, dist, cnt, mode, want, row_of, flows, key0, table, flow_weights,
+                host_ptr, host_nbr, host_up, host_down, final, scratch):  # pragma: no cover (compiled)
     """The ``hash`` rule for every flow (flow f keyed ``key0 + f``) and the sum over the flows: sorted link ids,
     the flows (times ``flow_weights[f]``, if given) on each, added in flow order, and the first flow without a
-    path (-1 if none). ``scratch`` (one float per link, all 0) is left all 0."""
+    path (-1 if none). ``scratch`` (one float per link, all 0) is left all 0. Destination host ``b`` is routed on
+    table row ``row_of[b]``; if one destination's ``mode[b]`` is not ``want`` (its table not built yet, or on the
+    other kind of tables) nothing is routed and the third value is ``NOT_ON_TABLES``."""
     n = flows.shape[0]
+    rows = np.empty(n, dtype=np.int64)
+    for f in range(n):
+        b = flows[f, 1]
+        if mode[b] != want:
+            return np.empty(0, dtype=np.int64), np.empty(0), NOT_ON_TABLES
+        rows[f] = row_of[b]
     hashes = flow_hashes(flows[:, 0], flows[:, 1], key0, table)
     best = np.empty(n, dtype=np.int64)
     pick = np.empty(n, dtype=np.int64)
@@ -510,7 +522,18 @@ class Router:
     def hash_route(self, flows: np.ndarray, key: int, flow_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         """The ``hash`` rule for flows (rows of (src host, dst host); flow f keyed ``key + f``) summed over the
         flows: sorted link ids, the flows on each (times ``flow_weights[f]``, if not empty), and the first flow
-        with no path (-1: none)."""
+        with no path (-1: none).
+
+        Why a first call before preparing anything: once a destination's table is built, a start's flows need no
+        numpy pass over their destinations here (which tables, which rows: four numpy calls a start, as much as
+        the walk of a small job); the compiled call checks every destination and says if one is not ready."""
+        first = self._switches is not None
+        t = self._switches if first else self._whole_graph()
+        ids, sums, bad = _hash_route(t.indptr, t.indices, t.edge_link, t.dist, t.cnt, self._mode, 1 if first else 2,
+                                     self._row, flows, key, CRC_TABLE, flow_weights, t.host_ptr, t.host_nbr,
+                                     t.host_up, t.host_down, t.final, self.scratch)
+        if bad != NOT_ON_TABLES:
+            return ids, sums, bad
         dst = flows[:, 1]
         self._prepare(dst)
         t = self._one_kind(dst)
@@ -521,8 +544,9 @@ class Router:
             per_flow = np.ones(len(flows)) if not len(flow_weights) else flow_weights
             ids, sums = accumulate(links, np.repeat(per_flow, np.diff(ptr)), self.scratch)
             return ids, sums, -1
-        return _hash_route(t.indptr, t.indices, t.edge_link, t.dist, t.cnt, self._row[dst], flows, key, CRC_TABLE,
-                           flow_weights, t.host_ptr, t.host_nbr, t.host_up, t.host_down, t.final, self.scratch)
+        return _hash_route(t.indptr, t.indices, t.edge_link, t.dist, t.cnt, self._mode, int(self._mode[dst[0]]),
+                           self._row, flows, key, CRC_TABLE, flow_weights, t.host_ptr, t.host_nbr, t.host_up,
+                           t.host_down, t.final, self.scratch)
 
     def split(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, int]:
         """Every link on a shortest path a -> b, how many of the paths use it, and the number of paths."""
