@@ -51,6 +51,21 @@ def core_periods(now_s, flows, cap_link, anchor_s, period_s, anchor_phase, phase
                  cap_job, phi, intra_s, compute_s, overlap, noise_at, lead, jitter, noise, horizon, warmup,
                  max_events):
     """(finished, period, anchor, events): :func:`simulate_core`'s work, compiled."""
+    starts, count, t_end, events = core_starts(now_s, flows, cap_link, anchor_s, period_s, anchor_phase, phase, pre_s,
+                                               net_s, iter_s, gbit, cap_job, phi, intra_s, compute_s, overlap,
+                                               noise_at, lead, jitter, noise, horizon, max_events)
+    if count.min() < 3 or not t_end > 0:
+        return False, np.empty(0), np.empty(0), events
+    period, anchor = window_periods(starts, count, warmup, now_s)
+    return True, period, anchor, events
+
+
+@njit(**JIT)
+def core_starts(now_s, flows, cap_link, anchor_s, period_s, anchor_phase, phase, pre_s, net_s, iter_s, gbit, cap_job,
+                phi, intra_s, compute_s, overlap, noise_at, lead, jitter, noise, horizon, max_events):
+    """(starts, count, the time reached, events): every job's iteration starts (``starts[i, :count[i]]``, at
+    most its width kept) over ``horizon`` iterations of the core from its jobs' phase state. Why apart from
+    :func:`core_periods`: ``bench_phase_cores.py --part settle`` reads the starts themselves."""
     k, m = flows.shape
     stage = np.zeros(k, np.int64)
     rem, until, it_start = np.zeros(k), np.zeros(k), np.zeros(k)
@@ -70,10 +85,7 @@ def core_periods(now_s, flows, cap_link, anchor_s, period_s, anchor_phase, phase
     ptr, lk, fw = job_links(flows)  # each job's own links
     t_end, events = _run(ptr, lk, fw, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap, noise_at, lead,
                          jitter, noise, stage, rem, until, it_start, starts, count, horizon + 1, max_events)
-    if count.min() < 3 or not t_end > 0:
-        return False, np.empty(0), np.empty(0), events
-    period, anchor = window_periods(starts, count, warmup, now_s)
-    return True, period, anchor, events
+    return starts, count, t_end, events
 
 
 @njit(**JIT)
