@@ -22,10 +22,15 @@ affordable if a cheaper setting keeps most of the share.
   :mod:`netlab.network.tcp.cores`), each against the same core over :data:`LONG_HORIZON`: per-job period APE and
   the kernel's events and CPU against today's horizons. The same horizons on the referee's calibration half are
   scored by ``--part referee --horizons``.
+* ``settle``: whether a core's simulation could stop once its pattern repeats. Every ``--every``-th core
+  simulation of the first ``--jobs`` Philly jobs at ``max_core_jobs`` 64 is run over :data:`LONG_HORIZON`'s
+  iterations; each job's mean period in each of its laggard's iterations, their change from one iteration to the
+  next, and stop rules on that change (:func:`settle_part`): starts simulated and period APE against today's.
 
 Usage:
     python benchmarks/bench_phase_cores.py --part referee
     python benchmarks/bench_phase_cores.py --part philly --sizes 8 16 32 64 [--trace-dir DIR]
+    python benchmarks/bench_phase_cores.py --part settle --jobs 20000 --every 5 [--trace-dir DIR]
 """
 
 from __future__ import annotations
@@ -207,16 +212,13 @@ def philly_part(sizes, trace_dir: str | None, jobs: int | None, bracket: bool = 
                 jobs=jobs or "full trace", commit=_commit(), default_cpu_s_mean=base, runs=rows)
 
 
-def horizon_part(jobs: int, trace_dir: str | None, every: int) -> dict:
-    """Record every ``every``-th core simulation of the first ``jobs`` Philly jobs, then simulate each again over
-    each of :data:`HORIZONS` (by whether it was warm: recorded with the warm horizon) and :data:`LONG_HORIZON`."""
+def recorded_cores(kwargs: dict, trace_dir: str | None, jobs: int, every: int) -> tuple[list, dict]:
+    """(the inputs of every ``every``-th core simulation, the run's row) of the first ``jobs`` Philly jobs under
+    ``tcp`` with ``kwargs`` (:func:`netlab.network.tcp.core_fluid.core_periods`' arguments, in order)."""
     import numpy as np
 
     import netlab.network.tcp.core_fluid as core_fluid
-    from netlab.network.tcp.cores import CORE_HORIZON, CORE_WARMUP, WARM_HORIZON, WARM_WARMUP
 
-    if (CORE_HORIZON, CORE_WARMUP) != HORIZONS[0][0] or (WARM_HORIZON, WARM_WARMUP) != HORIZONS[0][1]:
-        raise RuntimeError("HORIZONS[0] must be cores.py's horizons")
     kernel, recorded, seen = core_fluid.core_periods, [], [0]
 
     def recording(*args):  # the kernel's inputs (copied: the caller's arrays are reused)
@@ -227,9 +229,24 @@ def horizon_part(jobs: int, trace_dir: str | None, every: int) -> dict:
 
     core_fluid.core_periods = recording  # (simulate_core calls it by the module's name)
     try:
-        row = philly_child(dict(phase_cores=True), trace_dir, jobs)
+        row = philly_child(kwargs, trace_dir, jobs)
     finally:
         core_fluid.core_periods = kernel
+    return recorded, row
+
+
+def horizon_part(jobs: int, trace_dir: str | None, every: int) -> dict:
+    """Record every ``every``-th core simulation of the first ``jobs`` Philly jobs, then simulate each again over
+    each of :data:`HORIZONS` (by whether it was warm: recorded with the warm horizon) and :data:`LONG_HORIZON`."""
+    import numpy as np
+
+    import netlab.network.tcp.core_fluid as core_fluid
+    from netlab.network.tcp.cores import CORE_HORIZON, CORE_WARMUP, WARM_HORIZON, WARM_WARMUP
+
+    if (CORE_HORIZON, CORE_WARMUP) != HORIZONS[0][0] or (WARM_HORIZON, WARM_WARMUP) != HORIZONS[0][1]:
+        raise RuntimeError("HORIZONS[0] must be cores.py's horizons")
+    kernel = core_fluid.core_periods
+    recorded, row = recorded_cores(dict(phase_cores=True), trace_dir, jobs, every)
     long_ape = {h: [] for h in HORIZONS}
     events, cpu = dict.fromkeys(HORIZONS, 0), dict.fromkeys(HORIZONS, 0.0)
     warm_count = 0
@@ -265,9 +282,112 @@ def horizon_part(jobs: int, trace_dir: str | None, every: int) -> dict:
                 run_cpu_s=row["run_cpu_s"], loadavg=os.getloadavg(), horizons=rows)
 
 
+def window_estimates(starts, kept, bounds):
+    """Per window between consecutive ``bounds`` (rows) and per job (columns): its mean period over the starts
+    it recorded in that window (nan with fewer than two there)."""
+    import numpy as np
+
+    out = np.full((len(bounds) - 1, len(kept)), np.nan)
+    for i, n in enumerate(kept):
+        v = starts[i, :n]
+        lo = np.searchsorted(v, bounds[:-1] - 1e-12)
+        hi = np.searchsorted(v, bounds[1:] + 1e-12, side="right") - 1
+        ok = hi - lo >= 1
+        out[ok, i] = (v[hi[ok]] - v[lo[ok]]) / (hi[ok] - lo[ok])
+    return out
+
+
+def settle_part(jobs: int, trace_dir: str | None, every: int, max_core_jobs: int = 64) -> dict:
+    """Whether a core settles into a periodic pattern, so that its simulation could stop once it repeats.
+
+    Every ``every``-th core simulation of the first ``jobs`` Philly jobs at ``max_core_jobs`` is simulated again
+    over :data:`LONG_HORIZON`'s iterations; its laggard's (the job with the fewest starts) iteration starts after
+    today's warm-up cut the run into windows, and in each window every job's mean period is measured. If the
+    pattern repeated from one laggard iteration to the next, those would agree. Reported: their window-to-window
+    change (per core, the median over jobs and windows; weighted by today's events), and a stop rule on it: stop
+    at the first laggard start where the last ``L`` windows' mean periods agree with the ``L`` before within
+    ``tol`` for every job, each job's period taken over those ``2 L`` windows (today's horizon as the cap):
+    the starts simulated (all jobs' iteration starts, the events' proxy: three events each) against today's,
+    and the per-job period APE against today's (the same simulation run to today's horizon)."""
+    import numpy as np
+
+    from netlab.network.tcp.core_fluid import core_periods, core_starts
+
+    recorded, row = recorded_cores(dict(phase_cores=True, max_core_jobs=max_core_jobs), trace_dir, jobs, every)
+    rules = [(1, 0.005), (1, 0.01), (2, 0.005), (2, 0.01), (2, 0.02)]
+    change, weight, size = [], [], []
+    work_now, work = 0, dict.fromkeys(rules, 0)
+    early, ape = dict.fromkeys(rules, 0), {r: [] for r in rules}
+    for args in recorded:
+        ok, ref, _, events = core_periods(*args)
+        if not ok:
+            continue
+        horizon, warmup = args[20], args[21]
+        starts, count, _, _ = core_starts(*args[:20], LONG_HORIZON[0], 10 ** 7)
+        kept = np.minimum(count, starts.shape[1])
+        if kept.min() <= horizon:
+            continue
+        t_now = max(starts[i, horizon] for i in range(len(kept)))  # today's run stops here
+        lag = int(np.argmin(count))
+        bounds = starts[lag, warmup:kept[lag]]
+        est = window_estimates(starts, kept, bounds)
+        rel = np.abs(est[1:] / est[:-1] - 1.0)
+        if not np.isfinite(rel).any():
+            continue
+        change.append(float(np.nanmedian(rel)))
+        weight.append(events)
+        size.append(len(kept))
+        done_now = sum(int(np.searchsorted(starts[i, :kept[i]], t_now, side="right")) for i in range(len(kept)))
+        work_now += done_now
+        for L, tol in rules:
+            period, done = ref, done_now
+            for c in range(2 * L, len(bounds)):
+                if bounds[c] >= t_now:
+                    break
+                a = window_estimates(starts, kept, bounds[[c - 2 * L, c - L, c]])
+                if np.isfinite(a).all() and (np.abs(a[1] / a[0] - 1.0) <= tol).all():
+                    period = window_estimates(starts, kept, bounds[[c - 2 * L, c]])[0]
+                    done = sum(int(np.searchsorted(starts[i, :kept[i]], bounds[c], side="right"))
+                               for i in range(len(kept)))
+                    early[(L, tol)] += 1
+                    break
+            work[(L, tol)] += done
+            ape[(L, tol)].append(np.abs(period / ref - 1.0))
+    change, weight, size = np.array(change), np.array(weight, float), np.array(size)
+
+    def weighted_quantile(x, w, q):
+        o = np.argsort(x)
+        return float(x[o][min(np.searchsorted(np.cumsum(w[o]) / w.sum(), q), len(x) - 1)])
+
+    groups = []
+    for lo, hi in ((2, 8), (9, 32), (33, max_core_jobs)):
+        sel = (size >= lo) & (size <= hi)
+        if sel.any():
+            groups.append(dict(jobs=[lo, hi], cores=int(sel.sum()),
+                               events_share=float(weight[sel].sum() / weight.sum()),
+                               median_change=float(np.median(change[sel])),
+                               cores_under_1pct=float(np.mean(change[sel] < 0.01))))
+    stops = []
+    for r in rules:
+        x = np.concatenate(ape[r])
+        stops.append(dict(windows=r[0], tol=r[1], early_share=early[r] / len(change),
+                          starts_over_now=work[r] / work_now, median_ape=float(np.median(x)),
+                          p90_ape=float(np.quantile(x, 0.9)), p99_ape=float(np.quantile(x, 0.99)),
+                          max_ape=float(x.max())))
+        print(stops[-1], flush=True)
+    out = dict(doc=settle_part.__doc__.split("\n\n")[1].replace("\n    ", " ").strip(), commit=_commit(),
+               philly_jobs=jobs, every=every, max_core_jobs=max_core_jobs, cores=int(len(change)),
+               run_cpu_s=row["run_cpu_s"], loadavg=os.getloadavg(),
+               change_median=float(np.median(change)), change_p90=float(np.quantile(change, 0.9)),
+               change_events_weighted_median=weighted_quantile(change, weight, 0.5),
+               change_events_weighted_p90=weighted_quantile(change, weight, 0.9), by_size=groups, stop_rules=stops)
+    print({k: v for k, v in out.items() if k not in ("doc", "stop_rules")}, flush=True)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=("referee", "philly", "philly-child", "horizon"), required=True)
+    ap.add_argument("--part", choices=("referee", "philly", "philly-child", "horizon", "settle"), required=True)
     ap.add_argument("--sizes", nargs="*", type=int, default=list(CORE_SIZES))
     ap.add_argument("--per-family", type=int, default=40, help="referee: seeds per family and half looked up")
     ap.add_argument("--trace-dir", default=None)
@@ -275,7 +395,7 @@ def main(argv=None) -> int:
     ap.add_argument("--section", default="philly", help="philly: the results file's section written")
     ap.add_argument("--no-final-default", action="store_true", help="philly: no default run after the cores' runs")
     ap.add_argument("--horizons", action="store_true", help="referee: tcp-cores64 at each cold horizon of HORIZONS too")
-    ap.add_argument("--every", type=int, default=2, help="horizon: every N-th core simulation recorded")
+    ap.add_argument("--every", type=int, default=2, help="horizon, settle: every N-th core simulation recorded")
     ap.add_argument("--kwargs", default="{}", help="philly-child: the tcp model's keyword arguments (JSON)")
     args = ap.parse_args(argv)
     if args.part == "philly-child":
@@ -283,6 +403,8 @@ def main(argv=None) -> int:
         return 0
     if args.part == "horizon":
         _merge("horizon", horizon_part(args.jobs or 10_000, args.trace_dir, args.every))
+    elif args.part == "settle":
+        _merge("settle", settle_part(args.jobs or 20_000, args.trace_dir, args.every))
     elif args.part == "referee":
         _merge("referee", referee_part(args.sizes, args.per_family, args.horizons))
     else:
