@@ -217,11 +217,12 @@ class CruxPolicy(NetworkPolicy):
         if hit is None:
             lay = placement_paths(topo, view.zoo[js.job.model], js.job.pattern, p.hosts, p.gpus)
             n_paths, hops, links = lay.n_paths, lay.hops, lay.links
-            equal, secs, packed = _flow_secs(n_paths, hops, lay.path_start, links, lay.flow_w, d.flow_bytes * 8, cap)
+            equal, secs, packed, positive = _flow_secs(n_paths, hops, lay.path_start, links, lay.flow_w,
+                                                       d.flow_bytes * 8, cap)
             if not equal:
                 raise ValueError(f"crux: the equal-cost paths of job {jid}'s flows differ in length on topology "
                                  f"{topo.name}")
-            flows = _Flows(n_paths, hops, links, secs, packed)
+            flows = _Flows(n_paths, hops, links, secs, packed, positive)
             if len(self._flows) >= 100_000:  # bounded, as the topology's route memos
                 self._flows.clear()
             hit = self._flows[key] = (flows, lay.multi)
@@ -298,16 +299,13 @@ class CruxPolicy(NetworkPolicy):
         their old ones did against every job they share a link with keep the old ones (:func:`_kept_classes`)."""
         t = self._table
         order = np.array(self._slot_order, dtype=np.int64)
-        moved, classes, share = _decide_slots(order, *t.arrays(), self.path_margin, view.topology.n_links,
-                                              self.classes if self.priorities else 0, 0)
-        classes = _kept_classes(classes, t.cls[order], share)
-        changed = np.flatnonzero(moved | (classes != t.cls[order])).tolist()
-        t.cls[order] = classes
+        changed, classes = _afresh_slots(order, *t.arrays(), t.cls, self.path_margin, view.topology.n_links,
+                                         self.classes if self.priorities else 0)
         out = dict(last)
-        for i in changed:
+        for i, c in zip(changed.tolist(), classes.tolist()):
             j = jobs[i]
             jid = j.key[1]
-            out[jid] = self._allocation(j, t.picks_of(order[i]), int(classes[i]), last.get(jid))
+            out[jid] = self._allocation(j, t.picks_of(order[i]), c, last.get(jid))
         return self._done(out)
 
     def _fit_in(self, view, jobs: list, added: list, last: dict) -> dict:
@@ -316,20 +314,8 @@ class CruxPolicy(NetworkPolicy):
         takes the class of the job just above it in intensity (class 0 if none)."""
         t = self._table
         order = np.array(self._slot_order, dtype=np.int64)
-        new = t.cls[order] < 0  # (in intensity order)
-        if any(j.multi for j in added):
-            seq = np.concatenate((order[~new], order[new]))
-            _decide_slots(seq, *t.arrays(), np.inf, view.topology.n_links, 0, len(order) - int(new.sum()))
-        else:  # no path to pick
-            for s in order[new].tolist():
-                t.picks_of(s)[:] = 0
-        at = np.flatnonzero(new)
-        if self.priorities:  # the class of the nearest job above that was decided before (0 if none)
-            above = np.maximum.accumulate(np.where(new, -1, np.arange(len(order))))[at]
-            classes = np.where(above >= 0, t.cls[order[np.maximum(above, 0)]], 0)
-        else:
-            classes = np.zeros(len(at), dtype=np.int64)
-        t.cls[order[at]] = classes
+        at, classes = _fit_in_slots(order, *t.arrays(), t.cls, view.topology.n_links,
+                                    any(j.multi for j in added), self.priorities)
         out = dict(last)
         for i, c in zip(at.tolist(), classes.tolist()):
             j = jobs[i]
@@ -440,13 +426,15 @@ class _Flows(NamedTuple):
     """A job's flows for :func:`_pick_paths`: flow ``f`` has ``n_paths[f]`` equal-cost paths of ``hops[f]`` links
     each; ``links`` and ``secs`` (seconds of its traffic on that link per iteration) list them path by path, flow
     by flow; ``packed``: ``n_paths``, ``hops`` and ``links`` one after the other (what :func:`_decide_slots`
-    unpacks)."""
+    unpacks); ``positive``: every ``secs`` entry finite and above zero (None: not known, ``DecidedTable.add``
+    finds it)."""
 
     n_paths: np.ndarray
     hops: np.ndarray
     links: np.ndarray
     secs: np.ndarray
     packed: np.ndarray
+    positive: bool | None = None
 
     @property
     def multi(self) -> bool:
@@ -501,8 +489,9 @@ def _flow_secs(n_paths, hops, path_start, links, flow_w, bits, capacity):  # pra
     """A placement's layout (``routes.PlacementPaths``) as :class:`_Flows` needs it, in one call (a trace starts
     thousands of new placements, and this was a dozen small numpy operations each): whether each flow's paths
     all have its ``hops[f]`` links (equal cost), the seconds of its traffic per hop entry, ``bits`` (the flow's
-    bytes x 8) x its weight / (the link's capacity x 1e9), the operations numpy applied entry by entry, and
-    ``n_paths``, ``hops`` and ``links`` one after the other."""
+    bytes x 8) x its weight / (the link's capacity x 1e9), the operations numpy applied entry by entry,
+    ``n_paths``, ``hops`` and ``links`` one after the other, and whether every seconds entry is finite and above
+    zero (``_Flows.positive``; three numpy operations per started job in ``DecidedTable.add`` before)."""
     n = n_paths.shape[0]
     equal = True
     secs = np.empty(links.shape[0])
@@ -520,7 +509,12 @@ def _flow_secs(n_paths, hops, path_start, links, flow_w, bits, capacity):  # pra
     packed[:n] = n_paths
     packed[n:2 * n] = hops
     packed[2 * n:] = links
-    return equal and e == links.shape[0], secs, packed
+    positive = True
+    for x in range(secs.shape[0]):
+        if not (secs[x] > 0.0 and secs[x] < np.inf):
+            positive = False
+            break
+    return equal and e == links.shape[0], secs, packed, positive
 
 
 @njit(cache=True)
@@ -612,6 +606,79 @@ def _pick_slots(seq, packed, secs_pool, picks, pk_off, sec_off, pick_off, n_flow
             for q in range(p + 1, m):
                 share[jobs[p], jobs[q]] = True
     return moved, share
+
+
+@njit(cache=True)
+def _afresh_slots(order, packed, secs_pool, picks, pk_off, sec_off, pick_off, n_flows, positive, intensity_of, cls,
+                  margin, n_links, classes):  # pragma: no cover  (compiled; tested through CruxPolicy)
+    """:meth:`CruxPolicy._afresh` on the table's arrays in one call: the jobs in the slots ``order`` decided afresh
+    (:func:`_decide_slots`, every pick written), their classes kept where their order holds (:func:`_kept_classes`
+    against the table's ``cls``) and written into ``cls``. Returns the positions in ``order`` whose picks or class
+    changed and their new classes. Why one call: the glue between the kernels was a dozen numpy operations per
+    decision, ten thousand decisions a full Philly run."""
+    moved, new_cls, share = _decide_slots(order, packed, secs_pool, picks, pk_off, sec_off, pick_off, n_flows,
+                                          positive, intensity_of, margin, n_links, classes, 0)
+    n = order.shape[0]
+    old = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        old[i] = cls[order[i]]
+    new_cls = _kept_kernel(new_cls, old, share)
+    m = 0
+    for i in range(n):
+        if moved[i] or new_cls[i] != old[i]:
+            m += 1
+    changed = np.empty(m, dtype=np.int64)
+    out = np.empty(m, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        cls[order[i]] = new_cls[i]
+        if moved[i] or new_cls[i] != old[i]:
+            changed[m], out[m] = i, new_cls[i]
+            m += 1
+    return changed, out
+
+
+@njit(cache=True)
+def _fit_in_slots(order, packed, secs_pool, picks, pk_off, sec_off, pick_off, n_flows, positive, intensity_of, cls,
+                  n_links, pick, priorities):  # pragma: no cover  (compiled; tested through CruxPolicy)
+    """:meth:`CruxPolicy._fit_in` on the table's arrays in one call: the jobs in the slots ``order`` not decided yet
+    (``cls`` -1) are fitted in after the others (``pick``: some has a choice of paths, then :func:`_pick_slots`
+    with an infinite margin, the decided ones first in their order, only the new ones' picks written; else every
+    new pick 0), each new one takes the class of the nearest decided job above it in ``order`` (0 if none, or
+    all 0 without ``priorities``), written into ``cls``. Returns the new ones' positions in ``order`` and their
+    classes. Why one call: the glue was a dozen numpy operations per started job with traffic."""
+    n = order.shape[0]
+    n_new = 0
+    for i in range(n):
+        if cls[order[i]] < 0:
+            n_new += 1
+    at = np.empty(n_new, dtype=np.int64)
+    out = np.zeros(n_new, dtype=np.int64)
+    seq = np.empty(n, dtype=np.int64)
+    m, k, above = 0, n - n_new, -1
+    for i in range(n):
+        s = order[i]
+        if cls[s] < 0:
+            at[k - (n - n_new)] = i
+            if priorities and above >= 0:
+                out[k - (n - n_new)] = above
+            seq[k] = s
+            k += 1
+        else:
+            above = cls[s]
+            seq[m] = s
+            m += 1
+    if pick:
+        _pick_slots(seq, packed, secs_pool, picks, pk_off, sec_off, pick_off, n_flows, positive, np.inf, n_links,
+                    False, n - n_new)
+    else:  # no path to pick
+        for x in range(n - n_new, n):
+            s = seq[x]
+            for f in range(n_flows[s]):
+                picks[pick_off[s] + f] = 0
+    for x in range(n_new):
+        cls[order[at[x]]] = out[x]
+    return at, out
 
 
 @njit(cache=True)

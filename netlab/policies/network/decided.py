@@ -55,7 +55,10 @@ class DecidedTable:
         self.picks[c:c + need[2]] = -1
         self.pk_off[s], self.sec_off[s], self.pick_off[s] = a, b, c
         self.n_flows[s] = need[2]
-        self.positive[s] = bool(np.all(np.isfinite(flows.secs) & (flows.secs > 0)))
+        positive = flows.positive
+        if positive is None:
+            positive = bool(np.all(np.isfinite(flows.secs) & (flows.secs > 0)))
+        self.positive[s] = positive
         self.intensity[s], self.cls[s] = intensity, -1
         self._ends = [a + need[0], b + need[1], c + need[2]]
         self._flows[s] = flows
