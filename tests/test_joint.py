@@ -510,3 +510,37 @@ def test_a_speed_on_a_rounding_half_step_is_left_to_highs(monkeypatch):
     monkeypatch.setattr(program, "lexicographic", lambda *args: (np.array([1.0, 0.45523295350000897, 1.0]), True))
     monkeypatch.setattr(program, "_highs_lp", lambda *args: np.array([1.0, 0.45523295349997006, 1.0]))
     assert np.array_equal(program._solve_lp(util, a, 0.05), [1.0, 0.455232953, 1.0])
+
+
+def test_the_running_jobs_with_traffic_read_from_the_log_are_those_a_scan_finds_in_its_order():
+    # The policy keeps the running jobs with traffic from the view's log of starts and stops. A (traffic), B (one
+    # host: no demand) and C (traffic) run; then A stops, D starts, A starts again (a new demand): the running
+    # order is B, C, D, A, so the table must be C, D, A (A at its last entry, with its new demand). A stop of B
+    # alone changes nothing the policy reads.
+    from types import SimpleNamespace as NS
+
+    from netlab.sched import RunningJobs
+
+    def job(traffic):
+        return NS(demand=NS(flow_bytes=1e6) if traffic else None)
+
+    def scan(running):
+        return [(jid, js.demand) for jid, js in running.items() if js.demand is not None and js.demand.flow_bytes]
+
+    policy = NETWORK_POLICIES.create("joint")
+    running = RunningJobs()
+    view = NS(running=running, changes=running.changes)
+    a, b, c = job(True), job(False), job(True)
+    running[0], running[1], running[2] = a, b, c
+    assert policy._running_traffic(view) == [None]  # the first call: no mark yet, a scan
+    assert list(policy._traffic.items()) == [(0, a.demand), (2, c.demand)]
+    assert policy._running_traffic(view) is None  # nothing logged since
+    del running[0]
+    d, a2 = job(True), job(True)
+    running[3] = d
+    running[0] = a2
+    assert policy._running_traffic(view) == [3, 0]
+    assert list(policy._traffic.items()) == scan(running) == [(2, c.demand), (3, d.demand), (0, a2.demand)]
+    del running[1]
+    assert policy._running_traffic(view) is None
+    assert list(policy._traffic.items()) == scan(running)
