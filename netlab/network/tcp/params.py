@@ -174,101 +174,16 @@ class TcpParams(NamedTuple):
 #: the model's residual grows with a job's bytes per ring step (Spearman +0.39 and +0.31): the referee slows long
 #: transfers more than per-flow sharing does.
 TRANSPORT_PARAMS: dict[str, tuple[str, dict]] = {
-    # shallow-buffer drop-tail TCP, judged on the referee and on the testbed's byte-limited queue at once (the worst
-    # of both objectives, bench_regimes_fit.py). What follows (to "Registered now") is the history of the point before
-    # (alpha -0.25, stretch 0.2): short transfers slightly favoured (alpha -0.25), no leader advantage
-    # (losses cut the window a transfer in flight has grown; the testbed's byte-limited queue measures lead 0), a
-    # binding link loses goodput to its flows' losses (goodput_k 0.75 per flow per 100 packets of buffer) and a
-    # contended job's delay is stretched by 0.2 (loss recovery beyond the fluid's shares). No timeout tail: the
-    # expected tail (:mod:`~.rto`, rto_k 0.166 from the referee's timeout counts) scores the referee's calibration
-    # half 3.1% / 15.2% / -4.7% median / p90 / heavy bias but over-predicts the testbed's queue (14.2% / 26.5%
-    # median / p90 APE, +13.2% mean signed on its 16 contended jobs); this point scores 2.1% / 17.3% / -4.8% on the
-    # referee and 6.3% / 22.7% / -5.9% on the testbed (regimes_fit.json, reno-shallow's tie_break and goodput_grid).
-    # The heavy jobs' misses are the timeouts each run happened to draw, which no expected tail can place: on the
-    # calibration half this point against the referee less each job's measured timeout seconds per iteration is
-    # 1.4% / 15.0% median / p90, its 3 heavy jobs (all with timeouts) +36% instead of -56%; a per-job "lumpy" tail
-    # (a whole timeout with the probability of at least one) is the expected one within 1% here, every job expecting
-    # under 0.08 timeouts per iteration (regimes_fit.json, reno-shallow's lumpy_tail). With three 8:1 calibration
-    # runs added (2tier 10 and 12, 2tier-large 32; 16 scenarios, 287 contended jobs, 33 heavy) this point scores
-    # 3.7% / 23.5% / -3.5% on the referee; the refit lands on alpha 0, goodput_k 0.3 (3.7% / 21.5% / -6.0%, the
-    # worse of the referee's and the testbed's objectives 1.54 against this point's 1.57) but its testbed check is
-    # worse (6.1% / 23.1% / -6.4% against 6.3% / 22.7% / -5.9%), so this point is kept (regimes_fit.json, model_checks).
-    # The joint grid of alpha, goodput_k and stretch (regimes_fit.json, joint_grid) is best, by the worse of both
-    # objectives, at alpha 0, goodput_k 1, stretch 0.1: referee 3.4% / 21.5% / -6.5% (objective 1.44 against 1.57),
-    # testbed 6.2% / 22.7% / -7.1%; not kept either: its heavy-job bias leaves the +-5% target and the testbed's mean
-    # signed error is worse (-7.1% against -5.9%), for p90 gains of a flat landscape
-    # Its heavy-job bias on the scoring half (-31% against one referee draw) is the referee choosing heavy jobs on the
-    # draw it is scored against (a job that drew timeouts is both heavy and under-predicted): heavy by one draw and
-    # read on the other, +2% (referee.json scoring_mean_of_draws, cross_draw_heavy)
-    # Tried and not kept (fit13): the miss read against the referee's draws. Of the calibration jobs this point misses
-    # by more than 15% against one draw (59 of 287), 34 are off the same way against both draws, mostly over-predicted
-    # jobs of 8:1 scenarios that drop little and never time out, beside under-predicted jobs that time out often;
-    # within a scenario a job's error falls with its drops per packet (Spearman -0.29): the timeouts' 200 ms stalls
-    # fall on some jobs, and while a ring stalls its links are the others'. The timeout tail as idle time inside the
-    # solve (``rto_idle``, :func:`~.rto.idle_demands`) at rto_k 0.05, alpha 0, goodput_k 0.75, stretch 0 (the best of
-    # regimes_fit.json rto_idle_grid by the worse of the referee's objective against the draws and the testbed's)
-    # scores the calibration half 2.7% / 16.0% median / p90 against the mean of two draws, heavy bias across draws
-    # +1.7% (this point 3.2% / 20.2% / +5.5%), the testbed's byte-limited queue 4.9% / 16.6% / -1.9% (this point 6.3%
-    # / 22.7% / -5.9%), and, scored once on the scoring half, p90 21.5% against one draw (this point 25.0%) and 20.6%
-    # against the mean of two (23.8%). Not registered: at real rates the tail, calibrated where a ring step is 4-40
-    # packets, charges a 100 Gbit/s job with thousands of packets per step a timeout count nothing has checked, and
-    # the reproduction's shallow rows move by an order of magnitude (bench_repro.py, Philly batch submission,
-    # consolidated Tiresias over the ideal network: 3.1x -> 28.3x at 8:1, 10.0x -> 73.1x at 32:1; CASSINI's worst
-    # against its host 0.958 -> 0.607). Bounded at one stall per ring step (:mod:`~.rto`, shallow14) it is the same
-    # at the referee's rates (its largest expected timeouts per step 0.008) and, checked where steps are longer
-    # (regimes_fit.json rto_scale: calibration scenario 2tier-36 run with 10x and 30x the gradient bytes, 50-1,170
-    # packets per ring step against 5-39), not an over-count there: the referee's timeouts per packet rise with the
-    # step's length to the Reno analysis itself (k_eff 0.12-0.22 at 4-64 packets per step on the calibration half,
-    # 0.5-1.1 at 32-4,096 in the scaled runs; none above 0.71 timeouts per step), so the idle tail's scale (0.05)
-    # counts 7 of the x10 run's 108 timeouts and 9 of the x30 run's 151 and leaves tcp-shallow's median APE there
-    # (23% and 16%) where it was; the analysis at scale 1 with a ramp (n / (n + 85) of a step of n packets counted,
-    # 85 fitted on the calibration half's counts) counts 80 and 131 and, added after the solve, halves it (11%). But
-    # the bandwidth-delay product, the real-rate window's other half (0.2 and 0.64 ms per cable: about 53 and 170
-    # packets in flight on the 0.4 Gbit/s uplinks, a 100 Gbit/s link's at 20 us), cuts the referee's timeouts 1.9x
-    # and 4.9x (57 and 22 of 108) where the analysis' window (BDP + buffer) / flows cuts them 3.5x and 17x (38 and 8
-    # counted at scale 1); at 8:1 (2tier-4 at x10, 60-310 packets per step) the analysis at scale 1 counts 34 of 62
-    # and the tail worsens the 7 contended jobs' median APE (tcp-shallow 4.2%, its idle variant 9.5%, the ramp's tail
-    # 9.4%); and ns-3 3.37 has no TLP or RACK (a tail loss waits for the RTO: an upper bound on Linux's timeouts). No
-    # one scale holds across step length, oversubscription and round trip, so none is registered.
-    # The count as a model term (shallow14b; ``rto_ramp_packets`` 84.7 fitted on the calibration half's counts,
-    # ``rto_bdp_share`` 0.30 on the delayed scaled runs' counts; regimes_fit.json rto_ramp_grid, the tail inside the
-    # solve): at rto_k 1 it counts the referee's timeouts at every step length, but the calibration half's iteration
-    # times want less of it (objective against the draws 1.29 at rto_k 1, 1.06 at 0.2, 1.10 at 0.02; this point
-    # 1.35) and the testbed's real Linux stack (its byte-limited queue, 125 packets per ring step) far less: mean
-    # signed +247% at rto_k 1, +68% at 0.2, -0.7% at 0.02 (this point -5.9%). By the fit's rule (the worse of both)
-    # rto_k 0.02 (alpha 0, goodput_k 0.3, stretch 0): 1.24 against this point's 1.52 and the idle tail's 1.11; on
-    # the scaled runs it leaves this point's errors where they were. Its tail hardly moves the referee (the same
-    # point at rto_k 0: draws objective 1.104 against 1.102; its gain there is alpha 0, goodput_k 0.3, stretch 0);
-    # it moves the testbed (7.5% / 23.2% / -9.1% median / p90 / mean signed at rto_k 0, 6.2% / 15.4% / -0.7%).
-    # Scored once on the scoring half (referee.json noise_floor): see the commit;
-    # at 100 Gbit/s (8,333 packets per ring step, 4 ResNet-50 jobs on an 8:1 uplink)
-    # rto_k 0.2 lengthens iterations 2.3-2.6x and rto_k 1 6.6-7.3x, which ns-3 3.37 (no TLP or RACK) supports and
-    # the testbed's Linux iteration times do not (their fit wants 1/50 of the count). Not registered. Counted
-    # directly (shallow15, bench_testbed_timeouts.py, testbed_timeouts.json; the testbed's 10-frame queue, 2 and 3
-    # aligned jobs, 30-2,000 packets per ring step, 5 repeats), Linux's timeouts are not 1/50 of ns-3's: 0.32-0.80x
-    # them at 125-2,000 packets per step, 9.1x at 30 (2 jobs), and per packet flat or falling with the step's
-    # length (3 jobs 0.81 -> 0.59 per 1,000, 2 jobs 0.34 -> 0.13) where the ramp says rising 3.7x: Linux's scale
-    # against the ramped count falls 4-9x from 30 to 2,000 packets, against the plain bounded count it is 3.0-7.1.
-    # The ramp's shape is not Linux's, so it stays unregistered.
-    # Registered now (shallow16): alpha 0, goodput_k 0.75, stretch 0.1 (was alpha -0.25, stretch 0.2). Why: the
-    # tail taken apart on the calibration half (netlab/validate/tail.py, regimes_fit.json tail_diagnosis): 78% of
-    # the error's variance is between the jobs of one scenario; at 4:1 the misses are under-predicted jobs that
-    # timed out (Spearman of the error with timeouts per iteration -0.49), mostly the draw's luck (the referee's own
-    # floor there p90 14.2%, the model's part 16.2%); at 8:1 they are over-predicted jobs that do not time out
-    # (Spearman -0.02): the stretch, which scales with a job's contention delay, spreads the jobs of one scenario
-    # wider than the referee does (within-scenario slope of the referee's log slowdown on the model's 0.82; 0.91
-    # without the stretch). The choice: the joint grid against the calibration half's draws (joint_draws_grid) by
-    # the worse of its objective and the testbed's, the testbed's Linux with a 100-frame byte queue (the queue this
-    # model assumes; interleave_bytequeue100_runs.parquet), where the 10-frame queue chose stretch 0.2 by 1.516
-    # against 1.523 (a 0.1-point p90 difference). This point: draws 1.184 against 1.348, calibration p90 21.8% (one
-    # draw) / 17.8% (mean of two) against 23.5% / 20.2%, heavy across draws +4.3% (+5.5%); the 100-frame testbed
-    # 5.6% / 16.6% / -2.2% median / p90 / mean signed against 6.8% / 17.9% / -0.8%, the 10-frame one 6.1% / 22.8% /
-    # -7.3% against 6.3% / 22.7% / -5.9% (the testbed's 2-job scenarios have equal jobs: alpha does not move them).
-    # Scored once on the scoring half: 3.16% / 23.25% / 53.3% median / p90 / max APE against 4.28% / 24.97% / 69.3%
-    # (8:1 p90 25.9% against 31.0%); against the mean of two draws p90 22.0% against 23.8%, the model's part with the
-    # draws' noise taken out 19.3% against 22.0%; heavy bias -32.0% against -30.6% on one draw, -0.4% against +2.0%
-    # chosen on one draw and read on the other (referee.json). The target p90 15% is the referee's own floor (14.2%:
-    # what a perfect deterministic model scores against one draw).
+    # shallow-buffer drop-tail TCP, fitted on the referee's calibration half and judged on the testbed's Linux with
+    # a 100-frame byte queue (the queue this model assumes) at once, by the worse of both objectives
+    # (bench_regimes_fit.py): shares not weighted by bytes (alpha 0), no leader advantage (losses cut the window a
+    # transfer in flight has grown; the testbed measures lead 0), a binding link loses goodput to its flows' losses
+    # (goodput_k 0.75 per flow per 100 packets of buffer) and a contended job's delay is stretched by 0.1 (loss
+    # recovery beyond the fluid's shares). No timeout tail (rto_k 0): the tail that misses its p90 is between the
+    # jobs of one scenario (at 4:1 the timeouts each run happened to draw, which no expected count can place; at 8:1
+    # how a link is split, not timeouts), and a timeout count fitted on ns-3 does not hold on Linux (ns-3 3.37 has no
+    # TLP or RACK). What was tried, with its figures, and why each was not kept: netlab/validate/README.md, "What was
+    # tried for tcp-shallow"; the scores: referee.json, regimes_fit.json.
     "tcp-shallow": ("TCP over shallow-buffer drop-tail queues (losses, retransmission timeouts)",
                     {"alpha": 0.0, "lead": 0.0, "stretch": 0.1, "goodput_k": 0.75, "buffer_packets": 100.0,
                      "rto_k": 0.0, "core_alpha": None}),
