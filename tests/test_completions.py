@@ -74,23 +74,3 @@ def test_set_many_is_set_for_each_job_in_order():
     assert c.due(3.0) == [2]
     c.set_many([], [])
     assert c.first() == math.inf
-
-
-def test_keys_beyond_the_capacity_make_room_and_negative_keys_are_refused():
-    c = Completions(2)
-    c.set_many([1, 700], [4.0, 3.0])  # 700: the arrays grow
-    assert len(c) == 2 and c.first() == 3.0 and c.get(700) == 3.0 and 699 not in c
-    with pytest.raises(ValueError):
-        c.set(-1, 1.0)
-    assert len(c) == 2  # nothing changed
-
-
-def test_a_due_key_kept_returns_with_its_place_in_dict_order():
-    c = Completions(8)
-    c.set(5, 2.0)
-    c.set(3, 2.0)
-    assert c.due(2.0) == [5, 3]
-    c.keep(5)  # it did not finish: back with its time, still ahead of 3 in dict order
-    c.keep(3)
-    c.keep(3)  # already back: no second entry
-    assert c.first() == 2.0 and c.due(2.0) == [5, 3] and c.due(2.0) == []

@@ -23,8 +23,7 @@ class JobState:
     __slots__ = ("job", "job_id", "gpus", "submit_s", "status", "placement", "first_start_s", "end_s", "remaining",
                  "iter_s", "comm_s", "last_update_s", "progress_from_s", "attained_gpu_s", "run_s", "progress_s",
                  "comm_time_s", "preemptions", "iso_iter_s", "key", "version", "key_version", "phase", "demand",
-                 "last_start_s", "allocation", "extra", "runs", "migrations", "phase_blind", "phase_blind_s", "row",
-                 "held_by")
+                 "last_start_s", "allocation", "extra", "runs", "migrations", "phase_blind", "phase_blind_s")
 
     def __init__(self, job: Job, iso_iter_s: float):
         self.job = job
@@ -60,17 +59,6 @@ class JobState:
         self.runs: list = []  # (start_s, end_s, placement) of each run a preemption ended (the timeline draws them)
         self.phase_blind = False  # its current time came from a solve blind to phase (the network model says)
         self.phase_blind_s = 0.0  # progress time at such times
-        self.row = -1  # its row in the mechanism's arrays, if it keeps some (the simulator's HeldProgress)
-        self.held_by = None  # the store holding its progress fields while it runs (netlab.sim.held), if any
-
-    def __getattr__(self, name):
-        """A progress field read while a store holds it (its slot is unset, ``netlab.sim.held``): the store
-        puts the fields back first. Called only for attributes not found (a held field, or a real miss)."""
-        store = getattr(self, "held_by", None) if name != "held_by" else None  # (unset only before __init__)
-        if store is not None:
-            store.release(self)
-            return object.__getattribute__(self, name)
-        raise AttributeError(f"'JobState' object has no attribute {name!r}")
 
     @property
     def isolated_s(self) -> float:

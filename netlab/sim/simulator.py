@@ -45,7 +45,6 @@ from ..workload.zoo import ModelZoo
 from .completions import Completions
 from .config import SimConfig
 from .fabric import Fabric
-from .held import HeldProgress, advance_moved
 from .history import make_history
 from .kernel import Kernel
 from .loop import KernelLoop
@@ -106,7 +105,7 @@ class Simulator(KernelLoop):
                                                                      self.config.link_resolution_s))
         # Multi-host jobs' completion times live here, behind one armed kernel event:
         # a network recompute changes them all, and re-pushing each would flood the kernel's heap.
-        self.net_done = Completions(len(self.jobs))  # by job row (JobState.row)
+        self.net_done = Completions()
         self._net_version = 0
         self._net_armed = math.inf
         self._intra_memo: dict = {}
@@ -125,18 +124,6 @@ class Simulator(KernelLoop):
                              disable=None if self.config.progress is None else False, mininterval=0.5, leave=False)
         self._iso_memo: dict = {}  # (model, pattern, gpus) -> (iteration s, comm s) alone: fixed for the run
         self._build_states()
-        # running multi-host jobs' progress, held in arrays between re-solves (_recompute_network); rows in the
-        # order of self.jobs, found from a re-solve's job ids through a table (or the sorted ids)
-        self._progress = HeldProgress(len(self.jobs))
-        self._by_row = list(self.states.values())
-        ids = np.fromiter(self.states, dtype=np.int64, count=len(self.states))
-        if len(ids) and 0 <= ids.min() and ids.max() < 4 * len(ids) + 1024:  # ids 0..n-1 or near: a table
-            self._row_of_id = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
-            self._row_of_id[ids] = np.arange(len(ids))
-        else:  # any other ids: found by bisection
-            self._row_of_id = None
-            order = np.argsort(ids, kind="stable")
-            self._ids_sorted, self._rows_of = ids[order], order.astype(np.int64)
         self._begin(Kernel(), scheduler, list(self.states.values()))
         frozen = _freeze_for_run()
         try:
@@ -146,7 +133,6 @@ class Simulator(KernelLoop):
                 gc.unfreeze()
             if self._bar is not None:
                 self._bar.close()
-            self._progress.release_all(self._by_row)  # every job's fields in its object again
         self.fabric.close(self.kernel.now)
         wall = time.perf_counter() - wall0
         return build_result(self, wall)
@@ -166,8 +152,7 @@ class Simulator(KernelLoop):
                 if j.pattern not in PATTERNS:  # refused before the run, as the zoo refuses an unknown model
                     raise UnknownNameError(f"job {j.job_id}: " + unknown_name("communication pattern", j.pattern,
                                                                                PATTERNS.names(), "pattern"))
-                js = self.states[j.job_id] = JobState(j, self._isolated(model, j.pattern, j.gpus)[0])
-                js.row = len(self.states) - 1
+                self.states[j.job_id] = JobState(j, self._isolated(model, j.pattern, j.gpus)[0])
         finally:
             if enabled:
                 gc.enable()
@@ -301,7 +286,7 @@ class Simulator(KernelLoop):
                     changes = self._reallocated(changes, now)
                     demand = rerouted(self.topology, self.zoo, js, alloc, self._reroute_memo)
                     self.advance(js, now)  # progress so far at the old speed
-                    self.net_done.pop(js.row)
+                    self.net_done.pop(jid)
                     self._joined(js, demand, self.fabric.reallocate(jid, alloc, now, demand=demand))
                 else:
                     changes.append((jid, alloc))
@@ -384,7 +369,7 @@ class Simulator(KernelLoop):
         js.version += 1
         self._unrouted.pop(js.job_id, None)
         if self.fabric.leave(js.job_id, self.kernel.now):
-            self.net_done.pop(js.row)
+            self.net_done.pop(js.job_id)
 
     def preempt(self, js: JobState, now: float) -> None:
         js.runs.append((js.last_start_s, now, js.placement))
@@ -427,7 +412,7 @@ class Simulator(KernelLoop):
         if js.demand is None:
             self.kernel.at(t, Kernel.COMPLETE, self._complete, js, js.version)
         else:
-            self.net_done.set(js.row, t)
+            self.net_done.set(js.job_id, t)
 
     def _arm_network_completions(self) -> None:
         t = self.net_done.first()
@@ -442,68 +427,55 @@ class Simulator(KernelLoop):
             return
         now = self.kernel.now
         self._net_armed = math.inf
-        due = self.net_done.due(now)  # job rows
-        by_row = self._by_row
-        for row in due:
-            js = by_row[row]
+        due = self.net_done.due(now)
+        for jid in due:
+            js = self.states[jid]
             self._complete(js, js.version)
-        for row in due:  # not expected: a due job that did not finish keeps its time
-            self.net_done.keep(row)
+        for jid in due:  # not expected: a due job that did not finish keeps its time
+            self.net_done.keep(jid)
         self._arm_network_completions()
 
     # -------------------------------------------------------------- network
     def _recompute_network(self, now: float) -> None:
-        """Re-solve the fabric and move the completions of jobs whose speed changed.
-
-        The hot loop of a run (each re-solve of a large component moves tens of jobs): the moved jobs' progress
-        is held in arrays (:mod:`netlab.sim.held`) and brought up to ``now``, with their new times and
-        completions, in one compiled call; a moved job not held yet is taken in first. The new completion times
-        go to net_done in one call (in the jobs' order, as one call each would)."""
+        """Re-solve the fabric and move the completions of jobs whose speed changed."""
         moved = self.fabric.solve(now)
         blind = moved.phase_blind
         if blind is None:  # the model did not say: one that ignores phase is blind to it
             blind = not self.network.capabilities.uses_phase
-        ids = moved.job_id
-        if len(ids) == 0:
-            self._arm_network_completions()
-            return
-        ids = np.asarray(ids, dtype=np.int64)
-        if self._row_of_id is not None:
-            rows = self._row_of_id[ids]
-        else:
-            rows = self._rows_of[np.searchsorted(self._ids_sorted, ids)]
-        progress = self._progress
-        held = progress.held[rows]
-        if not held.all():  # jobs that joined, or were read, since the last re-solve: taken in first
-            by_row = self._by_row
-            fresh = [by_row[r] for r in rows[~held].tolist()]
-            if any(js.status != "running" or js.demand is None for js in fresh):  # not expected: the general path
-                self._recompute_general(moved, blind, now)
-                return
-            for js in fresh:
-                progress.hold(js)
-        n = len(ids)
-        if isinstance(blind, (list, tuple, np.ndarray)):
-            blind = np.asarray(blind, dtype=np.float64)
-        else:  # one answer for all
-            blind = np.full(n, 1.0 if blind else 0.0)
-        times = np.empty(n)
-        advance_moved(progress.f, progress.version, rows, np.asarray(moved.iter_s, dtype=np.float64),
-                      np.asarray(moved.comm_s, dtype=np.float64), blind, now, times)
-        self.net_done.set_many(rows, times)
-        self._arm_network_completions()
-
-    def _recompute_general(self, moved, blind, now: float) -> None:
-        """:meth:`_recompute_network`'s write-back one job at a time, for a re-solve that moved a job not
-        running with flows (not expected): advance() and _schedule_completion() in the jobs' order (held jobs'
-        fields come back to them as they are read)."""
-        if not isinstance(blind, (list, tuple, np.ndarray)):
+        if isinstance(blind, bool):
             blind = itertools.repeat(blind)
+        # The hot loop of a run (each re-solve of a large component moves tens of jobs): advance() and
+        # _schedule_completion() written out for a running job with flows, the same operations in the same order.
+        # The new completion times go to net_done in one call (in the jobs' order, as one call each would).
+        states, done_ids, done_ts = self.states, [], []
         for jid, iter_s, comm_s, phase_blind in zip(moved.job_id, moved.iter_s, moved.comm_s, blind):
-            js = self.states[jid]
-            self.advance(js, now)
+            js = states[jid]
+            if js.status != "running" or js.demand is None:  # not expected: the general path
+                self.net_done.set_many(done_ids, done_ts)  # the times before it first, in order
+                done_ids, done_ts = [], []
+                self.advance(js, now)
+                js.iter_s, js.comm_s, js.phase_blind = iter_s, comm_s, phase_blind
+                self._schedule_completion(js)
+                continue
+            last, start = js.last_update_s, js.progress_from_s  # advance(js, now): progress at the old speed
+            held = now - last
+            js.attained_gpu_s += js.gpus * held
+            dt = now - (start if start > last else last)
+            js.run_s += held
+            if dt > 0 and js.iter_s > 0:
+                old = js.iter_s
+                js.remaining -= dt / old
+                js.progress_s += dt
+                js.comm_time_s += dt * (js.comm_s / old)
+                if js.phase_blind:
+                    js.phase_blind_s += dt
+            js.last_update_s = now
             js.iter_s, js.comm_s, js.phase_blind = iter_s, comm_s, phase_blind
-            self._schedule_completion(js)
+            js.version += 1  # _schedule_completion(js), into net_done
+            remaining = js.remaining
+            done_ids.append(jid)
+            done_ts.append((start if start > now else now) + (0.0 if 0.0 > remaining else remaining) * iter_s)
+        self.net_done.set_many(done_ids, done_ts)
         self._arm_network_completions()
 
     @property
