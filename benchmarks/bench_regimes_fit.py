@@ -939,19 +939,25 @@ def rto_ramp(store: RunStore, per_family: int, only=None) -> dict:
 #: ``--tail``: shallow Reno's model as it was registered before the tail was taken apart (alpha -0.25, stretch 0.2:
 #: the diagnosis), with its added terms taken off one at a time (the stretch, the goodput term, then alpha 0 too), a
 #: more byte-weighted alpha, its own fluid run from the start offsets (phase-aware), and the model as registered now,
-#: each job's error beside what the referee counted (netlab.validate.tail): label -> (model arguments, how asked)
+#: each job's error beside what the referee counted (netlab.validate.tail); then the multi-bottleneck beat-down's
+#: share weights (:mod:`netlab.network.tcp.beatdown`: a flow losing at two queues gets less than the smaller share)
+#: on the registered model and on the best point without a stretch (the jobs the model under-predicts within a
+#: scenario have more flows crossing two binding links): label -> (model arguments, how asked)
 TAIL_BEFORE = {"alpha": -0.25, "stretch": 0.2}
 TAIL_VARIANTS = {"before": (TAIL_BEFORE, "solve"), "before,stretch=0": ({"alpha": -0.25, "stretch": 0.0}, "solve"),
                  "before,stretch=0,goodput_k=0": ({"alpha": -0.25, "stretch": 0.0, "goodput_k": 0.0}, "solve"),
                  "alpha=0,stretch=0,goodput_k=0": ({"alpha": 0.0, "stretch": 0.0, "goodput_k": 0.0}, "solve"),
                  "before,alpha=0.5": (dict(TAIL_BEFORE, alpha=0.5), "solve"), "before,fluid": (TAIL_BEFORE, "fluid"),
-                 "registered": ({}, "solve")}
+                 "registered": ({}, "solve"), "registered,beatdown_beta=1": ({"beatdown_beta": 1.0}, "solve"),
+                 "alpha=0,goodput_k=0.3,stretch=0": ({"goodput_k": 0.3, "stretch": 0.0}, "solve"),
+                 "alpha=0,goodput_k=0.3,stretch=0,beatdown_beta=1": ({"goodput_k": 0.3, "stretch": 0.0,
+                                                                      "beatdown_beta": 1.0}, "solve")}
 #: ``--tail``'s per-job table (the model before), beside regimes_fit.json
 TAIL_TABLE = RESULTS / "shallow_tail_jobs.csv"
 TAIL_COLUMNS = ("scenario", "job_id", "oversub", "queue_packets", "ranks", "steps", "packets_per_step", "comm_share",
-                "bottleneck_load", "bottleneck_flows", "binding_links", "iterations", "drops_per_iter",
-                "retransmits_per_iter", "fast_recoveries_per_iter", "rtos_per_iter", "ref_slowdown", "model_slowdown",
-                "signed", "draws", "signed_centre")
+                "bottleneck_load", "bottleneck_flows", "binding_links", "flows_multi_binding", "iterations",
+                "drops_per_iter", "retransmits_per_iter", "fast_recoveries_per_iter", "rtos_per_iter", "ref_slowdown",
+                "model_slowdown", "signed", "draws", "signed_centre")
 #: the testbed's Linux with the queue tcp-shallow assumes (100 full frames), and the 10-frame queue that judged before
 TESTBED_QUEUES = {"100 frames": RESULTS / "interleave_bytequeue100_runs.parquet",
                   "10 frames": RESULTS / "interleave_bytequeue_runs.parquet"}

@@ -86,6 +86,7 @@ def test_job_rows_on_two_jobs_across_one_bottleneck():
     assert rows.bottleneck_flows.tolist() == [2.0, 2.0]
     assert rows.bottleneck_load.tolist() == pytest.approx([2.0, 2.0])
     assert rows.binding_links.tolist() == [2, 2]  # both directions of the cable
+    assert rows.flows_multi_binding.tolist() == [0, 0]  # each flow crosses one direction of it only
     assert rows.contended.all() and rows.oversub.tolist() == [2.0, 2.0] and rows.queue_packets.tolist() == [100, 100]
     # the referee's counters per iteration run
     assert rows.loc[1, "rtos_per_iter"] == pytest.approx(0.1) and rows.loc[1, "drops_per_iter"] == pytest.approx(0.8)
@@ -99,6 +100,9 @@ def test_job_rows_on_two_jobs_across_one_bottleneck():
     s1 = rows.loc[1, "signed"]
     s2 = 0.015 * rows.loc[1, "model_slowdown"] / 0.022 - 1
     assert with_draw.loc[1, "signed_centre"] == pytest.approx(math.sqrt((1 + s1) * (1 + s2)) - 1)
+    # the spread over the two draws: the sample variance of log(1 + signed), (a - b)^2 / 2
+    assert with_draw.loc[1, "draw_var"] == pytest.approx((math.log1p(s1) - math.log1p(s2)) ** 2 / 2)
+    assert with_draw.loc[2, "draw_var"] == pytest.approx(0.0) and np.isnan(rows.loc[1, "draw_var"])
 
 
 def test_summary_counts_misses_by_sign_and_oversubscription():
@@ -117,3 +121,48 @@ def test_summary_counts_misses_by_sign_and_oversubscription():
     assert s["per_oversub"]["4:1"]["heavy_median_signed"] == pytest.approx(-0.3)  # the one job slowed 2x or more
     # the oracle at k 1: job A1 0.07 + 0.1 x 0.2 = 0.09 against 0.1 (-10%); the others keep their errors
     assert s["timeout_oracle"]["1"]["median_ape"] == pytest.approx(np.median([0.1, 0.05, 0.2, 0.01]))
+
+
+def test_within_noise_against_the_centre_of_draws():
+    e = math.exp
+    # two scenarios of two jobs, each measured by two draws. Model log slowdowns: A 0.4, 0.2 (centred +-0.1),
+    # B 0.9, 0.5 (+-0.2). The draws' centre (geometric) of the referee's log slowdowns: A 0.35, 0.25 (+-0.05),
+    # B 0.9, 0.5 (+-0.2): log(1 + signed_centre) = model - centre = 0.05, -0.05, 0, 0.
+    rows = pd.DataFrame(dict(scenario=["A", "A", "B", "B"], contended=[True] * 4, draws=[2] * 4,
+                             model_slowdown=[e(0.4), e(0.2), e(0.9), e(0.5)],
+                             signed_centre=[e(0.05) - 1, e(-0.05) - 1, 0.0, 0.0],
+                             draw_var=[0.002, 0.002, 0.0, 0.0]))
+    w = tail.within_noise(rows)
+    assert w["jobs"] == 4
+    # slope: (2 x 0.1 x 0.05 + 2 x 0.2 x 0.2) / (2 x 0.01 + 2 x 0.04) = 0.09 / 0.1; referee variance 0.085 / 4
+    assert w["slope"] == pytest.approx(0.9)
+    assert w["correlation"] == pytest.approx(0.09 / math.sqrt(0.1 * 0.085))
+    # noise in a centre: A's jobs 0.002 / 2 draws x (1 - 1/2) (the scenario's mean takes half out), B's 0: 0.00025
+    assert w["noise"] == pytest.approx(0.00025)
+    assert w["ceiling"] == pytest.approx(math.sqrt(1 - 0.00025 / (0.085 / 4)))
+    # within variance of log(1 + signed_centre): (0.05^2 x 2) / 4 = 0.00125, of which the model's 0.001
+    assert w["within"] == pytest.approx(0.00125)
+    assert w["model_part"] == pytest.approx(0.001)
+    # jobs measured by one draw have no noise estimate: left out
+    assert tail.within_noise(rows.assign(draws=1))["jobs"] == 0
+
+
+def test_counter_oracle_adds_seconds_per_counted_event():
+    rows = pd.DataFrame(dict(pred_s=[0.10, 0.10], ref_iter_s=[0.12, 0.10], drops_per_iter=[4.0, 0.0],
+                             rtos_per_iter=[0.05, 0.0]))
+    # job 1: 0.10 s + 4 drops x 2 ms = 0.108 s against 0.12 s; job 2 dropped nothing
+    assert tail.counter_oracle(rows, "drops_per_iter", 2e-3).tolist() == pytest.approx([0.108 / 0.12 - 1, 0.0])
+    # the timeout oracle is the counter oracle on timeouts at k x rto_min_s each
+    assert tail.timeout_oracle(rows, 0.5).tolist() == pytest.approx(
+        tail.counter_oracle(rows, "rtos_per_iter", 0.1).tolist())
+
+
+def test_flows_crossing_two_binding_links_are_counted_per_flow():
+    from types import SimpleNamespace
+
+    binding = np.array([True, True, False, True])
+    # three ring flows: links 0 and 1 (both binding), 1 and 2 (one), 2 and 3 with a split share (one binding link)
+    d = SimpleNamespace(flow_paths=(np.array([0, 1]), np.array([1, 2]), (np.array([2, 3]), np.array([0.5, 0.5]))))
+    assert tail._multi_binding(d, binding) == 1
+    assert tail._multi_binding(d, np.ones(4, dtype=bool)) == 3  # every flow crosses two binding links
+    assert tail._multi_binding(SimpleNamespace(flow_paths=None), binding) == 0  # paths unknown: none counted
