@@ -198,6 +198,11 @@ def test_binding_part_by_hand():
     # at capacity 14 exactly link 8 does not bind either (the test is offered > capacity x (1 + 1e-9))
     links, sub, kept = binding_entries(rows, t, np.full(10, 14.0))
     assert links.tolist() == [7, 8, 9] and kept.tolist() == [] and len(sub.job) == 0
+    # at capacity 5 every link binds (10, 14 and 6 offered): every entry, row by row, links numbered as first met
+    links, sub, kept = binding_entries(rows, t, np.full(10, 5.0))
+    assert links.tolist() == [7, 8, 9] and kept.tolist() == [0, 1, 2]
+    assert sub.job.tolist() == [0, 0, 1, 1, 1] and sub.link.tolist() == [0, 1, 1, 0, 2]
+    assert sub.weight.tolist() == [1.0, 2.0, 1.0, 1.0, 1.0]
     assert scratch_clear(table)
 
 

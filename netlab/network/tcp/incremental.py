@@ -84,7 +84,9 @@ def binding_entries(rows, t: Rows, capacity):
 
     Why one kernel, one pass over the kept places and one over their entries: building the component's entries,
     numbering their links, then reading them again for the offered sums, counting and copying the binding ones
-    took five passes over ~1,800 entries in a Philly re-solve."""
+    took five passes over ~1,800 entries in a Philly re-solve. When every link of the component binds (on full
+    Philly nearly every re-solve: its ~190 links are the fabric's uplinks, all full) the entries found are the
+    binding ones, numbered alike, and are returned without the third pass that would copy them."""
     nnz = 0
     for r in rows:
         nnz += t.n_kept[r]
@@ -114,6 +116,8 @@ def binding_entries(rows, t: Rows, capacity):
         if offered[b] > capacity[links[b]] * (1.0 + 1e-9):
             local[b], kept[n_kept] = n_kept, b
             n_kept += 1
+    if n_kept == m:  # every link binds (nearly every Philly re-solve): the entries are the binding ones as they are
+        return links[:m].copy(), Entries(job, loc, weight), kept
     sj, sl, sw = np.empty(nnz, np.int64), np.empty(nnz, np.int64), np.empty(nnz)
     n_e = 0
     for x in range(nnz):
