@@ -15,7 +15,7 @@ from netlab.network import NETWORKS, UnsupportedAllocation
 from netlab.network.demand import build_demand
 from netlab.network.model import CommDemand
 from netlab.network.tcp import TcpNetwork
-from netlab.network.tcp.fluid import RateWork, fill_rates, job_links
+from netlab.network.tcp.fluid import fill_rates, job_links, rate_work
 from netlab.sched import NetAllocation
 from netlab.sim.fabric import Fabric
 from netlab.topology.builders import leafspine
@@ -93,7 +93,7 @@ def _one_link_topology():
 def test_tcp_fluid_rule_per_moment():
     # the instantaneous sharing rule of the fluid: A, B both communicating on one 10 Gbit/s link
     flows, cap_link, cap_job = np.ones((2, 1)), np.array([10.0]), np.array([10.0, 10.0])
-    work = RateWork(np.zeros(2, np.bool_), np.zeros(1), np.zeros(1), np.zeros(2, np.bool_))
+    work = rate_work(2, 1)
     active, rate = np.ones(2, np.bool_), np.zeros(2)
 
     def fill(weight=(1.0, 1.0), prio=(0, 0), cap=cap_job):

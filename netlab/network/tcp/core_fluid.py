@@ -22,7 +22,8 @@ from ...jit import njit  # numba is imported at the first kernel call
 from ..jit import JIT
 from ..slots import Jobs, Rows
 from .components import Alone, share_weights
-from .fluid import COMM, NOISE, RateWork, advance, fill_rates, job_links, lead_per_job, lead_weights, next_event_s
+from .fluid import (COMM, NOISE, advance, fill_rates, job_links, lead_per_job, lead_weights, next_event_s,
+                    rate_work)
 from .mean_field import MeanFieldCounts
 from .params import TcpParams
 from .state import position, window_periods
@@ -96,7 +97,7 @@ def _run(ptr, lk, fw, cap_link, cap_job, phi, gbit, intra_s, compute_s, overlap,
     n, m = cap_job.shape[0], cap_link.shape[0]
     rate, weight = np.zeros(n), phi.copy()
     active, one_class = np.zeros(n, np.bool_), np.zeros(n, np.int64)
-    work = RateWork(np.zeros(n, np.bool_), np.zeros(m), np.zeros(m), np.zeros(n, np.bool_))
+    work = rate_work(n, m)
     cur_compute = compute_s.copy()
     t = 0.0
     dirty = True

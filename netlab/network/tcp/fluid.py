@@ -100,12 +100,22 @@ def link_stats(m: int) -> LinkStats:
 
 
 class RateWork(NamedTuple):
-    """Scratch arrays of :func:`fill_rates` (per job: ``live``, ``newly``; per link: ``resid``, ``weight_sum``)."""
+    """Scratch arrays of :func:`fill_rates` (per job: ``live``, ``newly``, ``order``, ``own_level``; per link:
+    ``resid``, ``weight_sum``, ``level``), made once per simulation by :func:`rate_work`."""
 
     live: np.ndarray
     resid: np.ndarray
     weight_sum: np.ndarray
-    newly: np.ndarray
+    newly: np.ndarray  # int64: the jobs a round froze, ascending
+    order: np.ndarray  # int64: the live jobs, ascending
+    own_level: np.ndarray  # a live job's cap over its weight
+    level: np.ndarray  # a link's residual over its weight sum
+
+
+@njit(**JIT)
+def rate_work(n: int, m: int) -> RateWork:
+    return RateWork(np.zeros(n, np.bool_), np.zeros(m), np.zeros(m), np.zeros(n, np.int64), np.zeros(n, np.int64),
+                    np.zeros(n), np.zeros(m))
 
 
 @njit(**JIT)
@@ -134,10 +144,9 @@ def fill_rates(ptr, lk, fw, cap_link, cap_job, weight, priority, active, rate, w
     Each job's links are (``ptr``, ``lk``, ``fw``) (:func:`job_links`). ``work`` holds scratch arrays (no
     allocation per call)."""
     n, m = cap_job.shape[0], cap_link.shape[0]
-    live, resid, s, newly = work.live, work.resid, work.weight_sum, work.newly
+    live, resid = work.live, work.resid
     for i in range(n):
         rate[i] = 0.0
-        newly[i] = False
     for link in range(m):
         resid[link] = cap_link[link]
     served = -1  # the classes up to this one are filled
@@ -150,54 +159,69 @@ def fill_rates(ptr, lk, fw, cap_link, cap_job, weight, priority, active, rate, w
             break
         for i in range(n):
             live[i] = active[i] and priority[i] == c
-        _fill_class(ptr, lk, fw, cap_job, weight, rate, live, resid, s, newly)
+        _fill_class(ptr, lk, fw, cap_job, weight, rate, live, resid, work.weight_sum, work.newly, work.order,
+                    work.own_level, work.level)
         served = c
 
 
 @njit(**JIT)
-def _fill_class(ptr, lk, fw, cap_job, weight, rate, live, resid, s, newly):
+def _fill_class(ptr, lk, fw, cap_job, weight, rate, live, resid, s, newly, order, own, level):
     """Progressive filling of the ``live`` jobs on the residual capacities ``resid`` (both updated); each
-    link's weight sum is added over the live jobs in index order."""
-    n, m = cap_job.shape[0], resid.shape[0]
-    for _ in range(n):
+    link's weight sum is added over the live jobs in index order.
+
+    Each round passes over the jobs still live only (``order``, kept ascending as jobs freeze), not over every
+    job: in a core most jobs compute while a few communicate. A job's level alone (``own``) is divided once per
+    fill and a link's (``level``) once per round: the same divisions and sums in the same order as over every
+    job, so the same rates to the bit."""
+    m = resid.shape[0]
+    na = 0
+    for i in range(cap_job.shape[0]):
+        if live[i]:
+            order[na] = i
+            own[i] = cap_job[i] / weight[i]
+            na += 1
+    for _ in range(cap_job.shape[0]):
         best = np.inf
-        for i in range(n):
-            if live[i] and cap_job[i] / weight[i] < best:
-                best = cap_job[i] / weight[i]
+        for a in range(na):
+            if own[order[a]] < best:
+                best = own[order[a]]
         for link in range(m):
             s[link] = 0.0
-        for i in range(n):
-            if live[i]:
-                for x in range(ptr[i], ptr[i + 1]):
-                    s[lk[x]] += fw[x] * weight[i]
+        for a in range(na):
+            i = order[a]
+            for x in range(ptr[i], ptr[i + 1]):
+                s[lk[x]] += fw[x] * weight[i]
         for link in range(m):
-            if s[link] > 0.0 and resid[link] / s[link] < best:
-                best = resid[link] / s[link]
+            level[link] = resid[link] / s[link]
+            if s[link] > 0.0 and level[link] < best:
+                best = level[link]
         if best == np.inf:
             break
         thr = best * (1.0 + 1e-12)
-        frozen = 0
-        for i in range(n):  # decided on this round's sums, then applied
-            if not live[i]:
-                continue
-            hit = cap_job[i] / weight[i] <= thr
+        frozen = still = 0
+        for a in range(na):  # decided on this round's sums, then applied
+            i = order[a]
+            hit = own[i] <= thr
             if not hit:
                 for x in range(ptr[i], ptr[i + 1]):
-                    if resid[lk[x]] / s[lk[x]] <= thr:
+                    if level[lk[x]] <= thr:
                         hit = True
                         break
             if hit:
                 rate[i] = min(weight[i] * best, cap_job[i])
-                newly[i] = True
+                newly[frozen] = i
                 frozen += 1
+            else:
+                order[still] = i
+                still += 1
         if frozen == 0:
             break
-        for i in range(n):
-            if newly[i]:
-                newly[i] = False
-                live[i] = False
-                for x in range(ptr[i], ptr[i + 1]):
-                    resid[lk[x]] = max(resid[lk[x]] - fw[x] * rate[i], 0.0)
+        for f in range(frozen):  # ascending, as they were met
+            i = newly[f]
+            live[i] = False
+            for x in range(ptr[i], ptr[i + 1]):
+                resid[lk[x]] = max(resid[lk[x]] - fw[x] * rate[i], 0.0)
+        na = still
 
 
 @njit(**JIT)
@@ -289,7 +313,7 @@ def simulate(jobs: FluidJobs, st: FluidState, links: FluidLinks, run: FluidRun, 
     n, m = A.shape
     rate = np.zeros(n)
     active = np.zeros(n, np.bool_)
-    work = RateWork(np.zeros(n, np.bool_), np.zeros(m), np.zeros(m), np.zeros(n, np.bool_))
+    work = rate_work(n, m)
     ptr, lk, fw = job_links(A)  # the flows do not change while it runs
     queue = np.zeros(m)
     cur_compute = compute_s.copy()
