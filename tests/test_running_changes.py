@@ -234,8 +234,8 @@ def test_the_jobs_a_policy_leaves_out_go_back_to_the_default_in_the_running_orde
     d = DEFAULT_ALLOCATION
     assert mech.handed == [
         [(2, a), (0, b), (1, a)],  # as the policy gave them
-        [(1, a), (2, d), (0, d)],  # jobs 0 and 2 left out: back to the default, in the running order
-        [(1, a)],  # they have it already: not handed again
+        [(2, d), (0, d)],  # jobs 0 and 2 left out: back to the default, in the running order; job 1 holds a
+        [],  # they have it already: not handed again (nor job 1 its a)
         [(1, d)],
         [],
     ]

@@ -197,8 +197,8 @@ class Scheduler:
 
         Called by the mechanism after a pass (the event loop does it when the
         running set changed, :attr:`net_dirty`). Every running job the policy
-        leaves out gets the default allocation (the mechanism is handed only those whose allocation that
-        changes, beside the decisions). With a ``period_s`` the policy
+        leaves out gets the default allocation. Every decision is checked; the mechanism is handed only what
+        changes a job's allocation, and the decisions for jobs started at this instant. With a ``period_s`` the policy
         is asked again that often while jobs run.
         """
         self.net_dirty = False
@@ -207,15 +207,24 @@ class Scheduler:
             return
         decisions = policy.allocate(mech.view(now))
         running = mech.running
+        # the mechanism is handed the decisions that change something, in the policy's order: those a job does
+        # not hold already (the very object: one it was handed before, and took) and those for the jobs started
+        # at this instant (they join the network with theirs). A policy answers for every job it decides on and
+        # moves a few: handing over the rest cost the mechanism a pass over them at every call
+        handed = {}
         for jid, alloc in decisions.items():
-            if jid not in running:
+            js = running.get(jid)
+            if js is None:
                 raise PolicyError(f"{policy.name}: allocation for job {jid}, which is not running")
+            if alloc is js.allocation and js.last_start_s != now:
+                continue
             if not isinstance(alloc, NetAllocation):
                 raise PolicyError(f"{policy.name}: allocation for job {jid} is a {type(alloc).__name__}, "
                                   f"not a NetAllocation")
-        # the mechanism is handed the decisions and the jobs left out that must go back to the default (the
-        # others left out have it already), in the running order. A pass runs hundreds of one-host jobs the
-        # policy has nothing for: the jobs left out are looked for among those it gave an allocation only
+            handed[jid] = alloc
+        # then the jobs left out that must go back to the default (the others left out have it already), in the
+        # running order. A pass runs hundreds of one-host jobs the policy has nothing for: the jobs left out are
+        # looked for among those it gave an allocation only
         back = None
         left = self._allocated.difference(decisions)
         if left:
@@ -223,7 +232,7 @@ class Scheduler:
             if left:
                 back = {jid: DEFAULT_ALLOCATION for jid in running if jid in left}
         self._allocated = set(decisions)  # (the others left out are at the default now)
-        mech.allocate({**decisions, **back} if back else decisions, now)
+        mech.allocate({**handed, **back} if back else handed, now)
         period = policy.period_s
         if period is not None and running and not self._net_tick_armed:
             self._net_tick_armed = True
