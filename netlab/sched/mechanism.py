@@ -61,7 +61,8 @@ class Mechanism:
 
     def allocate(self, allocations: Mapping[int, NetAllocation], now: float) -> None:
         """Give running jobs (by id) their network allocations (the scheduler hands over the policy's decisions
-        and the jobs it left out that go back to the default; the others keep theirs).
+        that change a job's allocation, those for jobs started at this instant, and the jobs it left out that go
+        back to the default; the others keep theirs).
 
         A mechanism that cannot enforce an allocation refuses it, naming itself, the job and the kind. This
         one enforces none (its network is not shaped per job).

@@ -192,8 +192,8 @@ def _fill_class(ptr, lk, fw, cap_job, weight, rate, live, resid, s, newly, order
             for x in range(ptr[i], ptr[i + 1]):
                 s[lk[x]] += fw[x] * weight[i]
         for link in range(m):
-            level[link] = resid[link] / s[link]
-            if s[link] > 0.0 and level[link] < best:
+            level[link] = resid[link] / s[link] if s[link] > 0.0 else np.inf  # no live flow: limits nobody
+            if level[link] < best:
                 best = level[link]
         if best == np.inf:
             break
