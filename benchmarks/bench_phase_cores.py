@@ -180,7 +180,8 @@ def philly_child(kwargs: dict, trace_dir: str | None, jobs: int | None) -> dict:
     s, net = res.summary, sim.network
     from bench_identity import table_hash
 
-    return dict(kwargs=kwargs, jobs=len(jobs), job_table_sha256=table_hash(res.jobs), run_cpu_s=cpu_s, run_wall_s=wall_s, sim_wall_s=s["wall_s"],
+    return dict(kwargs=kwargs, jobs=len(jobs), job_table_sha256=table_hash(res.jobs), run_cpu_s=cpu_s,
+                run_wall_s=wall_s, sim_wall_s=s["wall_s"],
                 avg_jct_s=s["avg_jct_s"], phase_blind_job_share=s["phase_blind_job_share"],
                 phase_blind_gpu_share=s["phase_blind_gpu_share"], exact_solves=net.exact_solves,
                 mean_field_solves=net.mean_field_solves, **net.mean_field_stats())
@@ -200,7 +201,8 @@ def philly_part(sizes, trace_dir: str | None, jobs: int | None, bracket: bool = 
         row = json.loads(got.stdout.strip().splitlines()[-1]) | dict(loadavg_before=before,
                                                                       loadavg_after=os.getloadavg())
         rows.append(row)
-        print(f"{kw or 'default'}: {row['run_cpu_s']:.1f} s CPU, table {row['job_table_sha256'][:16]}, phase-blind {row['phase_blind_job_share']:.3f} "
+        print(f"{kw or 'default'}: {row['run_cpu_s']:.1f} s CPU, table {row['job_table_sha256'][:16]}, "
+              f"phase-blind {row['phase_blind_job_share']:.3f} "
               f"of job-s ({row['phase_blind_gpu_share']:.3f} of GPU-s), avg JCT {row['avg_jct_s']:.0f} s, "
               f"load {before[0]:.1f} -> {row['loadavg_after'][0]:.1f}", flush=True)
         _merge("philly_partial", dict(commit=_commit(), runs=rows))  # kept if a later run is stopped
