@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -121,22 +122,30 @@ def test_failing_cell_is_recorded_and_the_others_finish(tmp_path, backend):
     assert again.manifest["runs"][-1]["ran"] == 2 and again.manifest["runs"][-1]["skipped"] == 2
 
 
-def test_backends_give_the_same_results():
+def test_backends_give_the_same_results(tmp_path, monkeypatch):
     pytest.importorskip("distributed")
     grid = small_grid(links=False)
     serial = run_sweep(grid, backend="serial", progress=False)
     procs = run_sweep(grid, backend="processes", workers=2, progress=False)
+    tmp = tmp_path / "tmp"  # the temporary folder of this process and its children, to see what the run leaves
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     dask = run_sweep(grid, backend="dask", workers=2, progress=False)
+    assert os.listdir(tmp) == []  # its LocalCluster's scratch space went with it
     assert_same(serial, procs)
     assert_same(serial, dask)
     assert procs.summary.worker.nunique() >= 1 and (dask.summary.worker != serial.summary.worker).all()
 
 
-def test_dask_backend_accepts_a_client():
+def test_dask_backend_accepts_a_client(tmp_path):
     distributed = pytest.importorskip("distributed")
-    # in-process workers talk over inproc://: no port is opened at all
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    import dask
+
+    # in-process workers talk over inproc://: no port is opened at all (their scratch space in tmp_path)
+    with dask.config.set({"temporary-directory": str(tmp_path)}), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                     dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         res = run_sweep(small_grid(grid=dict(policy=["fifo"], seed=[0, 1])), client=client, progress=False)
         assert len(res.summary) == 2 and client.status == "running"  # ours stays open
 

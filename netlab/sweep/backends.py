@@ -17,6 +17,8 @@ outright (:mod:`netlab.procguard`).
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import traceback
 import uuid
 from concurrent.futures import as_completed
@@ -149,11 +151,18 @@ class DaskBackend(Backend):
             from distributed import Client, LocalCluster
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ImportError("the dask backend needs dask[distributed]: pip install 'netlab-sched[dask]'") from exc
-        self._own = []
+        self._own, self._scratch = [], None
         if client is None:
             if cluster is None and address is None:
-                cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                                       processes=True, dashboard_address=None, host="127.0.0.1")
+                # the cluster's scratch space in a folder of our own, removed on close: dask's default,
+                # <tmp>/dask-scratch-space, outlives the run (its workers and nannies read the config)
+                import dask
+
+                self._scratch = tempfile.mkdtemp(prefix="netlab-dask-")
+                with dask.config.set({"temporary-directory": self._scratch}):
+                    cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                                           processes=True, dashboard_address=None, host="127.0.0.1",
+                                           local_directory=self._scratch)
                 self._own.append(cluster)
             client = Client(address if address is not None else cluster)
             self._own.insert(0, client)
@@ -178,3 +187,6 @@ class DaskBackend(Backend):
         for thing in self._own:  # the client first, then the cluster it talks to
             thing.close()
         self._own.clear()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
