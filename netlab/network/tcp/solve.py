@@ -125,8 +125,10 @@ def solve_component(now_s: float, e: Entries, cap_link: np.ndarray, jobs: Jobs, 
         queue[blinks] = l_queue
         r = rows[members]
         t.anchor_s[r], t.period_s[r], t.anchor_phase[r] = anchor, p_it, jobs.phase[members]
+    # (``loads`` given, not left to its default: called from Python with a default omitted, numba's dispatcher
+    # missed the compiled overload on every call and typed each argument again in Python, ~50x the call itself)
     comm, load, mean_field = solve_rest(now_s, e, cap_link, comps, jobs, al, p.alpha, t, rows, it, overload, queue,
-                                        counts)
+                                        counts, True)
     cored = np.empty(0, np.int64)
     if mean_field and p.phase_cores:
         cored = refine_cores(now_s, e, cap_link, comps, jobs, al, t, rows, it, p, cache, counts)
