@@ -129,6 +129,31 @@ def test_groups_are_whole_components_of_shared_links():
     assert _kept_classes(new, np.array([1, 4, 6, 0]), share).tolist() == [1, 4, 6, 0]
     assert _kept_classes(new, np.array([1, 4, 3, 0]), share).tolist() == [0, 1, 2, 0]
 
+def test_a_group_keeps_classes_the_new_ones_beat_by_less_than_the_class_margin():
+    # jobs 0, 1, 2 (intensity 5, 3, 2) in a chain: 0-1 and 1-2 share links (0 and 2 share nothing). New classes
+    # 0, 1, 1 leave the pair (1, 2) inside a class: weight 3 (job 1's intensity). Old classes 0, 0, 1 leave the
+    # pair (0, 1) inside: weight 5. At margin 1 the old ones are kept (5 <= 3 x 2); at 0.5 they are not
+    # (5 > 3 x 1.5), nor at 0 (5 > 3)
+    share = np.zeros((3, 3), dtype=bool)
+    share[0, 1] = share[1, 2] = True
+    new, old, w = np.array([0, 1, 1]), np.array([0, 0, 1]), [5.0, 3.0, 2.0]
+    assert _kept_classes(new, old, share, w, 1.0).tolist() == [0, 0, 1]
+    assert _kept_classes(new, old, share, w, 0.5).tolist() == [0, 1, 1]
+    assert _kept_classes(new, old, share, w, 0.0).tolist() == [0, 1, 1]
+    # old classes that serve job 1 before job 0 (an inversion: the order really changed) are never kept, though
+    # they leave less inside (weight 3) than the new ones
+    assert _kept_classes(new, np.array([1, 0, 1]), share, w, 10.0).tolist() == [0, 1, 1]
+    # old classes that leave no more weight inside than the new ones are kept at margin 0: 2, 3, 3 (weight 3)
+    assert _kept_classes(new, np.array([2, 3, 3]), share, w, 0.0).tolist() == [2, 3, 3]
+    # a job new to the decision still takes the compression's classes, and so does its group
+    assert _kept_classes(new, np.array([0, 0, -1]), share, w, 10.0).tolist() == [0, 1, 1]
+
+
+def test_class_margin_is_checked():
+    with pytest.raises(ValueError, match="class_margin must be a fraction >= 0"):
+        NETWORK_POLICIES.create("crux", class_margin=-0.1)
+
+
 def _slots(*jobs, intensity, picks=None):
     """Jobs given as lists of flows (each as ``_flat`` takes it) in the slots of a ``DecidedTable`` (with their
     ``intensity`` and, if given, their ``picks`` per job): the table, the slots and ``_decide_slots``' arrays."""

@@ -26,10 +26,15 @@ GPUs lose the most work per second of waiting on the network.
    shares instead of going first). The order is cut into at most ``classes``
    contiguous classes so that the weight of edges left inside a class is the
    least (dynamic programming over the cut points, exact; :func:`compress`).
-   Class 0 is served first. Jobs whose new classes order them as their old
-   ones did against every job they share a link with (a job alone on its
-   links, for one) keep their old classes (:func:`_kept_classes`: only that
-   order changes a rate).
+   Class 0 is served first. A group of jobs joined by shared links keeps its
+   old classes unless they serve a job after a less intensive one it shares a
+   link with, or leave more than :data:`CLASS_MARGIN` (50%) more contention
+   weight inside classes than the new ones (:func:`_kept_classes`;
+   hysteresis, as for paths). Only the order of two jobs on a link changes a
+   rate, and the compression moves its cuts for a small gain whenever a job
+   above starts or ends: each move costs the network a re-class. Old classes
+   that order every shared pair as the new ones do (a job alone on its links,
+   for one) are kept at any margin.
 
 A job's intensity and candidate paths are taken once per placement (its
 intensity from the fabric's own routing when it starts), so the order does
@@ -42,9 +47,12 @@ step 1 does, against every running job's load at its current paths, and it
 takes the class of the job just above it in intensity (class 0 if none); the
 jobs already running keep their paths and classes, and jobs that end change
 nothing for the others. Each decision that moves a running job costs the
-network a re-route or a re-solve, and at every change most of them would be
-moved by a few per cent of load (a new job above them, one that ended): the
-period bounds that churn. ``redecide_s=0`` decides everything at every change.
+network a re-route or a re-solve (and the simulator a pass over the moves),
+and at every change most of them would be moved by a few per cent of load (a
+new job above them, one that ended): the period bounds that churn. It is long
+beside a change of the running jobs (minutes) and short beside the hours a
+trace's multi-host jobs run. ``redecide_s=0`` decides everything at every
+change.
 
 ``crux-paths`` is path selection alone (every job in class 0): the part of
 Crux that needs no priority support from the network.
@@ -71,9 +79,15 @@ GBIT = 1e9
 #: 0.05 -> 0.2 cut the re-routes there from 23.4k to 8.8k with average JCT 90.5k -> 90.8k s (no policy: 92.4k s)
 #: and GPU utilisation unchanged on seeds 5 and 6 (+4.55%, +5.23% over consolidated at both margins)
 PATH_MARGIN = 0.2
-#: the running jobs are decided afresh at most once per this many seconds (0: at every change; see the module doc;
-#: stated, not tuned: five minutes is short beside the hours a trace's multi-host jobs run)
-REDECIDE_S = 300.0
+#: the running jobs are decided afresh at most once per this many seconds (0: at every change; see the module doc).
+#: Chosen with CLASS_MARGIN on Philly's first 20k jobs and the Crux setup's seeds 5 and 6 (not the five crux.json
+#: reports): 300 -> 1800 s and a class margin 0 -> 0.5 cut the decisions afresh there from 2,103 to 900, re-routes
+#: 8,779 -> 5,465, class changes 14,031 -> 5,919 (fit-ins 3,609 -> 4,574), average JCT 90.8k -> 88.6k s (at 900 s
+#: alone: 86.3k; no policy: 92.4k), GPU utilisation over consolidated unchanged on seeds 5 and 6 (+4.55%, +5.23%)
+REDECIDE_S = 1800.0
+#: a group of jobs keeps its classes unless the new ones leave less than 1 / (1 + this) of the old ones' contention
+#: weight inside classes (or the old ones invert a shared pair); chosen with REDECIDE_S (its comment)
+CLASS_MARGIN = 0.5
 
 
 def gpu_intensity(gpu_compute_s: float, flow_bytes: float, links, weights, capacity_gbps) -> float:
@@ -179,14 +193,17 @@ class CruxPolicy(NetworkPolicy):
     traffic_only = True
 
     def __init__(self, classes: int = PRIORITY_CLASSES, redecide_s: float = REDECIDE_S,
-                 path_margin: float = PATH_MARGIN):
+                 path_margin: float = PATH_MARGIN, class_margin: float = CLASS_MARGIN):
         if not 1 <= classes <= PRIORITY_CLASSES:
             raise ValueError(f"crux: classes must be 1..{PRIORITY_CLASSES}, got {classes!r}")
         if not (isinstance(redecide_s, (int, float)) and 0 <= redecide_s < np.inf):
             raise ValueError(f"crux: redecide_s must be a number of seconds >= 0, got {redecide_s!r}")
         if not (isinstance(path_margin, (int, float)) and 0 <= path_margin < np.inf):
             raise ValueError(f"crux: path_margin must be a fraction >= 0, got {path_margin!r}")
+        if not (isinstance(class_margin, (int, float)) and 0 <= class_margin < np.inf):
+            raise ValueError(f"crux: class_margin must be a fraction >= 0, got {class_margin!r}")
         self.classes, self.redecide_s, self.path_margin = classes, float(redecide_s), float(path_margin)
+        self.class_margin = float(class_margin)
         self.reset(np.random.default_rng(0))
 
     def reset(self, rng: np.random.Generator) -> None:
@@ -300,7 +317,7 @@ class CruxPolicy(NetworkPolicy):
         t = self._table
         order = np.array(self._slot_order, dtype=np.int64)
         changed, classes = _afresh_slots(order, *t.arrays(), t.cls, self.path_margin, view.topology.n_links,
-                                         self.classes if self.priorities else 0)
+                                         self.classes if self.priorities else 0, self.class_margin)
         out = dict(last)
         for i, c in zip(changed.tolist(), classes.tolist()):
             j = jobs[i]
@@ -355,27 +372,34 @@ class CruxPathsPolicy(CruxPolicy):
     priorities = False
 
 
-def _kept_classes(classes: np.ndarray, old: np.ndarray, share: np.ndarray) -> np.ndarray:
-    """``classes``, except that the jobs of a group whose old classes (``old``, all >= 0) order every two of
-    them that share a link (``share[a, b]``, a < b) as the new ones do keep their old classes. A group is a
-    connected component of the contention graph (jobs joined by shared links); a job alone on its links is a
-    group of one and keeps its class. ``share`` empty (no graph was wanted: one job, or no classes): every
-    job alone.
+def _kept_classes(classes: np.ndarray, old: np.ndarray, share: np.ndarray, weight=None,
+                  margin: float = 0.0) -> np.ndarray:
+    """``classes``, except that the jobs of a group keep their old classes (``old``, all >= 0) if those serve
+    no job of it before a more intensive one it shares a link with (``share[a, b]``, a < b: job ``a`` first in
+    the order) and leave inside classes at most ``1 + margin`` times the contention weight the new ones do
+    (a pair sharing a link inside one class weighs its higher job's ``weight``, its GPU intensity; ``weight``
+    None: 1 each). A group is a connected component of the contention graph (jobs joined by shared links); a
+    job alone on its links is a group of one and keeps its class. ``share`` empty (no graph was wanted: one
+    job, or no classes): every job alone.
 
     Why: a class orders a job's traffic against other jobs' on the links they share (strict priority per
     link, weighted sharing inside a class), so what the network computes depends on which of two jobs on a
     link comes first or whether they tie, not on the class numbers; groups share no link, so they are
     independent. The compression renumbers jobs whenever a job above them starts or ends (a new job shifts the
-    cuts) and on links they have to themselves; each renumbering costs the network a re-class and changes no
-    rate. A group in which some pair's order changed, or with a job new to the decision (``old`` -1), takes
-    the compression's classes."""
+    cuts) and on links they have to themselves, and it moves a cut for a small gain in the weight it
+    separates; each change costs the network a re-class. Old classes that order every shared pair as the new
+    ones do leave the same weight inside (the same ties) and are kept at any margin. A group with a job new
+    to the decision (``old`` -1) takes the compression's classes."""
+    n = len(classes)
+    weight = np.ones(n) if weight is None else np.asarray(weight, dtype=float)
     return _kept_kernel(np.asarray(classes, dtype=np.int64), np.asarray(old, dtype=np.int64),
-                        np.asarray(share, dtype=np.bool_))
+                        np.asarray(share, dtype=np.bool_), weight, float(margin))
 
 
 @njit(cache=True)
-def _kept_kernel(classes, old, share):  # pragma: no cover  (compiled; tested through _kept_classes)
-    """:func:`_kept_classes`: components by union-find over the shares, then a pass over the shared pairs."""
+def _kept_kernel(classes, old, share, weight, margin):  # pragma: no cover  (compiled; tested through _kept_classes)
+    """:func:`_kept_classes`: components by union-find over the shares, then a pass over the shared pairs summing
+    each component's weight inside classes, old and new, and marking inversions."""
     n = classes.shape[0]
     out = classes.copy()
     if share.shape[0] != n:  # no graph: every job alone
@@ -392,17 +416,23 @@ def _kept_kernel(classes, old, share):  # pragma: no cover  (compiled; tested th
     for a in range(n):  # every job to its component's root
         root[a] = _root(root, a)
     keep = np.ones(n, dtype=np.bool_)  # by root
+    w_old = np.zeros(n)  # by root: the weight inside the old classes, and inside the new ones
+    w_new = np.zeros(n)
     for a in range(n):
         if old[a] < 0:
             keep[root[a]] = False
     for a in range(n):
         for b in range(a + 1, n):
             if share[a, b]:
-                d_new, d_old = classes[a] - classes[b], old[a] - old[b]
-                if (d_new > 0) != (d_old > 0) or (d_new < 0) != (d_old < 0):
+                if old[a] > old[b]:  # an inversion: the old classes serve the less intensive job first
                     keep[root[a]] = False
+                if old[a] == old[b]:
+                    w_old[root[a]] += weight[a]
+                if classes[a] == classes[b]:
+                    w_new[root[a]] += weight[a]
     for a in range(n):
-        if keep[root[a]]:
+        r = root[a]
+        if keep[r] and w_old[r] <= w_new[r] * (1.0 + margin):
             out[a] = old[a]
     return out
 
@@ -610,19 +640,22 @@ def _pick_slots(seq, packed, secs_pool, picks, pk_off, sec_off, pick_off, n_flow
 
 @njit(cache=True)
 def _afresh_slots(order, packed, secs_pool, picks, pk_off, sec_off, pick_off, n_flows, positive, intensity_of, cls,
-                  margin, n_links, classes):  # pragma: no cover  (compiled; tested through CruxPolicy)
+                  margin, n_links, classes, class_margin):  # pragma: no cover  (compiled; tested through CruxPolicy)
     """:meth:`CruxPolicy._afresh` on the table's arrays in one call: the jobs in the slots ``order`` decided afresh
-    (:func:`_decide_slots`, every pick written), their classes kept where their order holds (:func:`_kept_classes`
-    against the table's ``cls``) and written into ``cls``. Returns the positions in ``order`` whose picks or class
-    changed and their new classes. Why one call: the glue between the kernels was a dozen numpy operations per
-    decision, ten thousand decisions a full Philly run."""
+    (:func:`_decide_slots`, every pick written), their classes kept where the old ones are within
+    ``class_margin`` (:func:`_kept_classes` against the table's ``cls``) and written into ``cls``. Returns the
+    positions in ``order`` whose picks or class changed and their new classes. Why one call: the glue between
+    the kernels was a dozen numpy operations per decision, ten thousand decisions a full Philly run."""
     moved, new_cls, share = _decide_slots(order, packed, secs_pool, picks, pk_off, sec_off, pick_off, n_flows,
                                           positive, intensity_of, margin, n_links, classes, 0)
     n = order.shape[0]
     old = np.empty(n, dtype=np.int64)
     for i in range(n):
         old[i] = cls[order[i]]
-    new_cls = _kept_kernel(new_cls, old, share)
+    weight = np.empty(n)
+    for i in range(n):
+        weight[i] = intensity_of[order[i]]
+    new_cls = _kept_kernel(new_cls, old, share, weight, class_margin)
     m = 0
     for i in range(n):
         if moved[i] or new_cls[i] != old[i]:
