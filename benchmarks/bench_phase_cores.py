@@ -101,16 +101,19 @@ def moved_summary(rows, base: str = "tcp") -> dict:
 
 
 @contextlib.contextmanager
-def core_horizon(cold: tuple[int, int]):
-    """Cold cores simulated over ``cold`` (iterations, warm-up) inside the block (cores.py's module constants)."""
+def core_horizon(cold: tuple[int, int], warm: tuple[int, int] | None = None):
+    """Cold cores simulated over ``cold`` (iterations, warm-up) inside the block, warm ones over ``warm`` (None:
+    unchanged) (cores.py's module constants)."""
     from netlab.network.tcp import cores
 
-    was = cores.CORE_HORIZON, cores.CORE_WARMUP
+    was = cores.CORE_HORIZON, cores.CORE_WARMUP, cores.WARM_HORIZON, cores.WARM_WARMUP
     cores.CORE_HORIZON, cores.CORE_WARMUP = cold
+    if warm is not None:
+        cores.WARM_HORIZON, cores.WARM_WARMUP = warm
     try:
         yield
     finally:
-        cores.CORE_HORIZON, cores.CORE_WARMUP = was
+        cores.CORE_HORIZON, cores.CORE_WARMUP, cores.WARM_HORIZON, cores.WARM_WARMUP = was
 
 
 def referee_part(sizes, per_family: int, horizons: bool = False) -> dict:
@@ -160,8 +163,9 @@ def referee_part(sizes, per_family: int, horizons: bool = False) -> dict:
 
 # -- full Philly ----------------------------------------------------------------------------------------------------
 
-def philly_child(kwargs: dict, trace_dir: str | None, jobs: int | None) -> dict:
-    """One full-Philly run under ``tcp`` with ``kwargs``, in this process: its row."""
+def philly_child(kwargs: dict, trace_dir: str | None, jobs: int | None, horizons=None) -> dict:
+    """One full-Philly run under ``tcp`` with ``kwargs``, in this process: its row. ``horizons``: the cores'
+    ((cold iterations, warm-up), (warm iterations, warm-up)), None for cores.py's."""
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_core import PHILLY_TOPOLOGY
 
@@ -175,24 +179,35 @@ def philly_child(kwargs: dict, trace_dir: str | None, jobs: int | None) -> dict:
     jobs = jobs_from_frame(df if jobs is None else df.iloc[:jobs], topo)
     sim = Simulator(topo, jobs, "tiresias", "consolidated", None, SimConfig(network="tcp", network_kwargs=kwargs))
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    res = sim.run()
+    with core_horizon(*horizons) if horizons else contextlib.nullcontext():
+        res = sim.run()
     wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
     s, net = res.summary, sim.network
     from bench_identity import table_hash
 
-    return dict(kwargs=kwargs, jobs=len(jobs), job_table_sha256=table_hash(res.jobs), run_cpu_s=cpu_s,
+    return dict(kwargs=kwargs, **(dict(horizons=horizons) if horizons else {}), jobs=len(jobs),
+                job_table_sha256=table_hash(res.jobs), run_cpu_s=cpu_s,
                 run_wall_s=wall_s, sim_wall_s=s["wall_s"],
                 avg_jct_s=s["avg_jct_s"], phase_blind_job_share=s["phase_blind_job_share"],
                 phase_blind_gpu_share=s["phase_blind_gpu_share"], exact_solves=net.exact_solves,
                 mean_field_solves=net.mean_field_solves, **net.mean_field_stats())
 
 
-def philly_part(sizes, trace_dir: str | None, jobs: int | None, bracket: bool = True) -> dict:
-    settings = [{}] + [dict(phase_cores=True, max_core_jobs=k) for k in sizes] + ([{}] if bracket else [])
+def philly_part(sizes, trace_dir: str | None, jobs: int | None, bracket: bool = True, horizons=None,
+                partial: str = "philly_partial") -> dict:
+    """The default, then ``phase_cores`` at each of ``sizes`` (``max_core_jobs``), each with the cores'
+    ``horizons`` (:func:`philly_child`; a size given as ``[size, cold, cold warm-up, warm, warm warm-up]`` sets
+    its own), then (``bracket``) the default again."""
+    settings = [({}, None)]
+    for k in sizes:
+        k, h = (k, horizons) if isinstance(k, int) else (k[0], [k[1:3], k[3:5]])
+        settings.append((dict(phase_cores=True, max_core_jobs=k), h))
+    settings += [({}, None)] if bracket else []
     rows = []
-    for kw in settings:
+    for kw, h in settings:
         before = os.getloadavg()
         argv = [sys.executable, str(Path(__file__).resolve()), "--part", "philly-child", "--kwargs", json.dumps(kw)]
+        argv += ["--core-horizons", json.dumps(h)] if h else []
         argv += ["--trace-dir", trace_dir] if trace_dir else []
         argv += ["--jobs", str(jobs)] if jobs else []
         got = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
@@ -201,11 +216,11 @@ def philly_part(sizes, trace_dir: str | None, jobs: int | None, bracket: bool = 
         row = json.loads(got.stdout.strip().splitlines()[-1]) | dict(loadavg_before=before,
                                                                       loadavg_after=os.getloadavg())
         rows.append(row)
-        print(f"{kw or 'default'}: {row['run_cpu_s']:.1f} s CPU, table {row['job_table_sha256'][:16]}, "
+        print(f"{kw or 'default'} {h or ''}: {row['run_cpu_s']:.1f} s CPU, table {row['job_table_sha256'][:16]}, "
               f"phase-blind {row['phase_blind_job_share']:.3f} "
               f"of job-s ({row['phase_blind_gpu_share']:.3f} of GPU-s), avg JCT {row['avg_jct_s']:.0f} s, "
               f"load {before[0]:.1f} -> {row['loadavg_after'][0]:.1f}", flush=True)
-        _merge("philly_partial", dict(commit=_commit(), runs=rows))  # kept if a later run is stopped
+        _merge(partial, dict(commit=_commit(), runs=rows))  # kept if a later run is stopped
     defaults = [r for r in rows if not r["kwargs"]]
     base = statistics.mean(r["run_cpu_s"] for r in defaults)
     for r in rows:
@@ -401,9 +416,14 @@ def main(argv=None) -> int:
     ap.add_argument("--horizons", action="store_true", help="referee: tcp-cores64 at each cold horizon of HORIZONS too")
     ap.add_argument("--every", type=int, default=2, help="horizon, settle: every N-th core simulation recorded")
     ap.add_argument("--kwargs", default="{}", help="philly-child: the tcp model's keyword arguments (JSON)")
+    ap.add_argument("--core-horizons", default=None,
+                    help="philly, philly-child: the cores' [[cold, warm-up], [warm, warm-up]] iterations (JSON)")
+    ap.add_argument("--settings", default=None,
+                    help="philly: JSON list of max_core_jobs or [max_core_jobs, cold, warm-up, warm, warm-up]")
     args = ap.parse_args(argv)
     if args.part == "philly-child":
-        print(json.dumps(philly_child(json.loads(args.kwargs), args.trace_dir, args.jobs)))
+        horizons = json.loads(args.core_horizons) if args.core_horizons else None
+        print(json.dumps(philly_child(json.loads(args.kwargs), args.trace_dir, args.jobs, horizons)))
         return 0
     if args.part == "horizon":
         _merge("horizon", horizon_part(args.jobs or 10_000, args.trace_dir, args.every))
@@ -412,8 +432,12 @@ def main(argv=None) -> int:
     elif args.part == "referee":
         _merge("referee", referee_part(args.sizes, args.per_family, args.horizons))
     else:
-        _merge(args.section, philly_part(args.sizes, args.trace_dir, args.jobs, not args.no_final_default))
-        _merge("philly_partial", None)
+        sizes = json.loads(args.settings) if args.settings else args.sizes
+        horizons = json.loads(args.core_horizons) if args.core_horizons else None
+        partial = f"{args.section}_partial"
+        _merge(args.section, philly_part(sizes, args.trace_dir, args.jobs, not args.no_final_default, horizons,
+                                         partial))
+        _merge(partial, None)
     print("wrote", OUT)
     return 0
 
