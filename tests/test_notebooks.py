@@ -88,8 +88,13 @@ def test_notebook_runs_with_small_parameters(path, tmp_path, monkeypatch):
     nb.cells.insert(idx + 1, nbformat.v4.new_code_cell(overrides))
     # The kernel's own backend (inline), as in Jupyter: a library that picks Agg at import would hide the figures.
     monkeypatch.delenv("MPLBACKEND", raising=False)
+    scratch = tmp_path / "tmp"  # the kernel's temporary folder (its own only): a notebook leaves nothing in it
+    scratch.mkdir()
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
+    with monkeypatch.context() as kernel_env:
+        kernel_env.setenv("TMPDIR", str(scratch))
+        client.execute()
+    assert sorted(p.name for p in scratch.iterdir()) == [], f"{path.name} left these in its temporary folder"
     # Every code cell ran, and none raised (nbclient raises on error).
     ran = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in ran)
