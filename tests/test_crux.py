@@ -129,6 +129,7 @@ def test_groups_are_whole_components_of_shared_links():
     assert _kept_classes(new, np.array([1, 4, 6, 0]), share).tolist() == [1, 4, 6, 0]
     assert _kept_classes(new, np.array([1, 4, 3, 0]), share).tolist() == [0, 1, 2, 0]
 
+
 def test_a_group_keeps_classes_the_new_ones_beat_by_less_than_the_class_margin():
     # jobs 0, 1, 2 (intensity 5, 3, 2) in a chain: 0-1 and 1-2 share links (0 and 2 share nothing). New classes
     # 0, 1, 1 leave the pair (1, 2) inside a class: weight 3 (job 1's intensity). Old classes 0, 0, 1 leave the
