@@ -14,7 +14,8 @@ Three guards, each enough alone for its case:
   poll of the pid where there is none): the owner, not only the parent,
   because with a forkserver the parent is the forkserver;
 * :func:`guard_forkserver` makes the forkserver itself die with its parent
-  (the same prctl, run when the forkserver imports :mod:`netlab._forkserver_guard`),
+  (the same prctl, run when the forkserver imports :mod:`netlab._forkserver_guard`,
+  whose handler also removes the socket and folder a killed parent leaves),
   so the chain owner -> forkserver -> workers is enforced by the kernel even
   when a worker is busy in compiled code that holds the GIL;
 * :func:`stop_signals_unwind` turns SIGTERM and SIGHUP into a

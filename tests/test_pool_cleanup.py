@@ -3,7 +3,9 @@
 A sweep on the processes backend (and ``netlab demo``, which runs one) is
 killed with SIGKILL or SIGTERM while its workers compute: every process it
 started (the forkserver, the resource tracker, the workers) must be gone
-within 5 s. The processes are found as the killed process's descendants
+within 5 s, and nothing may be left in its temporary folder (multiprocessing's
+``pymp-*`` folder and the forkserver's socket in it outlive a SIGKILLed parent
+unless the forkserver removes them). The processes are found as the killed process's descendants
 (recorded with their start times before the kill, so a reused pid is never
 mistaken for one of them); nothing is ever signalled by name.
 """
@@ -60,8 +62,10 @@ def _alive(procs: list[psutil.Process]) -> list[psutil.Process]:
 
 
 def _kill_and_check(argv: list[str], sig: int, workers: int, tmp_path):
+    tmp = tmp_path / "tmp"  # the killed process's temporary folder: what it and its children leave there
+    tmp.mkdir()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp_path, start_new_session=True)
+                            cwd=tmp_path, start_new_session=True, env={**os.environ, "TMPDIR": str(tmp)})
     children: list[psutil.Process] = []
     try:
         # the pool is up: at least the workers, the forkserver and the resource tracker, and a worker is busy
@@ -78,6 +82,8 @@ def _kill_and_check(argv: list[str], sig: int, workers: int, tmp_path):
         except AssertionError:
             left = [(p.pid, _cmd(p)[:120]) for p in _alive(children)]
             raise AssertionError(f"alive 5 s after {signal.Signals(sig).name} of their parent: {left}") from None
+        left = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*"))
+        assert not left, f"left in the temporary folder after {signal.Signals(sig).name} of their parent: {left}"
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -119,3 +125,33 @@ def test_demo_pool_dies_with_its_parent_on_sigterm(tmp_path):
     err = proc.stderr.read()
     assert proc.returncode != 0 and "Traceback" not in err, err
     assert "error:" in err and "SIGTERM" in err, err
+
+
+THREAD_THEN_MAIN = """
+import os, threading, psutil
+from netlab.procguard import process_pool
+
+seen = []
+def in_thread():
+    with process_pool(1) as pool:
+        seen.append(pool.submit(os.getppid).result())
+
+t = threading.Thread(target=in_thread)
+t.start()
+t.join()  # the thread that started the forkserver has ended; the process lives on
+with process_pool(1) as pool:
+    seen.append(pool.submit(os.getppid).result())
+print(seen[0], seen[1], psutil.Process(seen[0]).is_running())
+"""
+
+
+def test_forkserver_outlives_the_thread_that_started_it(tmp_path):
+    """The kernel signals the forkserver when the thread that started it ends; only a gone parent process stops it."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = subprocess.run([sys.executable, "-c", THREAD_THEN_MAIN], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp)})
+    assert out.returncode == 0, out.stderr
+    first, second, alive = out.stdout.split()
+    assert first == second and alive == "True"  # the same forkserver forked both pools' workers
+    assert not list(tmp.iterdir())  # an orderly exit removes multiprocessing's folder as before
