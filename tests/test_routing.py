@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from netlab.network.demand import RoutedDemand, build_demand
 from netlab.network.model import CommDemand
 from netlab.topology import Host, Topology, TopologyError, load_topology
-from netlab.topology.routing import CRC_TABLE, flow_hashes
+from netlab.topology.routing import CRC_TABLE, accumulate, flow_hashes
 from netlab.workload.zoo import ModelZoo
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -215,6 +215,18 @@ def test_a_demand_routes_once_whichever_field_is_read_first(monkeypatch):
 def test_flow_hashes_are_zlib_crc32(src, dst, key, n):
     got = flow_hashes(np.full(n, src), np.full(n, dst), key, CRC_TABLE)
     assert got.tolist() == [zlib.crc32(f"{src}|{dst}|{key + f}".encode()) for f in range(n)]
+
+
+def test_accumulate_sums_each_link_once_sorted_and_drops_zero_sums():
+    """Links met in any order and repeated come back sorted, once each, with their weights summed; a link whose
+    weights sum to 0 is left out; the scratch array is all 0 again."""
+    scratch = np.zeros(10)
+    ids, sums = accumulate(np.array([9, 3, 9, 1, 5, 5]), np.array([1.0, 2.0, 3.0, 4.0, 0.5, -0.5]), scratch)
+    assert ids.tolist() == [1, 3, 9]
+    assert sums.tolist() == [4.0, 2.0, 4.0]
+    assert not scratch.any()
+    ids, sums = accumulate(np.zeros(0, dtype=np.int64), np.zeros(0), scratch)
+    assert len(ids) == len(sums) == 0
 
 
 def test_a_simulation_on_the_ideal_network_never_routes():
