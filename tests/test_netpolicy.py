@@ -175,6 +175,26 @@ def test_a_placements_flows_and_paths_are_laid_out_once_per_topology_flow_by_flo
     assert key not in _LAYOUTS  # dropped with the topology
 
 
+def test_a_sources_paths_to_every_host_are_walked_with_its_first_pair_on_a_small_topology(monkeypatch):
+    """``routes.lay_out``: the first pair met from a host walks that host's whole row (each pair's paths as
+    ``Topology.paths`` gives them); above ``WHOLE_ROW_HOSTS`` hosts only the pairs asked for."""
+    from netlab.sched import routes
+
+    topo = load_topology("leafspine,racks=2,hosts_per_rack=2,gpus_per_host=1,oversub=2,spines=2,ecmp=hash")
+    memo = {}
+    lay = routes.lay_out(topo, [(0, 2)], [1.0], memo)
+    assert lay.links.tolist() == [g for q in topo.paths(0, 2) for g in q]
+    assert sorted(memo) == [(0, 1), (0, 2), (0, 3)]  # host 0's row, asked for one pair of it
+    for pair, (n, lengths, links) in memo.items():
+        paths = topo.paths(*pair)
+        assert n == len(paths) and lengths.tolist() == [len(q) for q in paths]
+        assert links.tolist() == [g for q in paths for g in q]
+    monkeypatch.setattr(routes, "WHOLE_ROW_HOSTS", 3)  # the topology has 4 hosts: above it
+    memo = {}
+    routes.lay_out(topo, [(1, 3), (3, 1)], [1.0, 1.0], memo)
+    assert sorted(memo) == [(1, 3), (3, 1)]
+
+
 def test_a_model_that_cannot_honour_a_priority_refuses_it_naming_model_job_and_kind():
     # phase honours weights, caps and paths but not classes (its fixed windows would starve a lower class)
     with pytest.raises(PolicyError, match=r"network model 'phase' cannot honour a per-job priority allocation "

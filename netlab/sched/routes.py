@@ -82,7 +82,7 @@ def lay_out(topology, pairs, weights, memo: dict | None = None) -> PlacementPath
     memo = {} if memo is None else memo
     new = [pair for pair in dict.fromkeys(pairs) if pair not in memo]  # (a pair never equals a 4-tuple key)
     if new:
-        _walk_pairs(topology, new, memo)
+        _walk_pairs(topology, _with_whole_rows(topology, new, memo), memo, len(new))
     per_pair = [memo[pair] for pair in pairs]
     n_paths = np.array([p[0] for p in per_pair], dtype=np.int64)
     lengths = np.concatenate([p[1] for p in per_pair])
@@ -111,23 +111,46 @@ def _index(n_paths, lengths):  # pragma: no cover  (compiled; tested through lay
     return hops, flow_first, path_start, multi
 
 
-def _walk_pairs(topology, pairs: list, memo: dict) -> None:
+#: on a topology of at most this many hosts a source's paths to every host are walked when its first pair is met
+WHOLE_ROW_HOSTS = 128
+
+
+def _with_whole_rows(topology, new: list, memo: dict) -> list:
+    """``new`` (host pairs not in ``memo``), and on a topology of at most :data:`WHOLE_ROW_HOSTS` hosts every other
+    pair from their sources not in ``memo`` yet. Why: a trace's placements meet a cluster's host pairs a few at a
+    time, thousands of walks of a few pairs each (two calls into the router and a dozen numpy operations each);
+    a source's whole row is a few hundred pairs at most, walked once. The pairs' paths are the same either way."""
+    n = topology.n_hosts
+    if n > WHOLE_ROW_HOSTS:
+        return new
+    row = dict.fromkeys(new)
+    for s in dict.fromkeys(src for src, _ in new):
+        for d in range(n):
+            if d != s and (s, d) not in memo:
+                row[s, d] = None
+    return list(row)
+
+
+def _walk_pairs(topology, pairs: list, memo: dict, asked: int | None = None) -> None:
     """Every equal-cost path of each host pair, as ``Topology.paths`` gives them (the router's walk of path 0, 1,
     ... of the pair), into ``memo`` by the pair: (their number, each one's length, their links). Why not
     ``Topology.paths`` per pair: a started placement meets tens of pairs not seen yet, and two calls into the
-    router for all of them cost less than two per pair (the same walk, path by path)."""
+    router for all of them cost less than two per pair (the same walk, path by path). The first ``asked`` pairs
+    (None: all) must have a path (else the topology's own "no path" error); a later one without is left out."""
+    asked = len(pairs) if asked is None else asked
     src = np.array([p[0] for p in pairs], dtype=np.int64)
     dst = np.array([p[1] for p in pairs], dtype=np.int64)
     router = topology.router
     counts = router.count(src, dst)
-    if len(counts) and counts.min() == 0:
-        topology.paths(*pairs[int(np.argmin(counts))])  # raises the topology's own "no path" error
+    if asked and counts[:asked].min() == 0:
+        topology.paths(*pairs[int(np.argmin(counts[:asked]))])  # raises the topology's own "no path" error
     index = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
     links, ptr, _ = router.walk(np.repeat(src, counts), np.repeat(dst, counts), index)
     lengths = np.diff(ptr)
     first = 0
     for pair, n in zip(pairs, counts.tolist()):
-        memo[pair] = (n, lengths[first:first + n], links[ptr[first]:ptr[first + n]])
+        if n:
+            memo[pair] = (n, lengths[first:first + n], links[ptr[first]:ptr[first + n]])
         first += n
 
 
