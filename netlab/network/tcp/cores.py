@@ -348,15 +348,16 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
     in_core = p._replace(alpha=p.core_alpha, horizon=CORE_HORIZON, warmup=CORE_WARMUP)
     in_warm = p._replace(alpha=p.core_alpha, horizon=WARM_HORIZON, warmup=WARM_WARMUP)
     sig = CoreCache.signatures(jobs, phi) if cache is not None else None
-    done = []
+    done, kept, kept_periods = [], [], []
     for q in range(len(mem_off) - 1):  # each core to simulate or look up, in its inputs' order
         members, left = members_at[mem_off[q]:mem_off[q + 1]], left_at[link_off[q]:link_off[q + 1]]
         flows = flows_at[flow_off[q]:flow_off[q + 1]].reshape(len(members), len(left))
         key = CoreCache.key(sig[members], flows) if cache is not None else None
         period = cache.get(key, left) if cache is not None else None
-        if period is not None:  # the same core on the same capacity: each job keeps its position
-            keep_positions(now_s, rows[members], period, jobs.phase[members], t)
+        if period is not None:  # the same core on the same capacity: each job keeps its position (below)
             it[members] = period
+            kept.append(members)
+            kept_periods.append(period)
             done.append(members)
             continue
         warm = cache is not None and cache.is_warm(jobs.job_id[members].tolist())
@@ -370,6 +371,9 @@ def refine_cores(now_s: float, e: Entries, cap_link: np.ndarray, comps: Componen
         r = rows[members]
         t.anchor_s[r], t.period_s[r], t.anchor_phase[r] = anchor, period, jobs.phase[members]
         done.append(members)
+    if kept:  # in one compiled call: the cores are disjoint, and a simulation reads its own jobs' rows only
+        kept = np.concatenate(kept)
+        keep_positions(now_s, rows[kept], np.concatenate(kept_periods), jobs.phase[kept], t)
     if cache is not None:
         cache.settled(jobs.job_id.tolist(), [jobs.job_id[d].tolist() for d in done])
     return np.concatenate(done) if done else np.empty(0, np.int64)
