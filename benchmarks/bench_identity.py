@@ -117,8 +117,12 @@ def main(argv=None) -> int:
     ap.add_argument("--check", action="store_true", help="compare with the committed identity.json")
     ap.add_argument("--quick", action="store_true", help="leave out full Philly")
     ap.add_argument("--trace-dir", default=None)
-    ap.add_argument("--out", default=str(RESULTS / "identity.json"))
+    ap.add_argument("--out", default=str(RESULTS / "identity.json"),
+                    help="where the hashes are written; with --check, the file they are compared with")
     args = ap.parse_args(argv)
+    if args.check and not Path(args.out).is_file():  # before an hour of runs, not after
+        ap.error(f"--check compares with --out {args.out}, which is not a file (leave --out out to compare with "
+                 "the committed identity.json)")
     items = {}
     items.update(reference_items(args.trace_dir))
     items.update(fidelity_items())
